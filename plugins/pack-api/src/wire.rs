@@ -1,0 +1,80 @@
+//! JSON shapes that cross the ABI as strings.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What a pack says about itself.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Manifest {
+    /// Call name of the pack: an identifier (`exec_py`), unique in one host.
+    pub name: String,
+    /// The pack's own version.
+    pub version: String,
+    /// One line for humans and models.
+    pub description: String,
+    /// The functions the pack serves, in the order to list them.
+    pub functions: Vec<FunctionSpec>,
+}
+
+/// One function of a pack.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FunctionSpec {
+    /// Function name: an identifier.
+    pub name: String,
+    /// What it does, for the tool listing.
+    pub description: String,
+    /// JSON Schema of the arguments (an object schema).
+    pub input_schema: Value,
+    /// JSON Schema of the result.
+    pub output_schema: Value,
+}
+
+/// A failed call, as a pack reports it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WireError {
+    /// Stable upper snake code, see [`codes`].
+    pub code: String,
+    /// One readable sentence: what went wrong.
+    pub message: String,
+    /// What would be right, when the pack knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub help: Option<String>,
+    /// Machine-readable details.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    /// The function's own result shape for a failure that has one (e.g.
+    /// `{stdout, stderr, exitCode}`); the host serves it as the structured
+    /// content of the error result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+}
+
+/// Stable error codes shared by the host and packs.
+pub mod codes {
+    /// Arguments did not fit the function.
+    pub const INVALID_ARGUMENT: &str = "INVALID_ARGUMENT";
+    /// No pack of that name is loaded.
+    pub const UNKNOWN_PACK: &str = "UNKNOWN_PACK";
+    /// The pack has no function of that name.
+    pub const UNKNOWN_FUNCTION: &str = "UNKNOWN_FUNCTION";
+    /// The call ran past its time limit.
+    pub const TIMEOUT: &str = "TIMEOUT";
+    /// The client cancelled the call.
+    pub const CANCELLED: &str = "CANCELLED";
+    /// A bug: a panic, a broken invariant.
+    pub const INTERNAL: &str = "INTERNAL";
+    /// A named thing does not exist.
+    pub const NOT_FOUND: &str = "NOT_FOUND";
+    /// The caller may not do this.
+    pub const ACCESS_DENIED: &str = "ACCESS_DENIED";
+    /// The feature or pack is switched off.
+    pub const DISABLED: &str = "DISABLED";
+    /// The caller is not authenticated.
+    pub const UNAUTHORIZED: &str = "UNAUTHORIZED";
+    /// A server the pack talks to failed.
+    pub const UPSTREAM_ERROR: &str = "UPSTREAM_ERROR";
+    /// A session (notebook, kernel) does not exist.
+    pub const SESSION_NOT_FOUND: &str = "SESSION_NOT_FOUND";
+    /// A notebook cell does not exist.
+    pub const CELL_NOT_FOUND: &str = "CELL_NOT_FOUND";
+}

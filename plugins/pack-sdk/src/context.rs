@@ -1,0 +1,94 @@
+//! What a pack function sees of the host.
+
+use std::{collections::BTreeMap, path::PathBuf};
+
+use abi_stable::std_types::{RNone, ROption, RResult, RSome};
+use pack_api::{CallContextBox, HostBox, LogLevel, WireError};
+use serde_json::Value;
+
+use crate::PackError;
+
+/// The host, for the pack's whole life: given to the pack's constructor.
+#[derive(Clone)]
+pub struct Host(HostBox);
+
+impl Host {
+    pub(crate) fn new(inner: HostBox) -> Self {
+        Self(inner)
+    }
+
+    /// The configured projects (`[projects]` in `packs.toml`): name -> absolute
+    /// path, whether or not the path exists.
+    pub fn projects(&self) -> BTreeMap<String, PathBuf> {
+        serde_json::from_str(&self.0.projects()).unwrap_or_default()
+    }
+
+    /// Write a log line attributed to the pack (stderr of the host, never the
+    /// MCP channel).
+    pub fn log(&self, level: LogLevel, message: &str) {
+        self.0.log(level, message.into());
+    }
+}
+
+/// One call: who is calling, and a way to talk back to the host.
+#[derive(Clone)]
+pub struct Context(CallContextBox);
+
+impl Context {
+    pub(crate) fn new(inner: CallContextBox) -> Self {
+        Self(inner)
+    }
+
+    /// The calling user (set by the host from the transport's authentication,
+    /// never from arguments).
+    pub fn user(&self) -> String {
+        self.0.user().into()
+    }
+
+    /// The calling user's organisation.
+    pub fn org(&self) -> String {
+        self.0.org().into()
+    }
+
+    /// The MCP request id, as text.
+    pub fn request_id(&self) -> String {
+        self.0.request_id().into()
+    }
+
+    /// Write a log line attributed to this call.
+    pub fn log(&self, level: LogLevel, message: &str) {
+        self.0.log(level, message.into());
+    }
+
+    /// Report progress; the host forwards it to clients that asked for it.
+    pub fn progress(&self, progress: f64, total: Option<f64>, message: &str) {
+        let total: ROption<f64> = match total {
+            Some(t) => RSome(t),
+            None => RNone,
+        };
+        self.0.progress(progress, total, message.into());
+    }
+
+    /// Whether the client cancelled the call or it ran out of time. Long loops
+    /// should check it; dropped futures are cancelled anyway.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.is_cancelled()
+    }
+
+    /// Call any tool the host serves (`pack.function`, an alias, `run`) with
+    /// this call's identity.
+    pub async fn call_tool(&self, name: &str, args: Value) -> Result<Value, PackError> {
+        let args = args.to_string();
+        match self.0.call_tool(name.into(), args.as_str().into()).await {
+            RResult::ROk(json) => serde_json::from_str(&json).map_err(|e| {
+                PackError::internal(format!("host returned invalid JSON for `{name}`: {e}"))
+            }),
+            RResult::RErr(json) => Err(match serde_json::from_str::<WireError>(&json) {
+                Ok(wire) => PackError::from_wire(wire),
+                Err(e) => {
+                    PackError::internal(format!("host returned an invalid error for `{name}`: {e}"))
+                }
+            }),
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! The one error type a pack function returns.
+
+use std::fmt;
+
+use pack_api::{WireError, codes};
+use serde::Serialize;
+use serde_json::Value;
+
+/// A failed call: a stable upper snake `code`, a readable `message`, and
+/// optionally what would be right (`help`), details (`data`), or the function's
+/// own result shape for this failure (`result`, served as structured content).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PackError(WireError);
+
+impl PackError {
+    /// An error with any stable code (see [`pack_api::codes`]).
+    pub fn new(code: &str, message: impl Into<String>) -> Self {
+        Self(WireError {
+            code: code.to_owned(),
+            message: message.into(),
+            help: None,
+            data: None,
+            result: None,
+        })
+    }
+
+    /// `INVALID_ARGUMENT`: the arguments do not fit.
+    pub fn invalid_argument(message: impl Into<String>) -> Self {
+        Self::new(codes::INVALID_ARGUMENT, message)
+    }
+
+    /// `NOT_FOUND`: a named thing does not exist.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(codes::NOT_FOUND, message)
+    }
+
+    /// `ACCESS_DENIED`: the request reaches outside what is allowed.
+    pub fn access_denied(message: impl Into<String>) -> Self {
+        Self::new(codes::ACCESS_DENIED, message)
+    }
+
+    /// `INTERNAL`: a bug or an unexpected failure of the pack itself.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(codes::INTERNAL, message)
+    }
+
+    /// Add what would be right.
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.0.help = Some(help.into());
+        self
+    }
+
+    /// Add machine-readable details.
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.0.data = Some(data);
+        self
+    }
+
+    /// Serve `result` (the function's own output shape) as the structured
+    /// content of the error result.
+    pub fn with_result(mut self, result: &impl Serialize) -> Self {
+        self.0.result = serde_json::to_value(result).ok();
+        self
+    }
+
+    /// The stable code.
+    pub fn code(&self) -> &str {
+        &self.0.code
+    }
+
+    /// The readable message.
+    pub fn message(&self) -> &str {
+        &self.0.message
+    }
+
+    /// The help text, if any.
+    pub fn help(&self) -> Option<&str> {
+        self.0.help.as_deref()
+    }
+
+    /// The wire form.
+    pub fn into_wire(self) -> WireError {
+        self.0
+    }
+
+    /// Back from the wire form.
+    pub fn from_wire(wire: WireError) -> Self {
+        Self(wire)
+    }
+
+    pub(crate) fn to_json(&self) -> String {
+        serde_json::to_string(&self.0).unwrap_or_else(|e| {
+            format!(r#"{{"code":"INTERNAL","message":"unserialisable error: {e}"}}"#)
+        })
+    }
+}
+
+impl fmt::Display for PackError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.0.code, self.0.message)?;
+        if let Some(help) = &self.0.help {
+            write!(f, " ({help})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for PackError {}
+
+impl From<std::io::Error> for PackError {
+    fn from(e: std::io::Error) -> Self {
+        match e.kind() {
+            std::io::ErrorKind::NotFound => Self::not_found(e.to_string()),
+            std::io::ErrorKind::PermissionDenied => Self::access_denied(e.to_string()),
+            _ => Self::internal(e.to_string()),
+        }
+    }
+}

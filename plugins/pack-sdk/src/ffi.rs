@@ -1,0 +1,169 @@
+//! The ABI side of a pack: its own tokio runtime, panic catching, and the
+//! `extern "C"` functions that [`export_pack!`](crate::export_pack) exports.
+
+use std::{
+    any::Any,
+    collections::HashMap,
+    future::Future,
+    panic::{AssertUnwindSafe, catch_unwind},
+    pin::Pin,
+    sync::{Arc, OnceLock},
+    task::{Context as TaskContext, Poll},
+};
+
+use abi_stable::{
+    sabi_trait::TD_Opaque,
+    std_types::{RResult, RStr, RString},
+};
+use async_ffi::{FfiFuture, FutureExt as _};
+use pack_api::{CallContextBox, CallResult, HostBox, Pack, PackBox, Pack_TO, codes};
+use serde_json::Value;
+use tokio::{runtime::Runtime, task::JoinHandle};
+
+use crate::{
+    Context, Host, PackDef, PackError,
+    def::{Handler, Shutdown},
+};
+
+/// Each pack library holds its own copy of tokio, so it runs its own runtime:
+/// the host's runtime is not usable from here.
+fn runtime() -> &'static Runtime {
+    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("pack-worker")
+            .enable_all()
+            .build()
+            .expect("a pack cannot run without its tokio runtime")
+    })
+}
+
+/// Awaits a task on the pack's runtime; dropping it aborts the task, which is
+/// how the host's cancellation reaches the pack.
+struct AbortOnDrop<T>(JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl<T> Future for AbortOnDrop<T> {
+    type Output = Result<T, tokio::task::JoinError>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.0).poll(cx)
+    }
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned())
+}
+
+struct PackImpl<S> {
+    name: &'static str,
+    state: Arc<S>,
+    functions: HashMap<String, Handler<S>>,
+    shutdown: Option<Shutdown<S>>,
+}
+
+impl<S: Send + Sync + 'static> Pack for PackImpl<S> {
+    fn call(&self, function: RStr<'_>, args_json: RStr<'_>, ctx: CallContextBox) -> FfiFuture<CallResult> {
+        let pack = self.name;
+        let Some(handler) = self.functions.get(function.as_str()).cloned() else {
+            // The host resolves names before calling; this only guards the ABI.
+            let error = PackError::new(
+                codes::UNKNOWN_FUNCTION,
+                format!("pack `{pack}` has no function `{function}`"),
+            );
+            return async move { RResult::RErr(error.to_json().into()) }.into_ffi();
+        };
+        let state = Arc::clone(&self.state);
+        let args = args_json.as_str().to_owned();
+        let function = function.as_str().to_owned();
+        let task = AbortOnDrop(runtime().spawn(async move {
+            let args: Value = serde_json::from_str(&args)
+                .map_err(|e| PackError::invalid_argument(format!("arguments are not JSON: {e}")))?;
+            handler(state, args, Context::new(ctx)).await
+        }));
+        async move {
+            let outcome = match task.await {
+                Ok(outcome) => outcome,
+                Err(e) if e.is_panic() => Err(PackError::internal(format!(
+                    "`{pack}.{function}` panicked: {}",
+                    panic_message(&*e.into_panic())
+                ))),
+                Err(_) => Err(PackError::new(codes::CANCELLED, "the call was cancelled")),
+            };
+            match outcome {
+                Ok(value) => RResult::ROk(RString::from(value.to_string())),
+                Err(error) => RResult::RErr(error.to_json().into()),
+            }
+        }
+        .into_ffi()
+    }
+
+    fn shutdown(&self) -> FfiFuture<()> {
+        let Some(shutdown) = self.shutdown.clone() else {
+            return async {}.into_ffi();
+        };
+        let task = AbortOnDrop(runtime().spawn(shutdown(Arc::clone(&self.state))));
+        async move {
+            let _ = task.await;
+        }
+        .into_ffi()
+    }
+}
+
+/// Body of the exported `manifest` function.
+pub fn manifest<S: Send + Sync + 'static>(build: fn() -> PackDef<S>, version: &str) -> RString {
+    let json = catch_unwind(|| serde_json::to_string(&build().manifest(version)));
+    match json {
+        Ok(Ok(json)) => json.into(),
+        // The host refuses a manifest that is not JSON, naming the file.
+        Ok(Err(e)) => format!("manifest is not serialisable: {e}").into(),
+        Err(panic) => format!("building the manifest panicked: {}", panic_message(&*panic)).into(),
+    }
+}
+
+/// Body of the exported `new` function.
+pub fn construct<S: Send + Sync + 'static>(
+    build: fn() -> PackDef<S>,
+    config_json: RStr<'_>,
+    host: HostBox,
+) -> RResult<PackBox, RString> {
+    let result = catch_unwind(AssertUnwindSafe(|| -> Result<PackBox, PackError> {
+        let def = build();
+        let config: Value = serde_json::from_str(config_json.as_str())
+            .map_err(|e| PackError::invalid_argument(format!("config is not JSON: {e}")))?;
+        // The constructor may start background work that needs a runtime.
+        let state = {
+            let _guard = runtime().enter();
+            (def.init)(config, Host::new(host))?
+        };
+        let pack = PackImpl {
+            name: def.name,
+            state: Arc::new(state),
+            functions: def
+                .functions
+                .into_iter()
+                .map(|(spec, handler)| (spec.name, handler))
+                .collect(),
+            shutdown: def.shutdown,
+        };
+        Ok(Pack_TO::from_value(pack, TD_Opaque))
+    }));
+    match result {
+        Ok(Ok(pack)) => RResult::ROk(pack),
+        Ok(Err(error)) => RResult::RErr(error.to_json().into()),
+        Err(panic) => RResult::RErr(
+            PackError::internal(format!("the pack's constructor panicked: {}", panic_message(&*panic)))
+                .to_json()
+                .into(),
+        ),
+    }
+}

@@ -1,0 +1,128 @@
+//! Write a packhost pack.
+//!
+//! Who it is for: anyone adding tools to packhost. A pack is a `cdylib` crate
+//! that depends on this crate only; the unchanged `packhost` binary loads it
+//! when `packs.toml` names it. A whole pack:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use pack_sdk::{Context, Empty, JsonSchema, PackDef, PackError, Deserialize, Serialize};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct GreetArgs {
+//!     /// Who to greet.
+//!     name: String,
+//! }
+//!
+//! #[derive(Serialize, JsonSchema)]
+//! struct Greeting {
+//!     text: String,
+//! }
+//!
+//! async fn greet(_: Arc<()>, args: GreetArgs, _: Context) -> Result<Greeting, PackError> {
+//!     if args.name.is_empty() {
+//!         return Err(PackError::invalid_argument("`name` is empty; pass who to greet"));
+//!     }
+//!     Ok(Greeting { text: format!("hello, {}", args.name) })
+//! }
+//!
+//! fn hello() -> PackDef<()> {
+//!     PackDef::new("hello", "Greets people", |_: Empty, _host| Ok(()))
+//!         .function("greet", "Greet someone by name", greet)
+//! }
+//!
+//! pack_sdk::export_pack!(hello);
+//! ```
+//!
+//! Then `crate-type = ["cdylib"]` in `Cargo.toml`, `cargo build`, and name the
+//! library in `packs.toml`.
+//!
+//! What the SDK does for you: the input and output JSON Schemas (from `serde`
+//! + `schemars`; doc comments become descriptions), argument decoding, the
+//! pack's own tokio runtime, turning panics into `INTERNAL` errors instead of a
+//! host crash, cancelling a call's task when the host drops it, and the ABI
+//! export itself.
+#![deny(missing_docs)]
+
+mod context;
+mod def;
+mod error;
+mod ffi;
+
+pub use context::{Context, Host};
+pub use def::{Empty, PackDef};
+pub use error::PackError;
+pub use pack_api::{LogLevel, codes};
+pub use schemars::{self, JsonSchema};
+pub use serde::{self, Deserialize, Serialize};
+pub use serde_json::{self, Value, json};
+
+/// Not public API: what [`export_pack!`] expands to needs these paths.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::ffi::{construct, manifest};
+    pub use abi_stable::{
+        library::{CheckTypeLayout, LibHeader, RootModuleResult, __call_root_module_loader},
+        prefix_type::PrefixTypeTrait,
+        std_types::{RResult, RStr, RString},
+    };
+    pub use pack_api::{HostBox, PackBox, PackModule, PackModule_Ref};
+}
+
+/// Export the pack built by `$build` (a `fn() -> PackDef<S>`) as this
+/// library's root module. Use it once, at the crate root.
+#[macro_export]
+macro_rules! export_pack {
+    ($build:path) => {
+        #[doc(hidden)]
+        extern "C" fn __packhost_manifest() -> $crate::__private::RString {
+            $crate::__private::manifest($build, env!("CARGO_PKG_VERSION"))
+        }
+
+        #[doc(hidden)]
+        extern "C" fn __packhost_new(
+            config_json: $crate::__private::RStr<'_>,
+            host: $crate::__private::HostBox,
+        ) -> $crate::__private::RResult<$crate::__private::PackBox, $crate::__private::RString> {
+            $crate::__private::construct($build, config_json, host)
+        }
+
+        #[doc(hidden)]
+        fn __packhost_root_module() -> $crate::__private::PackModule_Ref {
+            use $crate::__private::PrefixTypeTrait as _;
+            $crate::__private::PackModule {
+                manifest: __packhost_manifest,
+                new: __packhost_new,
+            }
+            .leak_into_prefix()
+        }
+
+        #[doc(hidden)]
+        extern "C" fn __packhost_root_module_loader() -> $crate::__private::RootModuleResult {
+            $crate::__private::__call_root_module_loader(__packhost_root_module)
+        }
+
+        /// The symbol `abi_stable` looks up when the host loads this library
+        /// (what `#[export_root_module]` would write, spelled out so that pack
+        /// crates need no `abi_stable` dependency of their own).
+        #[doc(hidden)]
+        #[unsafe(export_name = "_1as_0lib_1header_0root_bmodule_bloader")]
+        pub static __PACKHOST_LIB_HEADER: $crate::__private::LibHeader = unsafe {
+            $crate::__private::LibHeader::from_constructor::<$crate::__private::PackModule_Ref>(
+                __packhost_root_module_loader,
+                $crate::__private::CheckTypeLayout::Yes,
+            )
+        };
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn exported_symbol_is_the_one_abi_stable_looks_up() {
+        assert_eq!(
+            abi_stable::library::ROOT_MODULE_LOADER_NAME,
+            "_1as_0lib_1header_0root_bmodule_bloader"
+        );
+    }
+}
