@@ -1,0 +1,94 @@
+//! The front of packhost's `run` tool: turns the text a model sends into a [`Plan`].
+//!
+//! [`Front::interpret`] runs these steps, with no I/O:
+//! 1. [`strip`] normalises line ends and indentation and removes a `>>>`
+//!    prompt and Markdown code markup wrapping the whole text;
+//! 2. a leading `!` is rejected with an explanation of the real syntax;
+//! 3. `$name k=v` expands a configured [`Snippet`] through minijinja;
+//! 4. [`parse_call`] recognises a single `dotted.name(literal, key=literal)`
+//!    call, which runs without Python; anything else is code for a code pack;
+//! 5. aliases rewrite the target of a parsed call (`ws` → `brave.web_search`).
+
+#![deny(missing_docs)]
+
+mod call;
+mod cursor;
+mod error;
+mod literal;
+mod number;
+mod snippet;
+mod string;
+mod strip;
+
+use std::collections::BTreeMap;
+
+pub use call::{Call, parse_call};
+pub use error::FrontError;
+pub use snippet::{Param, Snippet};
+pub use strip::strip;
+
+/// What `run` knows besides the command text.
+#[derive(Debug, Clone, Default)]
+pub struct Front {
+    /// Call-target rewrites, e.g. `"ws"` → `"brave.web_search"`.
+    pub aliases: BTreeMap<String, String>,
+    /// Snippets by name, expanded by `$name`.
+    pub snippets: BTreeMap<String, Snippet>,
+}
+
+/// What to do with a command.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Plan {
+    /// Call one tool directly with these arguments.
+    Call(Call),
+    /// Hand this code to a code pack.
+    Code(String),
+}
+
+impl Front {
+    /// Turns a `run` command into a plan (see the crate docs for the steps).
+    pub fn interpret(&self, command: &str) -> Result<Plan, FrontError> {
+        let text = strip(command)?;
+        if let Some(rest) = text.strip_prefix('!') {
+            return Err(bang(rest));
+        }
+        let text = if text.starts_with('$') {
+            snippet::expand(&self.snippets, &text)?
+        } else {
+            text
+        };
+        Ok(match parse_call(&text)? {
+            Some(mut call) => {
+                if let Some(target) = self.aliases.get(&call.target) {
+                    call.target = target.clone();
+                }
+                Plan::Call(call)
+            }
+            None => Plan::Code(text),
+        })
+    }
+}
+
+/// Models trained on other tool fronts write `!tool cmd`; say what works here,
+/// and what the command would be without the prefix.
+fn bang(rest: &str) -> FrontError {
+    let rest = rest.trim();
+    let suggestion = match rest.split_once(char::is_whitespace) {
+        Some((word, tail))
+            if word
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '-') =>
+        {
+            tail.trim()
+        }
+        _ => rest,
+    };
+    let mut message =
+        "commands take no `!` prefix; send a call like `pack.function(arg=value)` directly, \
+         `$snippet key=value` to expand a snippet, an alias call, or a block of Python code"
+            .to_owned();
+    if !suggestion.is_empty() && !suggestion.contains('\n') && suggestion.len() <= 200 {
+        message.push_str(&format!(" (here probably `{suggestion}`)"));
+    }
+    FrontError::invalid(message)
+}

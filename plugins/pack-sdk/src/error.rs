@@ -10,18 +10,18 @@ use serde_json::Value;
 /// optionally what would be right (`help`), details (`data`), or the function's
 /// own result shape for this failure (`result`, served as structured content).
 #[derive(Debug, Clone, PartialEq)]
-pub struct PackError(WireError);
+pub struct PackError(Box<WireError>);
 
 impl PackError {
     /// An error with any stable code (see [`pack_api::codes`]).
     pub fn new(code: &str, message: impl Into<String>) -> Self {
-        Self(WireError {
+        Self(Box::new(WireError {
             code: code.to_owned(),
             message: message.into(),
             help: None,
             data: None,
             result: None,
-        })
+        }))
     }
 
     /// `INVALID_ARGUMENT`: the arguments do not fit.
@@ -80,12 +80,12 @@ impl PackError {
 
     /// The wire form.
     pub fn into_wire(self) -> WireError {
-        self.0
+        *self.0
     }
 
     /// Back from the wire form.
     pub fn from_wire(wire: WireError) -> Self {
-        Self(wire)
+        Self(Box::new(wire))
     }
 
     pub(crate) fn to_json(&self) -> String {

@@ -4,11 +4,8 @@
 use std::{
     any::Any,
     collections::HashMap,
-    future::Future,
     panic::{AssertUnwindSafe, catch_unwind},
-    pin::Pin,
-    sync::{Arc, OnceLock},
-    task::{Context as TaskContext, Poll},
+    sync::{Arc, Once, OnceLock},
 };
 
 use abi_stable::{
@@ -16,9 +13,12 @@ use abi_stable::{
     std_types::{RResult, RStr, RString},
 };
 use async_ffi::{FfiFuture, FutureExt as _};
-use pack_api::{CallContextBox, CallResult, HostBox, Pack, PackBox, Pack_TO, codes};
+use pack_api::{CallContextBox, CallResult, HostBox, LogLevel, Pack, PackBox, Pack_TO, codes};
 use serde_json::Value;
-use tokio::{runtime::Runtime, task::JoinHandle};
+use tokio::runtime::Runtime;
+// Dropping the handle aborts the task: that is how the host's cancellation
+// reaches the pack.
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::{
     Context, Host, PackDef, PackError,
@@ -37,23 +37,6 @@ fn runtime() -> &'static Runtime {
             .build()
             .expect("a pack cannot run without its tokio runtime")
     })
-}
-
-/// Awaits a task on the pack's runtime; dropping it aborts the task, which is
-/// how the host's cancellation reaches the pack.
-struct AbortOnDrop<T>(JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-impl<T> Future for AbortOnDrop<T> {
-    type Output = Result<T, tokio::task::JoinError>;
-    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.0).poll(cx)
-    }
 }
 
 fn panic_message(payload: &(dyn Any + Send)) -> String {
@@ -85,7 +68,7 @@ impl<S: Send + Sync + 'static> Pack for PackImpl<S> {
         let state = Arc::clone(&self.state);
         let args = args_json.as_str().to_owned();
         let function = function.as_str().to_owned();
-        let task = AbortOnDrop(runtime().spawn(async move {
+        let task = AbortOnDropHandle::new(runtime().spawn(async move {
             let args: Value = serde_json::from_str(&args)
                 .map_err(|e| PackError::invalid_argument(format!("arguments are not JSON: {e}")))?;
             handler(state, args, Context::new(ctx)).await
@@ -111,7 +94,7 @@ impl<S: Send + Sync + 'static> Pack for PackImpl<S> {
         let Some(shutdown) = self.shutdown.clone() else {
             return async {}.into_ffi();
         };
-        let task = AbortOnDrop(runtime().spawn(shutdown(Arc::clone(&self.state))));
+        let task = AbortOnDropHandle::new(runtime().spawn(shutdown(Arc::clone(&self.state))));
         async move {
             let _ = task.await;
         }
@@ -130,6 +113,19 @@ pub fn manifest<S: Send + Sync + 'static>(build: fn() -> PackDef<S>, version: &s
     }
 }
 
+/// This library has its own copy of std, hence its own panic hook: route the
+/// pack's panics to the host's log as one line instead of a raw backtrace on
+/// stderr. The panic itself still becomes an `INTERNAL` result.
+fn report_panics_to(host: &HostBox) {
+    static ONCE: Once = Once::new();
+    let host = host.clone();
+    ONCE.call_once(move || {
+        std::panic::set_hook(Box::new(move |info| {
+            host.log(LogLevel::Error, format!("panic: {info}").as_str().into());
+        }));
+    });
+}
+
 /// Body of the exported `new` function.
 pub fn construct<S: Send + Sync + 'static>(
     build: fn() -> PackDef<S>,
@@ -140,6 +136,7 @@ pub fn construct<S: Send + Sync + 'static>(
         let def = build();
         let config: Value = serde_json::from_str(config_json.as_str())
             .map_err(|e| PackError::invalid_argument(format!("config is not JSON: {e}")))?;
+        report_panics_to(&host);
         // The constructor may start background work that needs a runtime.
         let state = {
             let _guard = runtime().enter();

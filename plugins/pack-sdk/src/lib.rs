@@ -6,7 +6,9 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use pack_sdk::{Context, Empty, JsonSchema, PackDef, PackError, Deserialize, Serialize};
+//! use pack_sdk::{Context, Empty, PackDef, PackError};
+//! use schemars::JsonSchema;
+//! use serde::{Deserialize, Serialize};
 //!
 //! #[derive(Deserialize, JsonSchema)]
 //! struct GreetArgs {
@@ -34,8 +36,9 @@
 //! pack_sdk::export_pack!(hello);
 //! ```
 //!
-//! Then `crate-type = ["cdylib"]` in `Cargo.toml`, `cargo build`, and name the
-//! library in `packs.toml`.
+//! Its `Cargo.toml` has `crate-type = ["cdylib"]` and depends on `pack-sdk`,
+//! `serde` (with `derive`) and `schemars` 1; `cargo build`, then name the library
+//! in `packs.toml`.
 //!
 //! What the SDK does for you: the input and output JSON Schemas (from `serde`
 //! + `schemars`; doc comments become descriptions), argument decoding, the
@@ -53,9 +56,7 @@ pub use context::{Context, Host};
 pub use def::{Empty, PackDef};
 pub use error::PackError;
 pub use pack_api::{LogLevel, codes};
-pub use schemars::{self, JsonSchema};
-pub use serde::{self, Deserialize, Serialize};
-pub use serde_json::{self, Value, json};
+pub use serde_json::{Value, json};
 
 /// Not public API: what [`export_pack!`] expands to needs these paths.
 #[doc(hidden)]

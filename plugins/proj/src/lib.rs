@@ -1,0 +1,202 @@
+//! `proj`: project paths and files, confined to project roots.
+//!
+//! The projects are the host's `[projects]` table in `packs.toml`
+//! (`name = "path"`); the pack itself takes no config. Functions:
+//!
+//! - `proj.list()`: the configured projects and whether their roots exist.
+//! - `proj.path(name, sub)`: the absolute path of `sub` inside a project.
+//! - `proj.read(name, path, offset, limit)`: lines of a text file.
+//! - `proj.ls(name, path)`: the entries of a directory.
+//! - `proj.grep(name, pattern, glob)`: regex search honouring `.gitignore`.
+//!
+//! Every caller-supplied path goes through [`confine::confine`]: relative
+//! paths only, no `..`, no symlink leading outside the root. The logic lives
+//! in plain functions taking [`State`] (tested directly); the async functions
+//! registered with the SDK only move that work onto a blocking thread.
+
+pub mod confine;
+pub mod files;
+pub mod grep;
+
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+    sync::Arc,
+};
+
+use pack_sdk::{Context, Empty, Host, PackDef, PackError};
+
+use crate::{
+    confine::Confined,
+    files::{LsArgs, LsResult, PathArgs, PathResult, ProjectList, ReadArgs, ReadResult},
+    grep::{GrepArgs, GrepResult},
+};
+
+/// Named in "unknown project" errors so a model sees what it can call.
+const FUNCTIONS: &str = "proj.list, proj.path, proj.read, proj.ls, proj.grep";
+
+/// The pack's state: the configured projects.
+#[derive(Debug, Clone, Default)]
+pub struct State {
+    projects: BTreeMap<String, PathBuf>,
+}
+
+impl State {
+    /// State over `projects` (name -> absolute root path).
+    pub fn new(projects: BTreeMap<String, PathBuf>) -> Self {
+        Self { projects }
+    }
+
+    /// The configured projects, sorted by name.
+    pub fn projects(&self) -> &BTreeMap<String, PathBuf> {
+        &self.projects
+    }
+
+    /// The root of project `name`, or NOT_FOUND listing what exists.
+    pub fn root(&self, name: &str) -> Result<&Path, PackError> {
+        if let Some(root) = self.projects.get(name) {
+            return Ok(root);
+        }
+        if self.projects.is_empty() {
+            return Err(PackError::not_found(format!(
+                "unknown project `{name}`; no projects are configured (functions: {FUNCTIONS})"
+            ))
+            .with_help(
+                "add projects under `[projects]` in packs.toml, one per line: `name = \"path\"`",
+            ));
+        }
+        let names: Vec<&str> = self.projects.keys().map(String::as_str).collect();
+        Err(PackError::not_found(format!(
+            "unknown project `{name}`; projects: {} (functions: {FUNCTIONS})",
+            names.join(", ")
+        ))
+        .with_help("call `proj.list` to see the projects and their paths"))
+    }
+
+    /// `sub` inside project `name`, checked by the confinement rule.
+    pub fn resolve(&self, name: &str, sub: &str) -> Result<Confined, PackError> {
+        confine::confine(self.root(name)?, sub)
+    }
+}
+
+/// Filesystem work blocks, so it runs off the async workers.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, PackError> + Send + 'static,
+) -> Result<T, PackError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| PackError::internal(format!("proj worker thread failed: {e}")))?
+}
+
+async fn list(state: Arc<State>, _: Empty, _: Context) -> Result<ProjectList, PackError> {
+    blocking(move || Ok(files::list(&state))).await
+}
+
+async fn path(state: Arc<State>, args: PathArgs, _: Context) -> Result<PathResult, PackError> {
+    blocking(move || files::path(&state, &args)).await
+}
+
+async fn read(state: Arc<State>, args: ReadArgs, _: Context) -> Result<ReadResult, PackError> {
+    blocking(move || files::read(&state, &args)).await
+}
+
+async fn ls(state: Arc<State>, args: LsArgs, _: Context) -> Result<LsResult, PackError> {
+    blocking(move || files::ls(&state, &args)).await
+}
+
+async fn grep(state: Arc<State>, args: GrepArgs, ctx: Context) -> Result<GrepResult, PackError> {
+    // A blocking task outlives a dropped call, so the walk polls for cancellation.
+    blocking(move || grep::grep(&state, &args, &|| ctx.is_cancelled())).await
+}
+
+fn pack() -> PackDef<State> {
+    PackDef::new(
+        "proj",
+        "Project paths and files: list projects, resolve paths, read, list and search files inside a project root",
+        |_: Empty, host: Host| Ok(State::new(host.projects())),
+    )
+    .function(
+        "list",
+        "List the configured projects: name, absolute root path, and whether the root exists.",
+        list,
+    )
+    .function(
+        "path",
+        "Absolute path of `sub` inside project `name` (need not exist yet). \
+         Paths are relative to the project root; `..`, absolute paths and symlinks leading outside are refused.",
+        path,
+    )
+    .function(
+        "read",
+        "Read a UTF-8 text file in a project: `limit` lines from 0-based line `offset` \
+         (at most 256 KiB of content). `truncated` says more remains; page on with offset + lines.",
+        read,
+    )
+    .function(
+        "ls",
+        "List a directory in a project (default: its root): entries with kind and size, directories first.",
+        ls,
+    )
+    .function(
+        "grep",
+        "Regex search over the text files of a project, honouring .gitignore and skipping hidden and binary files; \
+         `glob` filters relative paths (e.g. `*.rs`, `src/**/*.py`). At most 1000 matches.",
+        grep,
+    )
+}
+
+pack_sdk::export_pack!(pack);
+
+#[cfg(test)]
+mod tests {
+    use pack_sdk::codes;
+
+    use super::*;
+
+    #[test]
+    fn unknown_project_lists_projects_and_functions() {
+        let state = State::new(BTreeMap::from([
+            ("a".to_owned(), PathBuf::from("/tmp/a")),
+            ("b".to_owned(), PathBuf::from("/tmp/b")),
+        ]));
+        let err = state.root("foo").unwrap_err();
+        assert_eq!(err.code(), codes::NOT_FOUND);
+        assert_eq!(
+            err.message(),
+            "unknown project `foo`; projects: a, b (functions: proj.list, proj.path, proj.read, proj.ls, proj.grep)"
+        );
+    }
+
+    #[test]
+    fn unknown_project_without_projects_says_how_to_configure() {
+        let err = State::default().resolve("foo", "x").unwrap_err();
+        assert_eq!(err.code(), codes::NOT_FOUND);
+        assert!(
+            err.message().contains("no projects are configured"),
+            "{err}"
+        );
+        assert!(err.help().unwrap().contains("[projects]"), "{err}");
+    }
+
+    /// Models read these schemas: every argument needs a description, and
+    /// unknown keys must be refused.
+    #[test]
+    fn argument_schemas_describe_every_field() {
+        use pack_sdk::Value;
+        use schemars::schema_for;
+        let schemas: [(&str, Value); 4] = [
+            ("path", schema_for!(PathArgs).to_value()),
+            ("read", schema_for!(ReadArgs).to_value()),
+            ("ls", schema_for!(LsArgs).to_value()),
+            ("grep", schema_for!(GrepArgs).to_value()),
+        ];
+        for (function, schema) in schemas {
+            assert_eq!(schema["additionalProperties"], false, "{function}");
+            let properties = schema["properties"].as_object().unwrap();
+            assert!(properties.contains_key("name"), "{function}");
+            for (arg, prop) in properties {
+                assert!(prop["description"].is_string(), "{function}.{arg}");
+            }
+        }
+    }
+}

@@ -1,0 +1,54 @@
+use std::collections::BTreeMap;
+
+use packhost_command::{Front, Plan};
+use serde_json::json;
+
+use crate::{call, plan};
+
+fn front() -> Front {
+    Front {
+        aliases: BTreeMap::from([
+            ("ws".to_owned(), "brave.web_search".to_owned()),
+            ("p.l".to_owned(), "proj.list".to_owned()),
+        ]),
+        snippets: BTreeMap::new(),
+    }
+}
+
+#[test]
+fn aliases_rewrite_call_targets_only() {
+    let front = front();
+    let cases = [
+        (
+            "ws(query=\"x\")",
+            Plan::Call(call(
+                "brave.web_search",
+                vec![],
+                vec![("query", json!("x"))],
+            )),
+        ),
+        (
+            "`ws('x')`",
+            Plan::Call(call("brave.web_search", vec![json!("x")], vec![])),
+        ),
+        ("p . l()", Plan::Call(call("proj.list", vec![], vec![]))),
+        (
+            "unknown(1)",
+            Plan::Call(call("unknown", vec![json!(1)], vec![])),
+        ),
+        (
+            "ws.more(1)",
+            Plan::Call(call("ws.more", vec![json!(1)], vec![])),
+        ),
+        ("p(1)", Plan::Call(call("p", vec![json!(1)], vec![]))),
+        ("ws", Plan::Code("ws".to_owned())),
+        ("ws(query=q)", Plan::Code("ws(query=q)".to_owned())),
+        (
+            "r = ws(query='a')\nr",
+            Plan::Code("r = ws(query='a')\nr".to_owned()),
+        ),
+    ];
+    for (input, want) in cases {
+        assert_eq!(plan(&front, input), want, "{input:?}");
+    }
+}

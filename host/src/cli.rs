@@ -1,0 +1,168 @@
+//! The subcommands: `serve`, `call`, `packs`, `check`.
+
+use std::{path::PathBuf, process::ExitCode, sync::Arc, time::Duration};
+
+use clap::{Parser, Subcommand};
+use rmcp::ServiceExt as _;
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    config::{self, Loaded},
+    executor::{Caller, Executor},
+    loader::{self, LoadError},
+    mcp::PackhostServer,
+    render::value_text,
+};
+
+/// An MCP tool server whose tools come from pack libraries.
+#[derive(Debug, Parser)]
+#[command(name = "packhost", version, about, propagate_version = true)]
+pub struct Cli {
+    /// The config file (default: ./packs.toml when it exists).
+    #[arg(long, short, global = true, env = "PACKHOST_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve MCP on stdin/stdout (logs go to stderr).
+    Serve,
+    /// Run one `run` command and print its result; exit 1 when it fails.
+    Call {
+        /// The command, e.g. 'proj.list()' or '$snippet k=v'.
+        command: String,
+    },
+    /// List the loaded packs, their functions and signatures.
+    Packs,
+    /// Check the config and load every pack; exit 1 on any problem.
+    Check,
+}
+
+/// Errors that stop a subcommand before it can do anything.
+pub type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// Run the parsed command line.
+pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
+    let loaded = config::load(cli.config.as_deref())?;
+    if let Some(file) = &loaded.file {
+        tracing::debug!(file = %file.display(), "config");
+    }
+    let (packs, errors) = loader::load_all(&loaded.config);
+    for error in &errors {
+        tracing::error!("{error}");
+    }
+    let executor = Executor::new(packs, &loaded.config);
+    let code = match cli.command {
+        Command::Serve => serve(&executor, &loaded).await?,
+        Command::Call { command } => call(&executor, &loaded, &command).await,
+        Command::Packs => {
+            print_packs(&executor);
+            ExitCode::SUCCESS
+        }
+        Command::Check => check(&executor, &loaded, &errors),
+    };
+    shutdown(&executor).await;
+    Ok(code)
+}
+
+async fn serve(executor: &Arc<Executor>, loaded: &Loaded) -> Result<ExitCode, Error> {
+    let server = PackhostServer::new(Arc::clone(executor), loaded.config.identity.clone());
+    let service = server.serve(rmcp::transport::stdio_pipes()).await?;
+    let stop = service.cancellation_token();
+    tokio::spawn(async move {
+        stop_signal().await;
+        stop.cancel();
+    });
+    let reason = service.waiting().await?;
+    tracing::debug!(?reason, "server stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {},
+        _ = int.recv() => {},
+    }
+}
+
+async fn call(executor: &Arc<Executor>, loaded: &Loaded, command: &str) -> ExitCode {
+    let caller = Caller {
+        user: loaded.config.identity.user.clone(),
+        org: loaded.config.identity.org.clone(),
+        request_id: "cli".to_owned(),
+        progress: None,
+        cancel: CancellationToken::new(),
+        depth: 0,
+    };
+    match executor.run(command, &caller).await {
+        Ok(value) => {
+            println!("{}", value_text(&value));
+            ExitCode::SUCCESS
+        }
+        Err(failure) => {
+            println!("{}", failure.text());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn print_packs(executor: &Executor) {
+    let mut any = false;
+    for (pack, signatures) in executor.packs() {
+        any = true;
+        println!(
+            "{} {} — {}\n  {}",
+            pack.name,
+            pack.manifest.version,
+            pack.manifest.description,
+            pack.path.display()
+        );
+        for signature in signatures {
+            println!("    {signature}");
+        }
+    }
+    if !any {
+        println!("no packs loaded (add [packs.<name>] sections to packs.toml)");
+    }
+}
+
+fn check(executor: &Executor, loaded: &Loaded, errors: &[LoadError]) -> ExitCode {
+    match &loaded.file {
+        Some(file) => println!("config: {} (ok)", file.display()),
+        None => println!("config: none found, using built-in defaults"),
+    }
+    for (pack, signatures) in executor.packs() {
+        println!("ok    {} ({} functions) {}", pack.name, signatures.len(), pack.path.display());
+    }
+    for error in errors {
+        println!("error {error}");
+    }
+    if errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        println!("{} pack(s) failed to load", errors.len());
+        ExitCode::FAILURE
+    }
+}
+
+/// Let every pack release its child processes; a pack gets 5 s.
+async fn shutdown(executor: &Executor) {
+    let all = executor.packs().map(|(pack, _)| {
+        let name = pack.name.clone();
+        let done = pack.instance.shutdown();
+        async move {
+            if tokio::time::timeout(Duration::from_secs(5), done).await.is_err() {
+                tracing::warn!(pack = %name, "pack did not shut down within 5 s");
+            }
+        }
+    });
+    futures_util::future::join_all(all).await;
+}

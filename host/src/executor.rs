@@ -1,0 +1,545 @@
+//! The one path every tool call takes: resolve the name, bind and validate
+//! the arguments, call the pack under a time limit and the client's
+//! cancellation, and turn whatever happens into a value or a [`Failure`].
+
+use std::{
+    collections::BTreeMap,
+    panic::{AssertUnwindSafe, catch_unwind},
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use abi_stable::{
+    sabi_trait::TD_Opaque,
+    std_types::{RArc, ROption, RResult, RStr, RString},
+};
+use async_ffi::{FfiFuture, FutureExt as _};
+use futures_util::FutureExt as _;
+use pack_api::{CallContext, CallContext_TO, CallResult, FunctionSpec, LogLevel, codes};
+use packhost_command::{Call, Front, Plan};
+use serde_json::{Map, Value, json};
+use tokio_util::{sync::CancellationToken, task::AbortOnDropHandle};
+use tracing::Instrument as _;
+
+use crate::{
+    config::Config,
+    failure::Failure,
+    loader::LoadedPack,
+    render::{list, signature, suggestion},
+};
+
+/// Name of the tool that takes a command as a model writes it.
+pub const RUN_TOOL: &str = "run";
+
+/// Code mode can call tools that call tools; a loop must end somewhere.
+const MAX_NESTING: u32 = 8;
+
+/// Receives progress reports of one call: (progress, total, message).
+pub type ProgressSink = Arc<dyn Fn(f64, Option<f64>, String) + Send + Sync>;
+
+/// Who is calling and how to reach back: given by the transport.
+#[derive(Clone)]
+pub struct Caller {
+    /// User id handed to packs.
+    pub user: String,
+    /// Organisation id handed to packs.
+    pub org: String,
+    /// The request id, for logs.
+    pub request_id: String,
+    /// Where progress goes, when the client asked for it.
+    pub progress: Option<ProgressSink>,
+    /// Cancelled when the client cancels the request.
+    pub cancel: CancellationToken,
+    /// How many tool calls deep this call is (code mode).
+    pub depth: u32,
+}
+
+/// A tool as listed to clients.
+pub struct ToolInfo {
+    /// `pack.function` or `run`.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub input_schema: Value,
+    /// JSON Schema of the result.
+    pub output_schema: Option<Value>,
+}
+
+struct Function {
+    spec: FunctionSpec,
+    /// `pack.function(a: string, ...)`, shown in argument errors.
+    signature: String,
+    /// Property names in schema order: where positional arguments go.
+    params: Vec<String>,
+    validator: Option<jsonschema::Validator>,
+}
+
+struct PackEntry {
+    loaded: LoadedPack,
+    functions: Vec<Function>,
+}
+
+/// Holds the loaded packs and dispatches every call.
+pub struct Executor {
+    packs: BTreeMap<String, PackEntry>,
+    front: Front,
+    code_pack: String,
+    /// Packs call back on their own threads; host work is spawned here.
+    runtime: tokio::runtime::Handle,
+}
+
+impl Executor {
+    /// Build from loaded packs; must run inside the host's runtime.
+    pub fn new(loaded: Vec<LoadedPack>, config: &Config) -> Arc<Self> {
+        let packs = loaded
+            .into_iter()
+            .map(|loaded| {
+                let functions = loaded
+                    .manifest
+                    .functions
+                    .iter()
+                    .map(|spec| function_entry(&loaded.name, spec))
+                    .collect();
+                (loaded.name.clone(), PackEntry { loaded, functions })
+            })
+            .collect();
+        Arc::new(Self {
+            packs,
+            front: Front {
+                aliases: config.aliases.clone(),
+                snippets: config.snippets.clone(),
+            },
+            code_pack: config.server.code_pack.clone(),
+            runtime: tokio::runtime::Handle::current(),
+        })
+    }
+
+    /// Every tool: `run` first, then each pack function.
+    pub fn tools(&self) -> Vec<ToolInfo> {
+        let run = ToolInfo {
+            name: RUN_TOOL.to_owned(),
+            description: self.run_description(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "command": {
+                        "type": "string",
+                        "description": "A call such as `proj.path(\"api\", sub=\"src\")`, an alias call, `$snippet k=v`, or a block of Python (fenced or not)."
+                    }
+                },
+                "required": ["command"],
+                "additionalProperties": false
+            }),
+            output_schema: None,
+        };
+        let functions = self.packs.values().flat_map(|pack| {
+            pack.functions.iter().map(move |f| ToolInfo {
+                name: format!("{}.{}", pack.loaded.name, f.spec.name),
+                description: f.spec.description.clone(),
+                input_schema: f.spec.input_schema.clone(),
+                output_schema: Some(f.spec.output_schema.clone()),
+            })
+        });
+        std::iter::once(run).chain(functions).collect()
+    }
+
+    /// What `run` accepts and what it can reach, compactly: the list a model
+    /// reads to know what exists.
+    fn run_description(&self) -> String {
+        let mut text = String::from(
+            "Run a command the way you would write it: a call `pack.function(arg, key=value)` \
+             with Python literals, an alias call, a snippet `$name key=value`, or a block of \
+             Python (handed to the code pack). Markdown fences and a `>>>` prompt are stripped.\n",
+        );
+        text.push_str("\nFunctions:\n");
+        for pack in self.packs.values() {
+            for f in &pack.functions {
+                text.push_str(&format!("- {}\n", f.signature));
+            }
+        }
+        if !self.front.aliases.is_empty() {
+            let aliases = self.front.aliases.iter().map(|(a, t)| format!("{a} = {t}"));
+            text.push_str(&format!("\nAliases: {}\n", list(aliases)));
+        }
+        if !self.front.snippets.is_empty() {
+            text.push_str("\nSnippets:\n");
+            for (name, snippet) in &self.front.snippets {
+                let params: Vec<String> = snippet
+                    .params
+                    .iter()
+                    .map(|(p, def)| match &def.default {
+                        Some(d) => format!("{p}={d}"),
+                        None => p.clone(),
+                    })
+                    .collect();
+                text.push_str(&format!("- ${name} {}: {}\n", params.join(" "), snippet.description));
+            }
+        }
+        text
+    }
+
+    /// The loaded packs, in name order.
+    pub fn packs(&self) -> impl Iterator<Item = (&LoadedPack, Vec<&str>)> {
+        self.packs.values().map(|p| {
+            (
+                &p.loaded,
+                p.functions.iter().map(|f| f.signature.as_str()).collect(),
+            )
+        })
+    }
+
+    /// Serve one MCP `tools/call`.
+    pub async fn call_tool(
+        self: &Arc<Self>,
+        name: &str,
+        args: Value,
+        caller: &Caller,
+    ) -> Result<Value, Failure> {
+        if name == RUN_TOOL {
+            let command = match &args {
+                Value::Object(map) if map.len() == 1 => map.get("command").and_then(Value::as_str),
+                _ => None,
+            };
+            let Some(command) = command else {
+                return Err(Failure::invalid_argument(format!(
+                    "`run` takes one argument, `command` (a string); got {args}"
+                ))
+                .with_help("example: {\"command\": \"proj.list()\"}"));
+            };
+            return self.run(command, caller).await;
+        }
+        let (pack, function) = self.resolve(name)?;
+        self.dispatch(pack, function, args, caller).await
+    }
+
+    /// Interpret a command and run it.
+    pub async fn run(self: &Arc<Self>, command: &str, caller: &Caller) -> Result<Value, Failure> {
+        let plan = self
+            .front
+            .interpret(command)
+            .map_err(|e| Failure::new(e.code(), e.to_string()))?;
+        match plan {
+            Plan::Call(call) => {
+                let (pack, function) = self.resolve(&call.target)?;
+                let args = bind(function, call)?;
+                self.dispatch(pack, function, args, caller).await
+            }
+            Plan::Code(code) => {
+                let Some(pack) = self.packs.get(&self.code_pack) else {
+                    return Err(Failure::new(
+                        codes::UNKNOWN_PACK,
+                        format!(
+                            "this command is not a single call `pack.function(...)`, so it would run \
+                             as code in pack `{}`, which is not loaded",
+                            self.code_pack
+                        ),
+                    )
+                    .with_help(format!(
+                        "send one call with literal arguments, e.g. `proj.list()`; or load the code \
+                         pack: [packs.{}] in packs.toml (or set `server.code_pack`)",
+                        self.code_pack
+                    )));
+                };
+                let function = function_of(pack, "run")?;
+                self.dispatch(pack, function, json!({ "code": code }), caller).await
+            }
+        }
+    }
+
+    /// `alias`, or `pack.function` → the pack and its function, or an error
+    /// that lists what exists.
+    fn resolve(&self, name: &str) -> Result<(&PackEntry, &Function), Failure> {
+        let target = self.front.aliases.get(name).map(String::as_str).unwrap_or(name);
+        let Some((pack_name, function_name)) = target.split_once('.') else {
+            let mut tools: Vec<String> = vec![RUN_TOOL.to_owned()];
+            tools.extend(self.front.aliases.keys().cloned());
+            tools.extend(self.packs.keys().map(|p| format!("{p}.*")));
+            let hint = suggestion(name, self.front.aliases.keys().map(String::as_str))
+                .map(|s| format!("did you mean `{s}`? "))
+                .unwrap_or_default();
+            return Err(Failure::new(
+                codes::UNKNOWN_FUNCTION,
+                format!("unknown tool `{name}`; {hint}tools: {}", list(tools)),
+            )
+            .with_help("call a pack function as `pack.function(...)` or a configured alias"));
+        };
+        let Some(pack) = self.packs.get(pack_name) else {
+            let hint = suggestion(pack_name, self.packs.keys().map(String::as_str))
+                .map(|s| format!("did you mean `{s}`? "))
+                .unwrap_or_default();
+            return Err(Failure::new(
+                codes::UNKNOWN_PACK,
+                format!(
+                    "unknown pack `{pack_name}`; {hint}loaded packs: {}",
+                    list(self.packs.keys())
+                ),
+            ));
+        };
+        Ok((pack, function_of(pack, function_name)?))
+    }
+
+    async fn dispatch(
+        self: &Arc<Self>,
+        pack: &PackEntry,
+        function: &Function,
+        args: Value,
+        caller: &Caller,
+    ) -> Result<Value, Failure> {
+        let tool = format!("{}.{}", pack.loaded.name, function.spec.name);
+        let span = tracing::info_span!("call", tool = %tool, request = %caller.request_id);
+        let started = Instant::now();
+        let outcome = self
+            .dispatch_inner(pack, function, &tool, args, caller)
+            .instrument(span.clone())
+            .await;
+        let _entered = span.enter();
+        let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        match &outcome {
+            Ok(_) => tracing::info!(elapsed_ms, outcome = "ok", "call done"),
+            Err(failure) => tracing::info!(elapsed_ms, outcome = failure.code(), "call failed"),
+        }
+        outcome
+    }
+
+    async fn dispatch_inner(
+        self: &Arc<Self>,
+        pack: &PackEntry,
+        function: &Function,
+        tool: &str,
+        args: Value,
+        caller: &Caller,
+    ) -> Result<Value, Failure> {
+        let args = validate(function, args)?;
+        tracing::debug!(%args, "arguments");
+        if caller.cancel.is_cancelled() {
+            return Err(cancelled());
+        }
+        // Cancelled when this call ends however it ends, so that a pack still
+        // looking at `is_cancelled` stops.
+        let token = caller.cancel.child_token();
+        let _end = token.clone().drop_guard();
+        let ctx = CallContext_TO::from_ptr(
+            RArc::new(PackCallContext {
+                executor: Arc::clone(self),
+                pack: pack.loaded.name.clone(),
+                caller: Caller {
+                    cancel: token.clone(),
+                    ..caller.clone()
+                },
+            }),
+            TD_Opaque,
+        );
+        let args_json = args.to_string();
+        let call = catch_unwind(AssertUnwindSafe(|| {
+            pack.loaded.instance.call(
+                RStr::from_str(&function.spec.name),
+                RStr::from_str(&args_json),
+                ctx,
+            )
+        }))
+        .map_err(|_| Failure::internal(format!("`{tool}` panicked before it started")))?;
+        let timeout = pack.loaded.timeout;
+        tokio::select! {
+            // async-ffi re-raises a panic of the pack's future on this side.
+            result = AssertUnwindSafe(call).catch_unwind() => match result {
+                Ok(RResult::ROk(json)) => serde_json::from_str(&json).map_err(|e| {
+                    Failure::internal(format!("`{tool}` returned a result that is not JSON: {e}"))
+                }),
+                Ok(RResult::RErr(json)) => Err(Failure::from_pack_json(&json)),
+                Err(_) => Err(Failure::internal(format!("`{tool}` panicked"))),
+            },
+            _ = caller.cancel.cancelled() => Err(cancelled()),
+            _ = tokio::time::sleep(timeout) => Err(Failure::new(
+                codes::TIMEOUT,
+                format!("`{tool}` did not finish within its time limit of {}", human(timeout)),
+            )
+            .with_help(format!(
+                "raise `timeout_ms` in `[packs.{}]` (or `server.timeout_ms`) if the work needs longer",
+                pack.loaded.name
+            ))),
+        }
+    }
+}
+
+fn cancelled() -> Failure {
+    Failure::new(codes::CANCELLED, "the client cancelled the call")
+}
+
+fn human(d: Duration) -> String {
+    if d.as_millis() % 1000 == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
+    }
+}
+
+fn function_entry(pack: &str, spec: &FunctionSpec) -> Function {
+    let tool = format!("{pack}.{}", spec.name);
+    let validator = jsonschema::validator_for(&spec.input_schema)
+        .inspect_err(|e| tracing::warn!(%tool, error = %e, "input schema is not valid; arguments go unchecked"))
+        .ok();
+    Function {
+        signature: signature(&tool, &spec.input_schema),
+        params: spec.input_schema["properties"]
+            .as_object()
+            .map(|props| props.keys().cloned().collect())
+            .unwrap_or_default(),
+        spec: spec.clone(),
+        validator,
+    }
+}
+
+fn function_of<'p>(pack: &'p PackEntry, name: &str) -> Result<&'p Function, Failure> {
+    pack.functions.iter().find(|f| f.spec.name == name).ok_or_else(|| {
+        let names = pack.functions.iter().map(|f| f.spec.name.as_str());
+        let hint = suggestion(name, names.clone())
+            .map(|s| format!("did you mean `{s}`? "))
+            .unwrap_or_default();
+        Failure::new(
+            codes::UNKNOWN_FUNCTION,
+            format!(
+                "pack `{}` has no function `{name}`; {hint}(has: {})",
+                pack.loaded.name,
+                list(names)
+            ),
+        )
+    })
+}
+
+/// Positional arguments take the parameters in schema order.
+fn bind(function: &Function, call: Call) -> Result<Value, Failure> {
+    let wrong = |message: String| {
+        Failure::invalid_argument(message).with_help(format!("expected {}", function.signature))
+    };
+    if call.args.len() > function.params.len() {
+        return Err(wrong(format!(
+            "`{}` takes at most {} positional argument(s), got {}",
+            call.target,
+            function.params.len(),
+            call.args.len()
+        )));
+    }
+    let mut args = Map::new();
+    for (name, value) in function.params.iter().zip(call.args) {
+        args.insert(name.clone(), value);
+    }
+    for (name, value) in call.kwargs {
+        if args.contains_key(&name) {
+            return Err(wrong(format!(
+                "`{}` got two values for `{name}`: one positional, one by keyword",
+                call.target
+            )));
+        }
+        args.insert(name, value);
+    }
+    Ok(Value::Object(args))
+}
+
+/// Check `args` against the input schema; the error shows the signature.
+fn validate(function: &Function, args: Value) -> Result<Value, Failure> {
+    let args = match args {
+        Value::Null => Value::Object(Map::new()),
+        other => other,
+    };
+    let Some(validator) = &function.validator else {
+        return Ok(args);
+    };
+    let problems: Vec<String> = validator.iter_errors(&args).map(|e| describe(&e)).collect();
+    if problems.is_empty() {
+        return Ok(args);
+    }
+    Err(Failure::invalid_argument(format!(
+        "`{}`: {}",
+        function.signature.split('(').next().unwrap_or_default(),
+        problems.join("; ")
+    ))
+    .with_help(format!("expected {}", function.signature)))
+}
+
+fn describe(error: &jsonschema::ValidationError<'_>) -> String {
+    use jsonschema::error::ValidationErrorKind as Kind;
+    let at = error.instance_path().to_string();
+    let name = at.trim_start_matches('/').replace('/', ".");
+    match error.kind() {
+        Kind::Required { property } => {
+            format!("missing required argument `{}`", property.as_str().unwrap_or_default())
+        }
+        Kind::AdditionalProperties { unexpected } => {
+            let names: Vec<String> = unexpected.iter().map(|u| format!("`{u}`")).collect();
+            format!("unknown argument {}", names.join(", "))
+        }
+        Kind::Type { .. } if name.is_empty() => {
+            format!("arguments must be an object of named values, got {}", error.instance())
+        }
+        _ if name.is_empty() => error.to_string(),
+        _ => format!("`{name}`: {error}"),
+    }
+}
+
+/// The host as one call sees it.
+#[derive(Clone)]
+struct PackCallContext {
+    executor: Arc<Executor>,
+    pack: String,
+    caller: Caller,
+}
+
+impl CallContext for PackCallContext {
+    fn user(&self) -> RString {
+        self.caller.user.as_str().into()
+    }
+
+    fn org(&self) -> RString {
+        self.caller.org.as_str().into()
+    }
+
+    fn request_id(&self) -> RString {
+        self.caller.request_id.as_str().into()
+    }
+
+    fn log(&self, level: LogLevel, message: RStr<'_>) {
+        crate::logging::pack_log(&self.pack, Some(&self.caller.request_id), level, message.as_str());
+    }
+
+    fn progress(&self, progress: f64, total: ROption<f64>, message: RStr<'_>) {
+        if let Some(sink) = &self.caller.progress {
+            sink(progress, total.into_option(), message.as_str().to_owned());
+        }
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.caller.cancel.is_cancelled()
+    }
+
+    // Runs on the pack's thread: the work goes to the host's runtime, and the
+    // pack gets a future that only waits for it (dropping it aborts it).
+    fn call_tool(&self, name: RStr<'_>, args_json: RStr<'_>) -> FfiFuture<CallResult> {
+        let executor = Arc::clone(&self.executor);
+        let name = name.as_str().to_owned();
+        let args = args_json.as_str().to_owned();
+        let caller = Caller {
+            depth: self.caller.depth + 1,
+            ..self.caller.clone()
+        };
+        let task = AbortOnDropHandle::new(self.executor.runtime.spawn(async move {
+            if caller.depth > MAX_NESTING {
+                return Err(Failure::invalid_argument(format!(
+                    "calls nest deeper than {MAX_NESTING} levels (`{name}`); is code calling itself?"
+                )));
+            }
+            let args: Value = serde_json::from_str(&args).map_err(|e| {
+                Failure::invalid_argument(format!("arguments of `{name}` are not JSON: {e}"))
+            })?;
+            executor.call_tool(&name, args, &caller).await
+        }));
+        async move {
+            match task.await {
+                Ok(Ok(value)) => RResult::ROk(value.to_string().into()),
+                Ok(Err(failure)) => RResult::RErr(failure.to_json().into()),
+                Err(e) => RResult::RErr(Failure::internal(format!("host task failed: {e}")).to_json().into()),
+            }
+        }
+        .into_ffi()
+    }
+}

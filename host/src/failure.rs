@@ -1,0 +1,92 @@
+//! The one shape of a failed tool call, whoever failed: the host (unknown
+//! tool, bad arguments, timeout) or the pack (its own `PackError`).
+
+use pack_api::{WireError, codes};
+use serde_json::{Value, json};
+
+/// A failed call. Served as an `isError: true` result, never as a protocol
+/// error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure(pub WireError);
+
+impl Failure {
+    /// A failure with a stable code and one readable sentence.
+    pub fn new(code: &str, message: impl Into<String>) -> Self {
+        Self(WireError {
+            code: code.to_owned(),
+            message: message.into(),
+            help: None,
+            data: None,
+            result: None,
+        })
+    }
+
+    /// Add what would be right.
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.0.help = Some(help.into());
+        self
+    }
+
+    /// `INVALID_ARGUMENT`.
+    pub fn invalid_argument(message: impl Into<String>) -> Self {
+        Self::new(codes::INVALID_ARGUMENT, message)
+    }
+
+    /// `INTERNAL`.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(codes::INTERNAL, message)
+    }
+
+    /// Parse what a pack sent back; a pack that sends garbage is a bug in it.
+    pub fn from_pack_json(json: &str) -> Self {
+        serde_json::from_str(json).map(Self).unwrap_or_else(|e| {
+            Self::internal(format!("the pack returned an error that is not valid JSON: {e}"))
+        })
+    }
+
+    /// The stable code.
+    pub fn code(&self) -> &str {
+        &self.0.code
+    }
+
+    /// The structured content of the error result: the function's own shape
+    /// when it sent one, else `{"error": {code, message, help?, data?}}`.
+    pub fn structured(&self) -> Value {
+        if let Some(result) = &self.0.result {
+            return result.clone();
+        }
+        let mut error = json!({ "code": self.0.code, "message": self.0.message });
+        if let Some(help) = &self.0.help {
+            error["help"] = json!(help);
+        }
+        if let Some(data) = &self.0.data {
+            error["data"] = data.clone();
+        }
+        json!({ "error": error })
+    }
+
+    /// The readable text of the error result.
+    pub fn text(&self) -> String {
+        let mut text = format!("{}: {}", self.0.code, self.0.message);
+        if let Some(help) = &self.0.help {
+            text.push_str("\nhelp: ");
+            text.push_str(help);
+        }
+        if let Some(result) = &self.0.result {
+            text.push('\n');
+            text.push_str(&crate::render::value_text(result));
+        }
+        text
+    }
+
+    /// The JSON a pack receives from `call_tool`.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(&self.0).expect("a WireError is always serialisable")
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text())
+    }
+}

@@ -1,0 +1,20 @@
+//! packhost: an MCP tool server whose tools come from pack libraries.
+//!
+//! The binary is CLI + glue (`main.rs`); the pieces live here:
+//! - [`config`]: `packs.toml` with env overrides, errors with file and line;
+//! - [`loader`]: find and load pack libraries through the stable ABI;
+//! - [`executor`]: the one path of every call (resolve, validate, time limit,
+//!   cancellation, errors as results); the `run` command front is the
+//!   `packhost-command` crate;
+//! - [`mcp`]: the rmcp server over the executor;
+//! - [`cli`]: the subcommands.
+#![deny(missing_docs)]
+
+pub mod cli;
+pub mod config;
+pub mod executor;
+pub mod failure;
+pub mod loader;
+pub mod logging;
+pub mod mcp;
+pub mod render;

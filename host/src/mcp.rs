@@ -1,0 +1,142 @@
+//! The MCP face of the executor (rmcp): `tools/list` and `tools/call`.
+//! A tool failure is always a result with `isError: true`, never a protocol
+//! error.
+
+use std::sync::Arc;
+
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler,
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+        JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+        ProgressToken, ServerCapabilities, ServerConfig, Tool,
+    },
+    service::{Peer, RequestContext},
+};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::{
+    config::Identity,
+    executor::{Caller, Executor, ProgressSink},
+    failure::Failure,
+    render::value_text,
+};
+
+/// One MCP server over the shared executor.
+#[derive(Clone)]
+pub struct PackhostServer {
+    executor: Arc<Executor>,
+    tools: Arc<Vec<Tool>>,
+    identity: Identity,
+}
+
+impl PackhostServer {
+    /// Serve `executor`'s tools; calls run as `identity`.
+    pub fn new(executor: Arc<Executor>, identity: Identity) -> Self {
+        let tools = executor
+            .tools()
+            .into_iter()
+            .map(|info| {
+                let mut tool = Tool::new(info.name, info.description, object(info.input_schema));
+                tool.output_schema = info.output_schema.map(|schema| Arc::new(object(schema)));
+                tool
+            })
+            .collect();
+        Self {
+            executor,
+            tools: Arc::new(tools),
+            identity,
+        }
+    }
+}
+
+fn object(schema: Value) -> JsonObject {
+    match schema {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    }
+}
+
+/// Success: the value as structured content and as text.
+fn success(value: Value) -> CallToolResult {
+    let mut result = CallToolResult::success(vec![ContentBlock::text(value_text(&value))]);
+    result.structured_content = Some(value);
+    result
+}
+
+/// Failure: `isError`, a structured body and a readable text.
+fn failure(failure: &Failure) -> CallToolResult {
+    let mut result = CallToolResult::error(vec![ContentBlock::text(failure.text())]);
+    result.structured_content = Some(failure.structured());
+    result
+}
+
+/// Packs report progress from their own threads, where no host runtime runs:
+/// the sink only queues, and one task on the host's runtime sends the
+/// notifications in order. The task ends when the call drops the sink.
+fn progress_forwarder(token: ProgressToken, peer: Peer<RoleServer>) -> ProgressSink {
+    let (sender, mut queue) = mpsc::unbounded_channel::<ProgressNotificationParam>();
+    tokio::spawn(async move {
+        while let Some(param) = queue.recv().await {
+            if let Err(e) = peer.notify_progress(param).await {
+                tracing::debug!(error = %e, "progress notification not delivered");
+            }
+        }
+    });
+    Arc::new(move |progress, total, message: String| {
+        let mut param = ProgressNotificationParam::new(token.clone(), progress);
+        param.total = total;
+        param.message = Some(message).filter(|m| !m.is_empty());
+        let _ = sender.send(param);
+    })
+}
+
+impl ServerHandler for PackhostServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("packhost", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Tools are pack functions named `pack.function`. The `run` tool takes a command as \
+                 you would write it: `pack.function(arg, key=value)`, an alias, `$snippet k=v`, \
+                 or a block of Python.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let progress = context
+            .meta
+            .get_progress_token()
+            .map(|token| progress_forwarder(token, context.peer.clone()));
+        let caller = Caller {
+            user: self.identity.user.clone(),
+            org: self.identity.org.clone(),
+            request_id: context.id.to_string(),
+            progress,
+            cancel: context.ct.clone(),
+            depth: 0,
+        };
+        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let result = match self.executor.call_tool(&request.name, args, &caller).await {
+            Ok(value) => success(value),
+            Err(e) => failure(&e),
+        };
+        Ok(result.into())
+    }
+}

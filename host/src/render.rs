@@ -1,0 +1,129 @@
+//! Text forms of values, schemas and lists, for results and messages.
+
+use serde_json::Value;
+
+/// A result as text: strings as they are, everything else as pretty JSON.
+pub fn value_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => serde_json::to_string_pretty(other).unwrap_or_else(|_| other.to_string()),
+    }
+}
+
+/// `pack.function(a: string, b?: integer = 3)` from an input schema.
+pub fn signature(tool: &str, input_schema: &Value) -> String {
+    let required: Vec<&str> = input_schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let params: Vec<String> = input_schema["properties"]
+        .as_object()
+        .map(|props| {
+            props
+                .iter()
+                .map(|(name, schema)| {
+                    let optional = if required.contains(&name.as_str()) { "" } else { "?" };
+                    let default = schema
+                        .get("default")
+                        .filter(|d| !d.is_null())
+                        .map(|d| format!(" = {d}"))
+                        .unwrap_or_default();
+                    format!("{name}{optional}: {}{default}", type_name(schema))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    format!("{tool}({})", params.join(", "))
+}
+
+/// The short type of a property schema: `string`, `integer`, `"a" | "b"`,
+/// `array`, `object`, or `any`.
+fn type_name(schema: &Value) -> String {
+    if let Some(values) = schema["enum"].as_array() {
+        return values.iter().map(Value::to_string).collect::<Vec<_>>().join(" | ");
+    }
+    match &schema["type"] {
+        Value::String(t) => t.clone(),
+        // `Option<T>` is `["T", "null"]`: the null is what `?` already says.
+        Value::Array(types) => {
+            let types: Vec<&str> = types.iter().filter_map(Value::as_str).filter(|t| *t != "null").collect();
+            if types.is_empty() { "null".to_owned() } else { types.join(" | ") }
+        }
+        _ => match schema.get("anyOf").or_else(|| schema.get("oneOf")) {
+            Some(Value::Array(options)) => {
+                let names: Vec<String> = options
+                    .iter()
+                    .filter(|o| o["type"] != "null")
+                    .map(type_name)
+                    .collect();
+                names.join(" | ")
+            }
+            _ => "any".to_owned(),
+        },
+    }
+}
+
+/// `a, b, c`, or `(none)`.
+pub fn list<I, S>(items: I) -> String
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<str>,
+{
+    let items: Vec<String> = items.into_iter().map(|s| s.as_ref().to_owned()).collect();
+    if items.is_empty() { "(none)".to_owned() } else { items.join(", ") }
+}
+
+/// The closest of `candidates` to `name` when it is a likely typo.
+pub fn suggestion<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(name, c), c))
+        .filter(|(d, _)| *d < 3)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let current = row[j + 1];
+            row[j + 1] = (previous + usize::from(ca != *cb)).min(row[j] + 1).min(current + 1);
+            previous = current;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn signature_marks_optional_and_defaults() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "code": {"type": "string"},
+                "timeout_ms": {"type": "integer", "default": 30000},
+                "mode": {"enum": ["a", "b"]},
+                "cwd": {"type": ["string", "null"]}
+            },
+            "required": ["code"]
+        });
+        assert_eq!(
+            signature("exec_py.run", &schema),
+            r#"exec_py.run(code: string, timeout_ms?: integer = 30000, mode?: "a" | "b", cwd?: string)"#
+        );
+    }
+
+    #[test]
+    fn suggests_close_names_only() {
+        assert_eq!(suggestion("runn", ["run", "eval"]), Some("run"));
+        assert_eq!(suggestion("zzzz", ["run", "eval"]), None);
+    }
+}

@@ -1,0 +1,114 @@
+//! Loading packs: a stranger's pack, and every way a library can be wrong.
+
+use std::path::Path;
+
+use packhost_tests::{TestHost, fixture_pack, hello_pack, ok, packhost_cli};
+use serde_json::json;
+
+/// A shared library that is a fine ELF object but not a pack.
+fn not_a_pack(dir: &Path) -> std::path::PathBuf {
+    let source = dir.join("plain.c");
+    std::fs::write(&source, "int plain(void) { return 1; }\n").unwrap();
+    let library = dir.join("libplain.so");
+    let status = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&library)
+        .arg(&source)
+        .status()
+        .expect("run cc");
+    assert!(status.success());
+    library
+}
+
+#[tokio::test]
+async fn a_pack_built_outside_the_workspace_is_served() {
+    // The host binary was built before this pack existed; only the pack is built here.
+    let host = TestHost::start(&format!("[packs.hello]\npath = \"{}\"\n", hello_pack().display())).await;
+    let result = host.run("hello.greet(name='stranger')").await;
+    assert_eq!(ok(&result), json!({"text": "hello, stranger"}));
+}
+
+#[tokio::test]
+async fn broken_packs_are_reported_and_the_others_keep_working() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let plain = not_a_pack(dir.path());
+    let garbage = dir.path().join("libgarbage.so");
+    std::fs::write(&garbage, "this is not an ELF file").unwrap();
+    let wrong_abi = fixture_pack("wrong-abi-pack", "wrong_abi");
+    let hello = hello_pack();
+    let config = format!(
+        r#"
+[packs.hello]
+path = "{hello}"
+
+[packs.plain]
+path = "{plain}"
+
+[packs.garbage]
+path = "{garbage}"
+
+[packs.wrong]
+path = "{wrong_abi}"
+
+[packs.missing]
+path = "{missing}"
+
+[packs.twice]
+path = "{hello}"
+
+[packs.refusing]
+path = "{refusing}"
+config = {{ refuse = true }}
+
+[packs.nowhere]
+"#,
+        hello = hello.display(),
+        plain = plain.display(),
+        garbage = garbage.display(),
+        wrong_abi = wrong_abi.display(),
+        missing = dir.path().join("libmissing.so").display(),
+        // The same library under another file name still counts as loaded twice;
+        // a copy is a separate file, so it reaches the constructor.
+        refusing = copy(&hello, dir.path()).display(),
+    );
+    let output = packhost_cli(&config, &["check"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let line = |pack: &str| -> String {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("error pack `{pack}`")))
+            .unwrap_or_else(|| panic!("no error line for `{pack}`:\n{stdout}"))
+            .to_owned()
+    };
+    assert!(stdout.contains("ok    hello (8 functions)"), "{stdout}");
+    assert!(line("plain").contains("libplain.so): not a packhost pack"), "{}", line("plain"));
+    assert!(line("garbage").contains("cannot load the library"), "{}", line("garbage"));
+    assert!(line("wrong").contains("ABI layout differs"), "{}", line("wrong"));
+    assert!(line("wrong").contains("Expected: pack-api Found: wrong-abi-pack"), "{}", line("wrong"));
+    assert!(line("wrong").contains("libwrong_abi.so"), "{}", line("wrong"));
+    assert!(line("missing").contains("file not found"), "{}", line("missing"));
+    assert!(line("twice").contains("already loaded as pack `hello`"), "{}", line("twice"));
+    assert!(line("refusing").contains("constructor failed"), "{}", line("refusing"));
+    assert!(line("refusing").contains("refuses to start"), "{}", line("refusing"));
+    assert!(line("nowhere").contains("`libnowhere.so` not found in the pack directories"), "{}", line("nowhere"));
+    assert!(stdout.contains("7 pack(s) failed to load"), "{stdout}");
+    // A layout report runs to thousands of lines; the user sees its head.
+    assert!(stdout.lines().count() < 15, "check output is too long:\n{stdout}");
+
+    // `serve` starts anyway and serves the pack that loaded.
+    let host = TestHost::start(&config).await;
+    let result = host.run("hello.greet(name='survivor')").await;
+    assert_eq!(ok(&result)["text"], "hello, survivor");
+    let log = host.stderr();
+    for pack in ["plain", "garbage", "wrong", "missing", "twice", "refusing", "nowhere"] {
+        assert!(log.contains(&format!("pack `{pack}`")), "no log line for {pack}:\n{log}");
+    }
+}
+
+fn copy(library: &Path, dir: &Path) -> std::path::PathBuf {
+    let target = dir.join("librefusing.so");
+    std::fs::copy(library, &target).unwrap();
+    target
+}

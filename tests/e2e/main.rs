@@ -1,0 +1,6 @@
+//! End-to-end tests: each starts the real `packhost` binary and talks MCP
+//! (or its CLI) to it. One binary, one module per area.
+
+mod calls;
+mod loading;
+mod run_front;

@@ -1,0 +1,231 @@
+//! Test support: the real `packhost` binary in a fresh directory, and an MCP
+//! client (rmcp over the child's stdio) to talk to it.
+//!
+//! ```no_run
+//! # async fn demo() {
+//! let host = packhost_tests::TestHost::start("[packs.proj]\n").await;
+//! let result = host.run("proj.list()").await;
+//! assert!(!packhost_tests::is_error(&result));
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+    process::{Command, Output, Stdio},
+    sync::{Arc, Mutex, OnceLock},
+};
+
+use rmcp::{
+    ClientHandler, RoleClient, ServiceExt as _,
+    model::{CallToolRequestParams, CallToolResult, ProgressNotificationParam},
+    service::{NotificationContext, RunningService},
+    transport::TokioChildProcess,
+};
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// `<target>/debug`: where cargo put this test binary's parent directory.
+pub fn build_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    // <target>/debug/deps/e2e-<hash> or <target>/debug/packhost-bench
+    let dir = exe.parent().expect("binary dir");
+    if dir.ends_with("deps") {
+        dir.parent().expect("profile dir").to_path_buf()
+    } else {
+        dir.to_path_buf()
+    }
+}
+
+/// The `packhost` binary built beside the tests.
+pub fn packhost_bin() -> PathBuf {
+    let bin = build_dir().join("packhost");
+    assert!(
+        bin.is_file(),
+        "{} is missing: build the workspace first (`./dev test` does)",
+        bin.display()
+    );
+    bin
+}
+
+/// Build the Cargo project `tests/fixtures/<project>` (a pack that lives
+/// outside the workspace) and return its library `lib<lib>.so`. The host
+/// binary is not rebuilt: that is the point.
+pub fn fixture_pack(project: &str, lib: &str) -> PathBuf {
+    static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
+    let built = BUILT.get_or_init(Default::default);
+    let mut built = built.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(path) = built.get(project) {
+        return path.clone();
+    }
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(project).join("Cargo.toml");
+    let profile_dir = build_dir();
+    let target_root = profile_dir.parent().expect("target root");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = Command::new(cargo)
+        .args(["build", "--quiet", "--manifest-path"])
+        .arg(&manifest)
+        .arg("--target-dir")
+        .arg(target_root)
+        .output()
+        .expect("run cargo");
+    assert!(
+        output.status.success(),
+        "building fixture `{project}` failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let path = profile_dir.join(format!("lib{lib}.so"));
+    assert!(path.is_file(), "{} was not built", path.display());
+    built.insert(project.to_owned(), path.clone());
+    path
+}
+
+/// The `hello` fixture pack's library.
+pub fn hello_pack() -> PathBuf {
+    fixture_pack("hello-pack", "hello")
+}
+
+/// A `[packs.hello]` section loading the fixture pack, plus `extra` lines.
+pub fn hello_section(extra: &str) -> String {
+    format!("[packs.hello]\npath = \"{}\"\n{extra}\n", hello_pack().display())
+}
+
+/// Records what the server sends besides responses.
+#[derive(Clone, Default)]
+pub struct Recorder {
+    /// Every progress notification, in arrival order.
+    pub progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+}
+
+impl ClientHandler for Recorder {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().unwrap_or_else(|e| e.into_inner()).push(params);
+    }
+}
+
+/// A running `packhost serve` in its own directory with an MCP client.
+pub struct TestHost {
+    /// The MCP client session.
+    pub client: RunningService<RoleClient, Recorder>,
+    /// What the client heard besides responses.
+    pub recorder: Recorder,
+    /// The directory the host runs in (holds `packs.toml` and `stderr.log`).
+    pub dir: TempDir,
+}
+
+/// A `packhost` command in `dir` with no `PACKHOST_*` or other variables of
+/// ours leaking in.
+pub fn packhost_command(dir: &Path) -> Command {
+    let mut command = Command::new(packhost_bin());
+    command.current_dir(dir).env_clear();
+    for key in ["PATH", "HOME", "LANG", "RUST_BACKTRACE"] {
+        if let Some(value) = std::env::var_os(key) {
+            command.env(key, value);
+        }
+    }
+    command
+}
+
+/// Run the CLI with `args` on `config` written to a fresh directory.
+pub fn packhost_cli(config: &str, args: &[&str]) -> Output {
+    let dir = TempDir::new().expect("temp dir");
+    std::fs::write(dir.path().join("packs.toml"), config).expect("write config");
+    packhost_command(dir.path()).args(args).output().expect("run packhost")
+}
+
+impl TestHost {
+    /// Start `packhost serve` on `config` (the text of a `packs.toml`).
+    pub async fn start(config: &str) -> Self {
+        let dir = TempDir::new().expect("temp dir");
+        std::fs::write(dir.path().join("packs.toml"), config).expect("write config");
+        Self::start_in(dir).await
+    }
+
+    /// Start `packhost serve` in `dir`, which holds `packs.toml`.
+    pub async fn start_in(dir: TempDir) -> Self {
+        let stderr = std::fs::File::create(dir.path().join("stderr.log")).expect("stderr log");
+        let mut command = tokio::process::Command::from(packhost_command(dir.path()));
+        command.arg("serve");
+        let (transport, _) = TokioChildProcess::builder(command)
+            .stderr(Stdio::from(stderr))
+            .spawn()
+            .expect("spawn packhost");
+        let recorder = Recorder::default();
+        let client = recorder.clone().serve(transport).await.unwrap_or_else(|e| {
+            let log = std::fs::read_to_string(dir.path().join("stderr.log")).unwrap_or_default();
+            panic!("MCP handshake failed: {e}\nstderr:\n{log}")
+        });
+        Self { client, recorder, dir }
+    }
+
+    /// `tools/call name args`; a protocol error fails the test.
+    pub async fn call(&self, name: &str, args: Value) -> CallToolResult {
+        let mut params = CallToolRequestParams::new(name.to_owned());
+        if let Value::Object(map) = args {
+            params = params.with_arguments(map);
+        }
+        self.client
+            .call_tool(params)
+            .await
+            .unwrap_or_else(|e| panic!("tools/call {name} failed at the protocol level: {e}\n{}", self.stderr()))
+    }
+
+    /// `tools/call run {command}`.
+    pub async fn run(&self, command: &str) -> CallToolResult {
+        self.call("run", serde_json::json!({ "command": command })).await
+    }
+
+    /// What the host wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("stderr.log")).unwrap_or_default()
+    }
+}
+
+/// Whether the result is an error result.
+pub fn is_error(result: &CallToolResult) -> bool {
+    result.is_error == Some(true)
+}
+
+/// The structured content (`null` when absent).
+pub fn structured(result: &CallToolResult) -> Value {
+    result.structured_content.clone().unwrap_or(Value::Null)
+}
+
+/// The first text content.
+pub fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .find_map(|c| c.as_text().map(|t| t.text.clone()))
+        .unwrap_or_default()
+}
+
+/// The error code of an error result.
+pub fn error_code(result: &CallToolResult) -> String {
+    structured(result)["error"]["code"].as_str().unwrap_or_default().to_owned()
+}
+
+/// Assert the result succeeded and return its structured content.
+#[track_caller]
+pub fn ok(result: &CallToolResult) -> Value {
+    assert!(!is_error(result), "expected success, got error: {}", text(result));
+    structured(result)
+}
+
+/// Assert the result failed with `code` and its text contains every one of
+/// `parts`; return the text.
+#[track_caller]
+pub fn failed(result: &CallToolResult, code: &str, parts: &[&str]) -> String {
+    assert!(is_error(result), "expected error {code}, got success: {}", text(result));
+    let text = text(result);
+    assert_eq!(error_code(result), code, "error code; text: {text}");
+    for part in parts {
+        assert!(text.contains(part), "error text lacks {part:?}:\n{text}");
+    }
+    text
+}
