@@ -19,7 +19,13 @@ use crate::{
 #[command(name = "packhost", version, about, propagate_version = true)]
 pub struct Cli {
     /// The config file (default: ./packs.toml when it exists).
-    #[arg(long, short, global = true, env = "PACKHOST_CONFIG", value_name = "FILE")]
+    #[arg(
+        long,
+        short,
+        global = true,
+        env = "PACKHOST_CONFIG",
+        value_name = "FILE"
+    )]
     pub config: Option<PathBuf>,
     /// What to do.
     #[command(subcommand)]
@@ -84,7 +90,10 @@ async fn serve(executor: &Arc<Executor>, loaded: &Loaded) -> Result<ExitCode, Er
 
 async fn stop_signal() {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
         return std::future::pending().await;
     };
     tokio::select! {
@@ -140,7 +149,12 @@ fn check(executor: &Executor, loaded: &Loaded, errors: &[LoadError]) -> ExitCode
         None => println!("config: none found, using built-in defaults"),
     }
     for (pack, signatures) in executor.packs() {
-        println!("ok    {} ({} functions) {}", pack.name, signatures.len(), pack.path.display());
+        println!(
+            "ok    {} ({} functions) {}",
+            pack.name,
+            signatures.len(),
+            pack.path.display()
+        );
     }
     for error in errors {
         println!("error {error}");
@@ -159,7 +173,10 @@ async fn shutdown(executor: &Executor) {
         let name = pack.name.clone();
         let done = pack.instance.shutdown();
         async move {
-            if tokio::time::timeout(Duration::from_secs(5), done).await.is_err() {
+            if tokio::time::timeout(Duration::from_secs(5), done)
+                .await
+                .is_err()
+            {
                 tracing::warn!(pack = %name, "pack did not shut down within 5 s");
             }
         }

@@ -229,7 +229,10 @@ impl Config {
             if !is_identifier(alias) {
                 problems.push(format!("`aliases.{alias}`: an alias must be an identifier"));
             }
-            if !target.split_once('.').is_some_and(|(p, f)| is_identifier(p) && is_identifier(f)) {
+            if !target
+                .split_once('.')
+                .is_some_and(|(p, f)| is_identifier(p) && is_identifier(f))
+            {
                 problems.push(format!(
                     "`aliases.{alias}` = \"{target}\": the target must be `pack.function`"
                 ));
@@ -237,7 +240,9 @@ impl Config {
         }
         for name in self.snippets.keys() {
             if !is_identifier(name) {
-                problems.push(format!("`snippets.{name}`: a snippet name must be an identifier"));
+                problems.push(format!(
+                    "`snippets.{name}`: a snippet name must be an identifier"
+                ));
             }
         }
         if self.server.timeout_ms == 0 {
@@ -254,6 +259,254 @@ impl Config {
 /// `[A-Za-z_][A-Za-z0-9_]*`: what a call expression can name.
 pub fn is_identifier(name: &str) -> bool {
     let mut chars = name.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    //! `load` on real files. No test sets `PACKHOST_*` variables: they are
+    //! process-wide and would leak into the other tests running in parallel.
+
+    use super::*;
+
+    /// `text` written as `packs.toml` in a fresh directory.
+    fn file(text: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("packs.toml");
+        std::fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
+    fn load_text(text: &str) -> Result<Loaded, ConfigError> {
+        let (_dir, path) = file(text);
+        load(Some(&path))
+    }
+
+    #[track_caller]
+    fn refused(text: &str, parts: &[&str]) -> String {
+        let (_dir, path) = file(text);
+        let message = load(Some(&path))
+            .expect_err("the config should be refused")
+            .to_string();
+        for part in parts {
+            assert!(message.contains(part), "error lacks {part:?}:\n{message}");
+        }
+        message
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_type_names_file_line_column_and_key() {
+        let (_dir, path) = file("[server]\ntimeout_ms = \"soon\"\n");
+        let message = load(Some(&path)).unwrap_err().to_string();
+        let shown = path.canonicalize().unwrap().display().to_string();
+        assert!(
+            message.starts_with(&format!("{shown}: TOML parse error at line 2, column 14")),
+            "{message}"
+        );
+        assert!(message.contains("timeout_ms = \"soon\""), "{message}");
+        assert!(
+            message.ends_with("invalid type: string \"soon\", expected u64"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn unknown_keys_and_sections_are_named_with_their_line() {
+        refused(
+            "[server]\ntimeout = 5\n",
+            &[
+                "at line 2, column 1",
+                "unknown field `timeout`",
+                "`timeout_ms`",
+            ],
+        );
+        refused(
+            "[identity]\nuser = \"a\"\n\n[bogus]\n",
+            &["at line 4, column 2", "unknown field `bogus`", "`projects`"],
+        );
+        refused(
+            "[packs.proj]\npth = \"x.so\"\n",
+            &["at line 2", "unknown field `pth`", "`path`"],
+        );
+    }
+
+    #[test]
+    fn a_toml_syntax_error_names_the_line() {
+        refused("[server\n", &["packs.toml", "line 1"]);
+        refused(
+            "[aliases]\nx = \"a.b\"\nx = \"c.d\"\n",
+            &["line 3", "duplicate key"],
+        );
+    }
+
+    #[test]
+    fn an_alias_must_be_an_identifier_pointing_at_pack_dot_function() {
+        let message = refused("[aliases]\nws = \"nodot\"\n", &[]);
+        assert_eq!(
+            message,
+            "`aliases.ws` = \"nodot\": the target must be `pack.function`"
+        );
+        refused("[aliases]\nws = \"a.b.c\"\n", &["`aliases.ws` = \"a.b.c\""]);
+        refused("[aliases]\nws = \".list\"\n", &["`aliases.ws` = \".list\""]);
+        refused(
+            "[aliases]\n\"my-alias\" = \"proj.list\"\n",
+            &["`aliases.my-alias`: an alias must be an identifier"],
+        );
+        let loaded = load_text("[aliases]\nws = \"proj.list\"\n").unwrap();
+        assert_eq!(loaded.config.aliases["ws"], "proj.list");
+    }
+
+    #[test]
+    fn a_pack_name_must_be_an_identifier_and_the_fix_is_suggested() {
+        let message = refused("[packs.exec-py]\n", &[]);
+        assert_eq!(
+            message,
+            "`packs.exec-py`: a pack name must be an identifier (letters, digits, `_`), \
+             it is how calls name it: `exec_py.function()`"
+        );
+        refused("[packs.\"1st\"]\n", &["`packs.1st`"]);
+    }
+
+    #[test]
+    fn a_snippet_name_must_be_an_identifier() {
+        refused(
+            "[snippets.\"find-it\"]\nbody = \"proj.list()\"\n",
+            &["`snippets.find-it`: a snippet name must be an identifier"],
+        );
+    }
+
+    #[test]
+    fn a_zero_server_timeout_is_refused() {
+        let message = refused("[server]\ntimeout_ms = 0\n", &[]);
+        assert_eq!(message, "`server.timeout_ms` must be at least 1");
+    }
+
+    #[test]
+    fn all_rule_problems_are_reported_together() {
+        let message = refused(
+            "[server]\ntimeout_ms = 0\n[packs.a-b]\n[aliases]\nx = \"y\"\n",
+            &[],
+        );
+        let lines: Vec<&str> = message.lines().collect();
+        assert_eq!(lines.len(), 3, "{message}");
+        assert!(lines[0].starts_with("`packs.a-b`"), "{message}");
+        assert!(lines[1].starts_with("`aliases.x`"), "{message}");
+        assert_eq!(lines[2], "`server.timeout_ms` must be at least 1");
+    }
+
+    #[test]
+    fn a_missing_file_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nope.toml");
+        let message = load(Some(&path)).unwrap_err().to_string();
+        assert_eq!(
+            message,
+            format!(
+                "config file `{}` does not exist; pass an existing file to --config",
+                path.display()
+            )
+        );
+    }
+
+    #[test]
+    fn a_file_without_sections_gives_the_defaults() {
+        for text in ["", "# only a comment\n"] {
+            let (_dir, path) = file(text);
+            let loaded = load(Some(&path)).unwrap();
+            assert_eq!(loaded.file, Some(path.canonicalize().unwrap()));
+            let config = loaded.config;
+            assert_eq!(config.server.timeout_ms, 60_000);
+            assert_eq!(config.server.code_pack, "exec_py");
+            assert_eq!(config.server.pack_dirs, default_pack_dirs());
+            assert_eq!(
+                config.identity,
+                Identity {
+                    user: "local".into(),
+                    org: "local".into()
+                }
+            );
+            assert!(config.packs.is_empty());
+            assert!(config.aliases.is_empty());
+            assert!(config.snippets.is_empty());
+            assert!(config.projects.is_empty());
+        }
+    }
+
+    #[test]
+    fn an_empty_pack_section_is_enabled_with_an_empty_config() {
+        let loaded =
+            load_text("[packs.proj]\n\n[packs.off]\nenabled = false\ntimeout_ms = 5\n").unwrap();
+        let proj = &loaded.config.packs["proj"];
+        assert_eq!(proj.path, None);
+        assert!(proj.enabled);
+        assert_eq!(proj.timeout_ms, None);
+        assert_eq!(proj.config, serde_json::json!({}));
+        let off = &loaded.config.packs["off"];
+        assert!(!off.enabled);
+        assert_eq!(off.timeout_ms, Some(5));
+    }
+
+    #[test]
+    fn the_file_overrides_defaults_key_by_key() {
+        let loaded =
+            load_text("[server]\ntimeout_ms = 1234\n[identity]\nuser = \"ada\"\n").unwrap();
+        assert_eq!(loaded.config.server.timeout_ms, 1234);
+        // Keys the file does not set keep their defaults.
+        assert_eq!(loaded.config.server.code_pack, "exec_py");
+        assert_eq!(loaded.config.server.pack_dirs, default_pack_dirs());
+        assert_eq!(loaded.config.identity.user, "ada");
+        assert_eq!(loaded.config.identity.org, "local");
+    }
+
+    #[test]
+    fn relative_paths_are_resolved_against_the_files_directory() {
+        let (dir, path) = file(
+            "[server]\npack_dirs = [\"libs\", \"/opt/packs\"]\n\
+             [packs.mine]\npath = \"build/libmine.so\"\n\
+             [projects]\nrel = \"proj-root\"\nnested = \"a/b\"\nabs = \"/srv/abs\"\n",
+        );
+        let loaded = load(Some(&path)).unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let projects = &loaded.config.projects;
+        assert_eq!(projects["rel"], base.join("proj-root"));
+        assert_eq!(projects["nested"], base.join("a/b"));
+        assert_eq!(projects["abs"], PathBuf::from("/srv/abs"));
+        assert_eq!(
+            loaded.config.packs["mine"].path,
+            Some(base.join("build/libmine.so"))
+        );
+        assert_eq!(
+            loaded.config.server.pack_dirs,
+            [base.join("libs"), PathBuf::from("/opt/packs")]
+        );
+    }
+
+    #[test]
+    fn a_relative_file_argument_is_made_absolute() {
+        // Relative to the working directory, which the tests do not change:
+        // the crate directory, where `src/config.rs` is.
+        let loaded = load(Some(Path::new("src/../src/config.rs")));
+        // Not a valid config, but the error names the absolute, clean path.
+        let message = loaded.unwrap_err().to_string();
+        let absolute = Path::new("src/config.rs").canonicalize().unwrap();
+        assert!(
+            message.starts_with(&format!("{}: ", absolute.display())),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn identifiers() {
+        for good in ["a", "_", "proj", "exec_py", "_x1", "A9", "snake_Case_2"] {
+            assert!(is_identifier(good), "{good:?}");
+        }
+        for bad in [
+            "", "1st", "exec-py", "a.b", "a b", "é", "x$", "-", "a\n", " a",
+        ] {
+            assert!(!is_identifier(bad), "{bad:?}");
+        }
+    }
 }

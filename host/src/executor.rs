@@ -173,7 +173,11 @@ impl Executor {
                         None => p.clone(),
                     })
                     .collect();
-                text.push_str(&format!("- ${name} {}: {}\n", params.join(" "), snippet.description));
+                text.push_str(&format!(
+                    "- ${name} {}: {}\n",
+                    params.join(" "),
+                    snippet.description
+                ));
             }
         }
         text
@@ -242,7 +246,8 @@ impl Executor {
                     )));
                 };
                 let function = function_of(pack, "run")?;
-                self.dispatch(pack, function, json!({ "code": code }), caller).await
+                self.dispatch(pack, function, json!({ "code": code }), caller)
+                    .await
             }
         }
     }
@@ -250,7 +255,12 @@ impl Executor {
     /// `alias`, or `pack.function` → the pack and its function, or an error
     /// that lists what exists.
     fn resolve(&self, name: &str) -> Result<(&PackEntry, &Function), Failure> {
-        let target = self.front.aliases.get(name).map(String::as_str).unwrap_or(name);
+        let target = self
+            .front
+            .aliases
+            .get(name)
+            .map(String::as_str)
+            .unwrap_or(name);
         let Some((pack_name, function_name)) = target.split_once('.') else {
             let mut tools: Vec<String> = vec![RUN_TOOL.to_owned()];
             tools.extend(self.front.aliases.keys().cloned());
@@ -367,7 +377,7 @@ fn cancelled() -> Failure {
 }
 
 fn human(d: Duration) -> String {
-    if d.as_millis() % 1000 == 0 {
+    if d.as_millis().is_multiple_of(1000) {
         format!("{} s", d.as_secs())
     } else {
         format!("{} ms", d.as_millis())
@@ -391,20 +401,23 @@ fn function_entry(pack: &str, spec: &FunctionSpec) -> Function {
 }
 
 fn function_of<'p>(pack: &'p PackEntry, name: &str) -> Result<&'p Function, Failure> {
-    pack.functions.iter().find(|f| f.spec.name == name).ok_or_else(|| {
-        let names = pack.functions.iter().map(|f| f.spec.name.as_str());
-        let hint = suggestion(name, names.clone())
-            .map(|s| format!("did you mean `{s}`? "))
-            .unwrap_or_default();
-        Failure::new(
-            codes::UNKNOWN_FUNCTION,
-            format!(
-                "pack `{}` has no function `{name}`; {hint}(has: {})",
-                pack.loaded.name,
-                list(names)
-            ),
-        )
-    })
+    pack.functions
+        .iter()
+        .find(|f| f.spec.name == name)
+        .ok_or_else(|| {
+            let names = pack.functions.iter().map(|f| f.spec.name.as_str());
+            let hint = suggestion(name, names.clone())
+                .map(|s| format!("did you mean `{s}`? "))
+                .unwrap_or_default();
+            Failure::new(
+                codes::UNKNOWN_FUNCTION,
+                format!(
+                    "pack `{}` has no function `{name}`; {hint}(has: {})",
+                    pack.loaded.name,
+                    list(names)
+                ),
+            )
+        })
 }
 
 /// Positional arguments take the parameters in schema order.
@@ -463,14 +476,20 @@ fn describe(error: &jsonschema::ValidationError<'_>) -> String {
     let name = at.trim_start_matches('/').replace('/', ".");
     match error.kind() {
         Kind::Required { property } => {
-            format!("missing required argument `{}`", property.as_str().unwrap_or_default())
+            format!(
+                "missing required argument `{}`",
+                property.as_str().unwrap_or_default()
+            )
         }
         Kind::AdditionalProperties { unexpected } => {
             let names: Vec<String> = unexpected.iter().map(|u| format!("`{u}`")).collect();
             format!("unknown argument {}", names.join(", "))
         }
         Kind::Type { .. } if name.is_empty() => {
-            format!("arguments must be an object of named values, got {}", error.instance())
+            format!(
+                "arguments must be an object of named values, got {}",
+                error.instance()
+            )
         }
         _ if name.is_empty() => error.to_string(),
         _ => format!("`{name}`: {error}"),
@@ -499,7 +518,12 @@ impl CallContext for PackCallContext {
     }
 
     fn log(&self, level: LogLevel, message: RStr<'_>) {
-        crate::logging::pack_log(&self.pack, Some(&self.caller.request_id), level, message.as_str());
+        crate::logging::pack_log(
+            &self.pack,
+            Some(&self.caller.request_id),
+            level,
+            message.as_str(),
+        );
     }
 
     fn progress(&self, progress: f64, total: ROption<f64>, message: RStr<'_>) {
@@ -537,7 +561,11 @@ impl CallContext for PackCallContext {
             match task.await {
                 Ok(Ok(value)) => RResult::ROk(value.to_string().into()),
                 Ok(Err(failure)) => RResult::RErr(failure.to_json().into()),
-                Err(e) => RResult::RErr(Failure::internal(format!("host task failed: {e}")).to_json().into()),
+                Err(e) => RResult::RErr(
+                    Failure::internal(format!("host task failed: {e}"))
+                        .to_json()
+                        .into(),
+                ),
             }
         }
         .into_ffi()

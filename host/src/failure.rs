@@ -7,18 +7,18 @@ use serde_json::{Value, json};
 /// A failed call. Served as an `isError: true` result, never as a protocol
 /// error.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Failure(pub WireError);
+pub struct Failure(Box<WireError>);
 
 impl Failure {
     /// A failure with a stable code and one readable sentence.
     pub fn new(code: &str, message: impl Into<String>) -> Self {
-        Self(WireError {
+        Self(Box::new(WireError {
             code: code.to_owned(),
             message: message.into(),
             help: None,
             data: None,
             result: None,
-        })
+        }))
     }
 
     /// Add what would be right.
@@ -39,9 +39,13 @@ impl Failure {
 
     /// Parse what a pack sent back; a pack that sends garbage is a bug in it.
     pub fn from_pack_json(json: &str) -> Self {
-        serde_json::from_str(json).map(Self).unwrap_or_else(|e| {
-            Self::internal(format!("the pack returned an error that is not valid JSON: {e}"))
-        })
+        serde_json::from_str(json)
+            .map(|wire| Self(Box::new(wire)))
+            .unwrap_or_else(|e| {
+                Self::internal(format!(
+                    "the pack returned an error that is not valid JSON: {e}"
+                ))
+            })
     }
 
     /// The stable code.

@@ -52,7 +52,13 @@ pub struct LoadError {
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.file {
-            Some(file) => write!(f, "pack `{}` ({}): {}", self.pack, file.display(), self.reason),
+            Some(file) => write!(
+                f,
+                "pack `{}` ({}): {}",
+                self.pack,
+                file.display(),
+                self.reason
+            ),
             None => write!(f, "pack `{}`: {}", self.pack, self.reason),
         }
     }
@@ -89,7 +95,9 @@ pub fn load_all(config: &Config) -> (Vec<LoadedPack>, Vec<LoadError>) {
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {
-    a.canonicalize().ok().is_some_and(|a| b.canonicalize().ok().is_some_and(|b| a == b))
+    a.canonicalize()
+        .ok()
+        .is_some_and(|a| b.canonicalize().ok().is_some_and(|b| a == b))
 }
 
 fn error(pack: &str, file: Option<&Path>, reason: impl Into<String>) -> LoadError {
@@ -107,7 +115,11 @@ fn locate(name: &str, pack: &PackConfig, dirs: &[PathBuf]) -> Result<PathBuf, Lo
         return if path.is_file() {
             Ok(path.clone())
         } else {
-            Err(error(name, Some(path), "file not found; fix `path` or build the pack"))
+            Err(error(
+                name,
+                Some(path),
+                "file not found; fix `path` or build the pack",
+            ))
         };
     }
     let file = format!("lib{name}.so");
@@ -213,7 +225,9 @@ fn layout_errors(report: &str) -> String {
     while let Some(line) = lines.next() {
         if let Some(first) = line.trim().strip_prefix("Error:") {
             let mut block = vec![first.trim().to_owned()];
-            while let Some(next) = lines.next_if(|l| !l.trim().is_empty() && !l.trim().starts_with("Error:")) {
+            while let Some(next) =
+                lines.next_if(|l| !l.trim().is_empty() && !l.trim().starts_with("Error:"))
+            {
                 block.push(next.trim().to_owned());
             }
             errors.push(block.join(" "));

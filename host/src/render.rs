@@ -22,7 +22,11 @@ pub fn signature(tool: &str, input_schema: &Value) -> String {
             props
                 .iter()
                 .map(|(name, schema)| {
-                    let optional = if required.contains(&name.as_str()) { "" } else { "?" };
+                    let optional = if required.contains(&name.as_str()) {
+                        ""
+                    } else {
+                        "?"
+                    };
                     let default = schema
                         .get("default")
                         .filter(|d| !d.is_null())
@@ -40,14 +44,26 @@ pub fn signature(tool: &str, input_schema: &Value) -> String {
 /// `array`, `object`, or `any`.
 fn type_name(schema: &Value) -> String {
     if let Some(values) = schema["enum"].as_array() {
-        return values.iter().map(Value::to_string).collect::<Vec<_>>().join(" | ");
+        return values
+            .iter()
+            .map(Value::to_string)
+            .collect::<Vec<_>>()
+            .join(" | ");
     }
     match &schema["type"] {
         Value::String(t) => t.clone(),
         // `Option<T>` is `["T", "null"]`: the null is what `?` already says.
         Value::Array(types) => {
-            let types: Vec<&str> = types.iter().filter_map(Value::as_str).filter(|t| *t != "null").collect();
-            if types.is_empty() { "null".to_owned() } else { types.join(" | ") }
+            let types: Vec<&str> = types
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|t| *t != "null")
+                .collect();
+            if types.is_empty() {
+                "null".to_owned()
+            } else {
+                types.join(" | ")
+            }
         }
         _ => match schema.get("anyOf").or_else(|| schema.get("oneOf")) {
             Some(Value::Array(options)) => {
@@ -70,11 +86,18 @@ where
     S: AsRef<str>,
 {
     let items: Vec<String> = items.into_iter().map(|s| s.as_ref().to_owned()).collect();
-    if items.is_empty() { "(none)".to_owned() } else { items.join(", ") }
+    if items.is_empty() {
+        "(none)".to_owned()
+    } else {
+        items.join(", ")
+    }
 }
 
 /// The closest of `candidates` to `name` when it is a likely typo.
-pub fn suggestion<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub fn suggestion<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     candidates
         .into_iter()
         .map(|c| (edit_distance(name, c), c))
@@ -91,7 +114,9 @@ fn edit_distance(a: &str, b: &str) -> usize {
         row[0] = i + 1;
         for (j, cb) in b.iter().enumerate() {
             let current = row[j + 1];
-            row[j + 1] = (previous + usize::from(ca != *cb)).min(row[j] + 1).min(current + 1);
+            row[j + 1] = (previous + usize::from(ca != *cb))
+                .min(row[j] + 1)
+                .min(current + 1);
             previous = current;
         }
     }

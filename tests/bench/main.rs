@@ -57,7 +57,10 @@ async fn cold_start(runs: usize) -> (Vec<Duration>, Vec<Duration>) {
         test_host.client.cancel().await.expect("stop client");
         // Reference: the same spawn of a process that does nothing.
         let started = Instant::now();
-        tokio::process::Command::new("true").status().await.expect("spawn true");
+        tokio::process::Command::new("true")
+            .status()
+            .await
+            .expect("spawn true");
         reference.push(started.elapsed());
     }
     host.sort();
@@ -88,13 +91,16 @@ fn rss_kib(pid: u32) -> Option<u64> {
 fn child_pid_of_self() -> Option<u32> {
     let me = std::process::id().to_string();
     let bin = packhost_bin();
-    std::fs::read_dir("/proc").ok()?.flatten().find_map(|entry| {
-        let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-        let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
-        let ppid = stat.rsplit(')').next()?.split_whitespace().nth(1)?;
-        let exe = std::fs::read_link(entry.path().join("exe")).ok()?;
-        (ppid == me && exe == bin).then_some(pid)
-    })
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            let ppid = stat.rsplit(')').next()?.split_whitespace().nth(1)?;
+            let exe = std::fs::read_link(entry.path().join("exe")).ok()?;
+            (ppid == me && exe == bin).then_some(pid)
+        })
 }
 
 #[tokio::main]
@@ -122,13 +128,20 @@ async fn main() {
     .await;
     let run = latencies(&host, calls, async |h| {
         let result = h.run("proj.list()").await;
-        assert!(!packhost_tests::is_error(&result), "{}", packhost_tests::text(&result));
+        assert!(
+            !packhost_tests::is_error(&result),
+            "{}",
+            packhost_tests::text(&result)
+        );
     })
     .await;
     let direct = latencies(&host, calls, async |h| {
         let result = h
             .client
-            .call_tool(CallToolRequestParams::new("proj.list").with_arguments(json!({}).as_object().unwrap().clone()))
+            .call_tool(
+                CallToolRequestParams::new("proj.list")
+                    .with_arguments(json!({}).as_object().unwrap().clone()),
+            )
             .await
             .expect("tools/call");
         assert!(!packhost_tests::is_error(&result));
@@ -158,7 +171,9 @@ async fn main() {
         metric: "host RSS after start + calls",
         value: rss.map_or("n/a".into(), |k| format!("{:.1} MiB", k as f64 / 1024.0)),
         target: "≤ 30 MB",
-        reference: self_rss.map_or("n/a".into(), |k| format!("this client: {:.1} MiB", k as f64 / 1024.0)),
+        reference: self_rss.map_or("n/a".into(), |k| {
+            format!("this client: {:.1} MiB", k as f64 / 1024.0)
+        }),
         ratio: match (rss, self_rss) {
             (Some(a), Some(b)) => format!("{:.2}x", a as f64 / b as f64),
             _ => "n/a".into(),
@@ -166,10 +181,16 @@ async fn main() {
     });
     host.client.cancel().await.expect("stop client");
 
-    println!("packhost benchmark: {starts} starts, {calls} calls per latency row, binary {}", packhost_bin().display());
+    println!(
+        "packhost benchmark: {starts} starts, {calls} calls per latency row, binary {}",
+        packhost_bin().display()
+    );
     println!("| metric | value | target | reference (same run) | ratio |");
     println!("|---|---|---|---|---|");
     for row in rows {
-        println!("| {} | {} | {} | {} | {} |", row.metric, row.value, row.target, row.reference, row.ratio);
+        println!(
+            "| {} | {} | {} | {} | {} |",
+            row.metric, row.value, row.target, row.reference, row.ratio
+        );
     }
 }

@@ -18,24 +18,38 @@ async fn lists_run_and_every_pack_function_with_schemas() {
     let tools = host.client.list_all_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(names[0], "run");
-    for name in ["hello.greet", "hello.echo", "hello.sleep", "hello.panic", "hello.call"] {
+    for name in [
+        "hello.greet",
+        "hello.echo",
+        "hello.sleep",
+        "hello.panic",
+        "hello.call",
+    ] {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }
     let greet = tools.iter().find(|t| t.name == "hello.greet").unwrap();
     assert_eq!(greet.description.as_deref(), Some("Greet someone by name"));
     assert_eq!(greet.input_schema["required"], json!(["name"]));
-    assert_eq!(greet.input_schema["properties"]["name"]["description"], "Who to greet.");
+    assert_eq!(
+        greet.input_schema["properties"]["name"]["description"],
+        "Who to greet."
+    );
     let output = greet.output_schema.as_ref().expect("output schema");
     assert_eq!(output["properties"]["text"]["type"], "string");
     let run = tools.iter().find(|t| t.name == "run").unwrap();
     let description = run.description.as_deref().unwrap();
-    assert!(description.contains("hello.greet(name: string, excitement?: integer = 0)"), "{description}");
+    assert!(
+        description.contains("hello.greet(name: string, excitement?: integer = 0)"),
+        "{description}"
+    );
 }
 
 #[tokio::test]
 async fn a_call_returns_structured_content_and_text() {
     let host = TestHost::start(&config()).await;
-    let result = host.call("hello.greet", json!({"name": "bob", "excitement": 1})).await;
+    let result = host
+        .call("hello.greet", json!({"name": "bob", "excitement": 1}))
+        .await;
     assert_eq!(ok(&result), json!({"text": "hi, bob!"}));
     assert!(text(&result).contains("hi, bob!"));
 }
@@ -45,22 +59,48 @@ async fn bad_arguments_are_error_results_that_show_the_signature() {
     let host = TestHost::start(&config()).await;
     let signature = "hello.greet(name: string, excitement?: integer = 0)";
     let result = host.call("hello.greet", json!({"name": 5})).await;
-    failed(&result, "INVALID_ARGUMENT", &["`name`", "string", signature]);
+    failed(
+        &result,
+        "INVALID_ARGUMENT",
+        &["`name`", "string", signature],
+    );
     let result = host.call("hello.greet", json!({})).await;
-    failed(&result, "INVALID_ARGUMENT", &["missing required argument `name`", signature]);
-    let result = host.call("hello.greet", json!({"name": "x", "colour": "red"})).await;
-    failed(&result, "INVALID_ARGUMENT", &["unknown argument `colour`", signature]);
+    failed(
+        &result,
+        "INVALID_ARGUMENT",
+        &["missing required argument `name`", signature],
+    );
+    let result = host
+        .call("hello.greet", json!({"name": "x", "colour": "red"}))
+        .await;
+    failed(
+        &result,
+        "INVALID_ARGUMENT",
+        &["unknown argument `colour`", signature],
+    );
 }
 
 #[tokio::test]
 async fn unknown_names_list_what_exists() {
     let host = TestHost::start(&config()).await;
     let result = host.call("nope.greet", json!({})).await;
-    failed(&result, "UNKNOWN_PACK", &["unknown pack `nope`", "loaded packs: hello"]);
+    failed(
+        &result,
+        "UNKNOWN_PACK",
+        &["unknown pack `nope`", "loaded packs: hello"],
+    );
     let result = host.call("hello.greets", json!({})).await;
-    failed(&result, "UNKNOWN_FUNCTION", &["no function `greets`", "did you mean `greet`?", "echo"]);
+    failed(
+        &result,
+        "UNKNOWN_FUNCTION",
+        &["no function `greets`", "did you mean `greet`?", "echo"],
+    );
     let result = host.call("greet", json!({})).await;
-    failed(&result, "UNKNOWN_FUNCTION", &["unknown tool `greet`", "hello.*"]);
+    failed(
+        &result,
+        "UNKNOWN_FUNCTION",
+        &["unknown tool `greet`", "hello.*"],
+    );
 }
 
 #[tokio::test]
@@ -68,7 +108,10 @@ async fn a_failure_keeps_the_functions_own_result_shape() {
     let host = TestHost::start(&config()).await;
     let result = host.call("hello.fail", json!({})).await;
     assert_eq!(result.is_error, Some(true));
-    assert_eq!(structured(&result), json!({"stdout": "partial output", "exit_code": 3}));
+    assert_eq!(
+        structured(&result),
+        json!({"stdout": "partial output", "exit_code": 3})
+    );
     assert!(text(&result).starts_with("UPSTREAM_ERROR: the work failed with exit code 3"));
 }
 
@@ -76,10 +119,20 @@ async fn a_failure_keeps_the_functions_own_result_shape() {
 async fn a_panicking_pack_gives_an_internal_error_and_the_host_keeps_serving() {
     let host = TestHost::start(&config()).await;
     let result = host.call("hello.panic", json!({})).await;
-    failed(&result, "INTERNAL", &["`hello.panic` panicked", "the hello pack panics on request"]);
-    let result = host.call("hello.greet", json!({"name": "still here"})).await;
+    failed(
+        &result,
+        "INTERNAL",
+        &["`hello.panic` panicked", "the hello pack panics on request"],
+    );
+    let result = host
+        .call("hello.greet", json!({"name": "still here"}))
+        .await;
     assert_eq!(ok(&result)["text"], "hi, still here");
-    assert!(host.stderr().contains("panic"), "the panic is logged: {}", host.stderr());
+    assert!(
+        host.stderr().contains("panic"),
+        "the panic is logged: {}",
+        host.stderr()
+    );
 }
 
 #[tokio::test]
@@ -92,7 +145,10 @@ async fn a_call_past_its_time_limit_times_out_within_a_second_of_it() {
         .await;
     let elapsed = started.elapsed();
     failed(&result, "TIMEOUT", &["`hello.sleep`", "1 s", "timeout_ms"]);
-    assert!(elapsed < Duration::from_millis(2000), "took {elapsed:?} for a 1 s limit");
+    assert!(
+        elapsed < Duration::from_millis(2000),
+        "took {elapsed:?} for a 1 s limit"
+    );
     wait_for(&marker).await;
     let result = host.call("hello.greet", json!({"name": "after"})).await;
     ok(&result);
@@ -105,17 +161,25 @@ async fn wait_for(path: &std::path::Path) {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("{} never appeared: the pack's task was not cancelled", path.display());
+    panic!(
+        "{} never appeared: the pack's task was not cancelled",
+        path.display()
+    );
 }
 
 #[tokio::test]
 async fn cancelling_a_call_stops_the_pack_task() {
     let host = TestHost::start(&config()).await;
     let marker = host.dir.path().join("cancelled");
-    let params = CallToolRequestParams::new("hello.sleep")
-        .with_arguments(json!({"ms": 30_000, "marker": marker}).as_object().unwrap().clone());
+    let params = CallToolRequestParams::new("hello.sleep").with_arguments(
+        json!({"ms": 30_000, "marker": marker})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
     // Dropping the request future makes rmcp send notifications/cancelled.
-    let abandoned = tokio::time::timeout(Duration::from_millis(300), host.client.call_tool(params)).await;
+    let abandoned =
+        tokio::time::timeout(Duration::from_millis(300), host.client.call_tool(params)).await;
     assert!(abandoned.is_err(), "the sleep should still be running");
     wait_for(&marker).await;
     let result = host.call("hello.greet", json!({"name": "after"})).await;
@@ -141,7 +205,12 @@ async fn progress_reports_reach_the_client() {
     let progress = host.recorder.progress.lock().unwrap().clone();
     assert_eq!(progress.len(), 3, "{progress:?}");
     // rmcp's client assigns its own token to each request; all reports carry it.
-    assert!(progress.iter().all(|p| p.progress_token == progress[0].progress_token), "{progress:?}");
+    assert!(
+        progress
+            .iter()
+            .all(|p| p.progress_token == progress[0].progress_token),
+        "{progress:?}"
+    );
     assert_eq!(progress[2].progress, 3.0);
     assert_eq!(progress[2].total, Some(3.0));
     assert_eq!(progress[0].message.as_deref(), Some("step 1"));
@@ -159,11 +228,16 @@ async fn packs_get_the_identity_from_the_host() {
 #[tokio::test]
 async fn a_pack_can_call_back_into_the_host_with_the_same_identity() {
     let host = TestHost::start(&config()).await;
-    let result = ok(&host.call("hello.call", json!({"tool": "hello.whoami"})).await);
+    let result = ok(&host
+        .call("hello.call", json!({"tool": "hello.whoami"}))
+        .await);
     assert_eq!(result["via"], "hello");
     assert_eq!(result["result"]["user"], "ada");
     let result = ok(&host
-        .call("hello.call", json!({"tool": "run", "args": {"command": "hello.greet('nested')"}}))
+        .call(
+            "hello.call",
+            json!({"tool": "run", "args": {"command": "hello.greet('nested')"}}),
+        )
         .await);
     assert_eq!(result["result"]["text"], "hi, nested");
     // The callee's failure comes back as the caller's failure.

@@ -23,7 +23,11 @@ fn not_a_pack(dir: &Path) -> std::path::PathBuf {
 #[tokio::test]
 async fn a_pack_built_outside_the_workspace_is_served() {
     // The host binary was built before this pack existed; only the pack is built here.
-    let host = TestHost::start(&format!("[packs.hello]\npath = \"{}\"\n", hello_pack().display())).await;
+    let host = TestHost::start(&format!(
+        "[packs.hello]\npath = \"{}\"\n",
+        hello_pack().display()
+    ))
+    .await;
     let result = host.run("hello.greet(name='stranger')").await;
     assert_eq!(ok(&result), json!({"text": "hello, stranger"}));
 }
@@ -74,7 +78,11 @@ config = {{ refuse = true }}
     let output = packhost_cli(&config, &["check"]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
     let line = |pack: &str| -> String {
         stdout
             .lines()
@@ -83,27 +91,75 @@ config = {{ refuse = true }}
             .to_owned()
     };
     assert!(stdout.contains("ok    hello (8 functions)"), "{stdout}");
-    assert!(line("plain").contains("libplain.so): not a packhost pack"), "{}", line("plain"));
-    assert!(line("garbage").contains("cannot load the library"), "{}", line("garbage"));
-    assert!(line("wrong").contains("ABI layout differs"), "{}", line("wrong"));
-    assert!(line("wrong").contains("Expected: pack-api Found: wrong-abi-pack"), "{}", line("wrong"));
-    assert!(line("wrong").contains("libwrong_abi.so"), "{}", line("wrong"));
-    assert!(line("missing").contains("file not found"), "{}", line("missing"));
-    assert!(line("twice").contains("already loaded as pack `hello`"), "{}", line("twice"));
-    assert!(line("refusing").contains("constructor failed"), "{}", line("refusing"));
-    assert!(line("refusing").contains("refuses to start"), "{}", line("refusing"));
-    assert!(line("nowhere").contains("`libnowhere.so` not found in the pack directories"), "{}", line("nowhere"));
+    assert!(
+        line("plain").contains("libplain.so): not a packhost pack"),
+        "{}",
+        line("plain")
+    );
+    assert!(
+        line("garbage").contains("cannot load the library"),
+        "{}",
+        line("garbage")
+    );
+    assert!(
+        line("wrong").contains("ABI layout differs"),
+        "{}",
+        line("wrong")
+    );
+    assert!(
+        line("wrong").contains("Expected: pack-api Found: wrong-abi-pack"),
+        "{}",
+        line("wrong")
+    );
+    assert!(
+        line("wrong").contains("libwrong_abi.so"),
+        "{}",
+        line("wrong")
+    );
+    assert!(
+        line("missing").contains("file not found"),
+        "{}",
+        line("missing")
+    );
+    assert!(
+        line("twice").contains("already loaded as pack `hello`"),
+        "{}",
+        line("twice")
+    );
+    assert!(
+        line("refusing").contains("constructor failed"),
+        "{}",
+        line("refusing")
+    );
+    assert!(
+        line("refusing").contains("refuses to start"),
+        "{}",
+        line("refusing")
+    );
+    assert!(
+        line("nowhere").contains("`libnowhere.so` not found in the pack directories"),
+        "{}",
+        line("nowhere")
+    );
     assert!(stdout.contains("7 pack(s) failed to load"), "{stdout}");
     // A layout report runs to thousands of lines; the user sees its head.
-    assert!(stdout.lines().count() < 15, "check output is too long:\n{stdout}");
+    assert!(
+        stdout.lines().count() < 15,
+        "check output is too long:\n{stdout}"
+    );
 
     // `serve` starts anyway and serves the pack that loaded.
     let host = TestHost::start(&config).await;
     let result = host.run("hello.greet(name='survivor')").await;
     assert_eq!(ok(&result)["text"], "hello, survivor");
     let log = host.stderr();
-    for pack in ["plain", "garbage", "wrong", "missing", "twice", "refusing", "nowhere"] {
-        assert!(log.contains(&format!("pack `{pack}`")), "no log line for {pack}:\n{log}");
+    for pack in [
+        "plain", "garbage", "wrong", "missing", "twice", "refusing", "nowhere",
+    ] {
+        assert!(
+            log.contains(&format!("pack `{pack}`")),
+            "no log line for {pack}:\n{log}"
+        );
     }
 }
 

@@ -2,5 +2,8 @@
 //! (or its CLI) to it. One binary, one module per area.
 
 mod calls;
+mod cli;
+mod config;
 mod loading;
+mod proj;
 mod run_front;

@@ -36,17 +36,31 @@ async fn every_wrapping_form_is_stripped() {
         ">>> hello.greet(name=\"ann\")",
         "  \r\n```py\r\n>>> hello.greet(name=\"ann\")\r\n```\r\n",
     ] {
-        assert_eq!(greeting(&host, command).await, "hello, ann", "command: {command:?}");
+        assert_eq!(
+            greeting(&host, command).await,
+            "hello, ann",
+            "command: {command:?}"
+        );
     }
 }
 
 #[tokio::test]
 async fn positional_and_keyword_arguments_bind_in_schema_order() {
     let host = TestHost::start(&config()).await;
-    assert_eq!(greeting(&host, "hello.greet('bo', 3)").await, "hello, bo!!!");
-    assert_eq!(greeting(&host, "hello.greet('bo', excitement=1)").await, "hello, bo!");
+    assert_eq!(
+        greeting(&host, "hello.greet('bo', 3)").await,
+        "hello, bo!!!"
+    );
+    assert_eq!(
+        greeting(&host, "hello.greet('bo', excitement=1)").await,
+        "hello, bo!"
+    );
     let result = host.run("hello.greet('bo', 1, 2)").await;
-    failed(&result, "INVALID_ARGUMENT", &["at most 2 positional", "hello.greet(name: string"]);
+    failed(
+        &result,
+        "INVALID_ARGUMENT",
+        &["at most 2 positional", "hello.greet(name: string"],
+    );
     let result = host.run("hello.greet('bo', name='again')").await;
     failed(&result, "INVALID_ARGUMENT", &["two values for `name`"]);
 }
@@ -76,15 +90,28 @@ async fn aliases_rewrite_the_target() {
     let result = host.run("gone()").await;
     failed(&result, "UNKNOWN_PACK", &["unknown pack `nothere`"]);
     let result = host.run("nosuch(1)").await;
-    failed(&result, "UNKNOWN_FUNCTION", &["unknown tool `nosuch`", "hi", "hello.*"]);
+    failed(
+        &result,
+        "UNKNOWN_FUNCTION",
+        &["unknown tool `nosuch`", "hi", "hello.*"],
+    );
 }
 
 #[tokio::test]
 async fn snippets_expand_in_both_forms() {
     let host = TestHost::start(&config()).await;
-    assert_eq!(greeting(&host, "$greet_twice who=\"two words\"").await, "hello, two words!!");
-    assert_eq!(greeting(&host, "$greet_twice who=cy marks=0").await, "hello, cy");
-    assert_eq!(greeting(&host, "$greet_twice\nwho: dee\nmarks: 1").await, "hello, dee!");
+    assert_eq!(
+        greeting(&host, "$greet_twice who=\"two words\"").await,
+        "hello, two words!!"
+    );
+    assert_eq!(
+        greeting(&host, "$greet_twice who=cy marks=0").await,
+        "hello, cy"
+    );
+    assert_eq!(
+        greeting(&host, "$greet_twice\nwho: dee\nmarks: 1").await,
+        "hello, dee!"
+    );
     let result = host.run("$nosnippet x=1").await;
     failed(&result, "NOT_FOUND", &["nosnippet", "greet_twice"]);
     let result = host.run("$greet_twice marks=1").await;
@@ -110,7 +137,11 @@ async fn malformed_calls_get_a_clear_error() {
     let host = TestHost::start(&config()).await;
     let result = host.run("hello.greet(name=\"unterminated)").await;
     failed(&result, "INVALID_ARGUMENT", &["unterminated"]);
-    let deep = format!("hello.echo(value={}1{})", "[".repeat(5000), "]".repeat(5000));
+    let deep = format!(
+        "hello.echo(value={}1{})",
+        "[".repeat(5000),
+        "]".repeat(5000)
+    );
     let result = host.run(&deep).await;
     failed(&result, "INVALID_ARGUMENT", &["deep"]);
     let huge = format!("hello.echo(value='{}')", "x".repeat(1 << 20));

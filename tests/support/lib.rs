@@ -59,7 +59,10 @@ pub fn fixture_pack(project: &str, lib: &str) -> PathBuf {
     if let Some(path) = built.get(project) {
         return path.clone();
     }
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(project).join("Cargo.toml");
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(project)
+        .join("Cargo.toml");
     let profile_dir = build_dir();
     let target_root = profile_dir.parent().expect("target root");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -88,7 +91,10 @@ pub fn hello_pack() -> PathBuf {
 
 /// A `[packs.hello]` section loading the fixture pack, plus `extra` lines.
 pub fn hello_section(extra: &str) -> String {
-    format!("[packs.hello]\npath = \"{}\"\n{extra}\n", hello_pack().display())
+    format!(
+        "[packs.hello]\npath = \"{}\"\n{extra}\n",
+        hello_pack().display()
+    )
 }
 
 /// Records what the server sends besides responses.
@@ -104,7 +110,10 @@ impl ClientHandler for Recorder {
         params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        self.progress.lock().unwrap_or_else(|e| e.into_inner()).push(params);
+        self.progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(params);
     }
 }
 
@@ -135,7 +144,10 @@ pub fn packhost_command(dir: &Path) -> Command {
 pub fn packhost_cli(config: &str, args: &[&str]) -> Output {
     let dir = TempDir::new().expect("temp dir");
     std::fs::write(dir.path().join("packs.toml"), config).expect("write config");
-    packhost_command(dir.path()).args(args).output().expect("run packhost")
+    packhost_command(dir.path())
+        .args(args)
+        .output()
+        .expect("run packhost")
 }
 
 impl TestHost {
@@ -160,7 +172,11 @@ impl TestHost {
             let log = std::fs::read_to_string(dir.path().join("stderr.log")).unwrap_or_default();
             panic!("MCP handshake failed: {e}\nstderr:\n{log}")
         });
-        Self { client, recorder, dir }
+        Self {
+            client,
+            recorder,
+            dir,
+        }
     }
 
     /// `tools/call name args`; a protocol error fails the test.
@@ -169,15 +185,18 @@ impl TestHost {
         if let Value::Object(map) = args {
             params = params.with_arguments(map);
         }
-        self.client
-            .call_tool(params)
-            .await
-            .unwrap_or_else(|e| panic!("tools/call {name} failed at the protocol level: {e}\n{}", self.stderr()))
+        self.client.call_tool(params).await.unwrap_or_else(|e| {
+            panic!(
+                "tools/call {name} failed at the protocol level: {e}\n{}",
+                self.stderr()
+            )
+        })
     }
 
     /// `tools/call run {command}`.
     pub async fn run(&self, command: &str) -> CallToolResult {
-        self.call("run", serde_json::json!({ "command": command })).await
+        self.call("run", serde_json::json!({ "command": command }))
+            .await
     }
 
     /// What the host wrote to stderr so far.
@@ -207,13 +226,20 @@ pub fn text(result: &CallToolResult) -> String {
 
 /// The error code of an error result.
 pub fn error_code(result: &CallToolResult) -> String {
-    structured(result)["error"]["code"].as_str().unwrap_or_default().to_owned()
+    structured(result)["error"]["code"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// Assert the result succeeded and return its structured content.
 #[track_caller]
 pub fn ok(result: &CallToolResult) -> Value {
-    assert!(!is_error(result), "expected success, got error: {}", text(result));
+    assert!(
+        !is_error(result),
+        "expected success, got error: {}",
+        text(result)
+    );
     structured(result)
 }
 
@@ -221,7 +247,11 @@ pub fn ok(result: &CallToolResult) -> Value {
 /// `parts`; return the text.
 #[track_caller]
 pub fn failed(result: &CallToolResult, code: &str, parts: &[&str]) -> String {
-    assert!(is_error(result), "expected error {code}, got success: {}", text(result));
+    assert!(
+        is_error(result),
+        "expected error {code}, got success: {}",
+        text(result)
+    );
     let text = text(result);
     assert_eq!(error_code(result), code, "error code; text: {text}");
     for part in parts {

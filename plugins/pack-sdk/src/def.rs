@@ -98,7 +98,11 @@ impl<S: Send + Sync + 'static> PackDef<S> {
             name: self.name.to_owned(),
             version: version.to_owned(),
             description: self.description.to_owned(),
-            functions: self.functions.iter().map(|(spec, _)| spec.clone()).collect(),
+            functions: self
+                .functions
+                .iter()
+                .map(|(spec, _)| spec.clone())
+                .collect(),
         }
     }
 }

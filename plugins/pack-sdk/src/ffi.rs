@@ -13,7 +13,7 @@ use abi_stable::{
     std_types::{RResult, RStr, RString},
 };
 use async_ffi::{FfiFuture, FutureExt as _};
-use pack_api::{CallContextBox, CallResult, HostBox, LogLevel, Pack, PackBox, Pack_TO, codes};
+use pack_api::{CallContextBox, CallResult, HostBox, LogLevel, Pack, Pack_TO, PackBox, codes};
 use serde_json::Value;
 use tokio::runtime::Runtime;
 // Dropping the handle aborts the task: that is how the host's cancellation
@@ -55,7 +55,12 @@ struct PackImpl<S> {
 }
 
 impl<S: Send + Sync + 'static> Pack for PackImpl<S> {
-    fn call(&self, function: RStr<'_>, args_json: RStr<'_>, ctx: CallContextBox) -> FfiFuture<CallResult> {
+    fn call(
+        &self,
+        function: RStr<'_>,
+        args_json: RStr<'_>,
+        ctx: CallContextBox,
+    ) -> FfiFuture<CallResult> {
         let pack = self.name;
         let Some(handler) = self.functions.get(function.as_str()).cloned() else {
             // The host resolves names before calling; this only guards the ABI.
@@ -158,9 +163,12 @@ pub fn construct<S: Send + Sync + 'static>(
         Ok(Ok(pack)) => RResult::ROk(pack),
         Ok(Err(error)) => RResult::RErr(error.to_json().into()),
         Err(panic) => RResult::RErr(
-            PackError::internal(format!("the pack's constructor panicked: {}", panic_message(&*panic)))
-                .to_json()
-                .into(),
+            PackError::internal(format!(
+                "the pack's constructor panicked: {}",
+                panic_message(&*panic)
+            ))
+            .to_json()
+            .into(),
         ),
     }
 }

@@ -40,8 +40,8 @@
 //! `serde` (with `derive`) and `schemars` 1; `cargo build`, then name the library
 //! in `packs.toml`.
 //!
-//! What the SDK does for you: the input and output JSON Schemas (from `serde`
-//! + `schemars`; doc comments become descriptions), argument decoding, the
+//! What the SDK does for you: the input and output JSON Schemas (from `serde` and
+//! `schemars`; doc comments become descriptions), argument decoding, the
 //! pack's own tokio runtime, turning panics into `INTERNAL` errors instead of a
 //! host crash, cancelling a call's task when the host drops it, and the ABI
 //! export itself.
@@ -63,7 +63,7 @@ pub use serde_json::{Value, json};
 pub mod __private {
     pub use crate::ffi::{construct, manifest};
     pub use abi_stable::{
-        library::{CheckTypeLayout, LibHeader, RootModuleResult, __call_root_module_loader},
+        library::{__call_root_module_loader, CheckTypeLayout, LibHeader, RootModuleResult},
         prefix_type::PrefixTypeTrait,
         std_types::{RResult, RStr, RString},
     };

@@ -9,9 +9,9 @@ use std::{
 use globset::{GlobBuilder, GlobMatcher};
 use ignore::WalkBuilder;
 use pack_sdk::{PackError, codes};
+use regex::bytes::Regex;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use regex::bytes::Regex;
 
 use crate::State;
 

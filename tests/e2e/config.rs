@@ -1,0 +1,219 @@
+//! `packs.toml` and `PACKHOST_*` variables as the binary reports them: every
+//! mistake names the file, line and key; the environment overrides the file.
+
+use std::process::Output;
+
+use packhost_tests::{hello_section, packhost_cli, packhost_command};
+use tempfile::TempDir;
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Assert `check` on `config` exits 2 (nothing printed on stdout) and its
+/// error holds every one of `parts`; return the error.
+#[track_caller]
+fn refused(output: &Output, parts: &[&str]) -> String {
+    let err = stderr(output);
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "stdout:\n{}\nstderr:\n{err}",
+        stdout(output)
+    );
+    assert_eq!(stdout(output), "", "stderr:\n{err}");
+    assert!(err.starts_with("error: "), "{err}");
+    for part in parts {
+        assert!(err.contains(part), "error lacks {part:?}:\n{err}");
+    }
+    err
+}
+
+#[test]
+fn a_value_of_the_wrong_type_names_file_line_and_key() {
+    let output = packhost_cli("# comment\n[server]\ntimeout_ms = \"soon\"\n", &["check"]);
+    refused(
+        &output,
+        &[
+            "/packs.toml: TOML parse error at line 3, column 14",
+            "timeout_ms = \"soon\"",
+            "invalid type: string \"soon\", expected u64",
+        ],
+    );
+}
+
+#[test]
+fn an_unknown_key_is_named_with_what_is_expected() {
+    let output = packhost_cli("[server]\ntimeout = 5\n", &["check"]);
+    refused(
+        &output,
+        &[
+            "/packs.toml: TOML parse error at line 2, column 1",
+            "unknown field `timeout`, expected one of `timeout_ms`, `code_pack`, `pack_dirs`",
+        ],
+    );
+    let output = packhost_cli("[packs.proj]\nenable = false\n", &["check"]);
+    refused(
+        &output,
+        &["at line 2", "unknown field `enable`", "`enabled`"],
+    );
+}
+
+#[test]
+fn an_unknown_section_is_named() {
+    let output = packhost_cli("[packs.proj]\n\n[bogus]\nx = 1\n", &["check"]);
+    refused(
+        &output,
+        &[
+            "/packs.toml: TOML parse error at line 3, column 2",
+            "unknown field `bogus`",
+            "`server`, `identity`, `packs`, `aliases`, `snippets`, `projects`",
+        ],
+    );
+}
+
+#[test]
+fn an_alias_target_must_be_pack_dot_function() {
+    let output = packhost_cli("[aliases]\nws = \"nodot\"\n", &["check"]);
+    refused(
+        &output,
+        &["`aliases.ws` = \"nodot\": the target must be `pack.function`"],
+    );
+    let output = packhost_cli("[aliases]\nws = \"proj.list\"\n", &["check"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+#[test]
+fn a_pack_name_must_be_an_identifier_and_the_fix_is_suggested() {
+    let output = packhost_cli("[packs.exec-py]\n", &["check"]);
+    refused(
+        &output,
+        &[
+            "`packs.exec-py`: a pack name must be an identifier",
+            "`exec_py.function()`",
+        ],
+    );
+}
+
+#[test]
+fn every_problem_is_reported_at_once() {
+    let output = packhost_cli(
+        "[server]\ntimeout_ms = 0\n[packs.a-b]\n[aliases]\nx = \"y\"\n",
+        &["check"],
+    );
+    let err = refused(
+        &output,
+        &[
+            "`packs.a-b`",
+            "`aliases.x` = \"y\"",
+            "`server.timeout_ms` must be at least 1",
+        ],
+    );
+    assert_eq!(err.lines().count(), 3, "{err}");
+}
+
+/// `packhost` in a fresh directory holding `config` as packs.toml.
+fn command_in(config: &str) -> (TempDir, std::process::Command) {
+    let dir = TempDir::new().unwrap();
+    std::fs::write(dir.path().join("packs.toml"), config).unwrap();
+    let command = packhost_command(dir.path());
+    (dir, command)
+}
+
+#[test]
+fn an_environment_variable_overrides_the_file() {
+    // The file allows a minute; the environment 300 ms.
+    let config = "[server]\ntimeout_ms = 60000\n\n".to_owned() + &hello_section("");
+    let (_dir, mut command) = command_in(&config);
+    let output = command
+        .env("PACKHOST_SERVER__TIMEOUT_MS", "300")
+        .args(["call", "hello.sleep(ms=5000)"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stdout(&output)
+            .starts_with("TIMEOUT: `hello.sleep` did not finish within its time limit of 300 ms"),
+        "{}",
+        stdout(&output)
+    );
+}
+
+#[test]
+fn an_unknown_environment_key_is_named() {
+    let (_dir, mut command) = command_in("[packs.proj]\n");
+    let output = command
+        .env("PACKHOST_SERVER__NOPE", "1")
+        .arg("check")
+        .output()
+        .unwrap();
+    refused(
+        &output,
+        &[
+            "`PACKHOST_` environment variable(s)",
+            "`server.nope`",
+            "unknown field: found `nope`",
+        ],
+    );
+}
+
+#[test]
+fn a_bad_environment_value_names_the_key() {
+    let (_dir, mut command) = command_in("[packs.proj]\n");
+    let output = command
+        .env("PACKHOST_SERVER__TIMEOUT_MS", "soon")
+        .arg("check")
+        .output()
+        .unwrap();
+    refused(
+        &output,
+        &[
+            "`PACKHOST_` environment variable(s)",
+            "`server.timeout_ms`",
+            "expected u64",
+        ],
+    );
+}
+
+#[test]
+fn single_word_packhost_variables_are_not_config_keys() {
+    // `PACKHOST_LOG` belongs to the CLI; it must not be read as a config key.
+    let (_dir, mut command) = command_in("[packs.proj]\n");
+    let output = command
+        .env("PACKHOST_LOG", "warn")
+        .arg("check")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("ok    proj"),
+        "{}",
+        stdout(&output)
+    );
+}
+
+#[test]
+fn relative_project_paths_follow_the_config_file_not_the_working_directory() {
+    let dir = TempDir::new().unwrap();
+    let conf = dir.path().join("conf");
+    std::fs::create_dir_all(conf.join("proj-root")).unwrap();
+    std::fs::write(
+        conf.join("packs.toml"),
+        "[packs.proj]\n\n[projects]\nhere = \"proj-root\"\n",
+    )
+    .unwrap();
+    // Run from `dir`, where `proj-root` does not exist.
+    let output = packhost_command(dir.path())
+        .args(["--config", "conf/packs.toml", "call", "proj.list()"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let value: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let expected = conf.canonicalize().unwrap().join("proj-root");
+    assert_eq!(value["projects"][0]["path"], expected.display().to_string());
+    assert_eq!(value["projects"][0]["exists"], true);
+}
