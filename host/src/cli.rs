@@ -44,7 +44,8 @@ pub enum Command {
     },
     /// List the loaded packs, their functions and signatures.
     Packs,
-    /// Check the config and load every pack; exit 1 on any problem.
+    /// Check the config and load every pack; exit 1 when a pack fails to load,
+    /// 2 when the config itself is wrong.
     Check,
 }
 

@@ -255,6 +255,12 @@ impl Executor {
     /// `alias`, or `pack.function` → the pack and its function, or an error
     /// that lists what exists.
     fn resolve(&self, name: &str) -> Result<(&PackEntry, &Function), Failure> {
+        self.lookup(name).inspect_err(|failure| {
+            tracing::info!(tool = name, outcome = failure.code(), "call refused");
+        })
+    }
+
+    fn lookup(&self, name: &str) -> Result<(&PackEntry, &Function), Failure> {
         let target = self
             .front
             .aliases

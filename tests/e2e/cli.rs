@@ -185,7 +185,7 @@ fn a_missing_config_file_exits_2_naming_it() {
     assert_eq!(stdout(&output), "");
     assert!(
         stderr(&output).contains(
-            "error: config file `missing.toml` does not exist; pass an existing file to --config"
+            "error: config file `missing.toml` does not exist; pass a TOML file to --config"
         ),
         "{}",
         stderr(&output)

@@ -154,7 +154,7 @@ fn an_unknown_environment_key_is_named() {
     refused(
         &output,
         &[
-            "`PACKHOST_` environment variable(s)",
+            "PACKHOST_* environment: ",
             "`server.nope`",
             "unknown field: found `nope`",
         ],
@@ -172,7 +172,7 @@ fn a_bad_environment_value_names_the_key() {
     refused(
         &output,
         &[
-            "`PACKHOST_` environment variable(s)",
+            "PACKHOST_* environment: ",
             "`server.timeout_ms`",
             "expected u64",
         ],
