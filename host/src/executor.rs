@@ -15,7 +15,9 @@ use abi_stable::{
 };
 use async_ffi::{FfiFuture, FutureExt as _};
 use futures_util::FutureExt as _;
-use pack_api::{CallContext, CallContext_TO, CallResult, FunctionSpec, LogLevel, codes};
+use pack_api::{
+    CallContext, CallContext_TO, CallResult, Catalog, CatalogTool, FunctionSpec, LogLevel, codes,
+};
 use packhost_command::{Call, Front, Plan};
 use serde_json::{Map, Value, json};
 use tokio_util::{sync::CancellationToken, task::AbortOnDropHandle};
@@ -85,6 +87,8 @@ pub struct Executor {
     packs: BTreeMap<String, PackEntry>,
     front: Front,
     code_pack: String,
+    /// What code mode can reach, as JSON; fixed once the packs are loaded.
+    catalog: Arc<str>,
     /// Packs call back on their own threads; host work is spawned here.
     runtime: tokio::runtime::Handle,
 }
@@ -104,8 +108,10 @@ impl Executor {
                 (loaded.name.clone(), PackEntry { loaded, functions })
             })
             .collect();
+        let catalog = catalog_json(&packs, config);
         Arc::new(Self {
             packs,
+            catalog,
             front: Front {
                 aliases: config.aliases.clone(),
                 snippets: config.snippets.clone(),
@@ -378,6 +384,32 @@ impl Executor {
     }
 }
 
+fn catalog_json(packs: &BTreeMap<String, PackEntry>, config: &Config) -> Arc<str> {
+    let catalog = Catalog {
+        tools: packs
+            .values()
+            .flat_map(|pack| {
+                pack.functions.iter().map(|f| CatalogTool {
+                    pack: pack.loaded.name.clone(),
+                    function: f.spec.name.clone(),
+                    signature: f.signature.clone(),
+                    description: f.spec.description.clone(),
+                    input_schema: f.spec.input_schema.clone(),
+                })
+            })
+            .collect(),
+        aliases: config.aliases.clone(),
+        projects: config
+            .projects
+            .iter()
+            .map(|(name, path)| (name.clone(), path.display().to_string()))
+            .collect(),
+    };
+    serde_json::to_string(&catalog)
+        .expect("a catalog is serialisable")
+        .into()
+}
+
 fn cancelled() -> Failure {
     Failure::new(codes::CANCELLED, "the client cancelled the call")
 }
@@ -540,6 +572,10 @@ impl CallContext for PackCallContext {
 
     fn is_cancelled(&self) -> bool {
         self.caller.cancel.is_cancelled()
+    }
+
+    fn catalog(&self) -> RString {
+        RString::from(&*self.executor.catalog)
     }
 
     // Runs on the pack's thread: the work goes to the host's runtime, and the

@@ -12,13 +12,7 @@ pub struct Failure(Box<WireError>);
 impl Failure {
     /// A failure with a stable code and one readable sentence.
     pub fn new(code: &str, message: impl Into<String>) -> Self {
-        Self(Box::new(WireError {
-            code: code.to_owned(),
-            message: message.into(),
-            help: None,
-            data: None,
-            result: None,
-        }))
+        Self(Box::new(WireError::new(code, message)))
     }
 
     /// Add what would be right.

@@ -4,7 +4,9 @@
 use std::time::{Duration, Instant};
 
 use packhost_tests::{TestHost, failed, hello_section, ok, structured, text};
-use rmcp::model::{CallToolRequestParams, NumberOrString, ProgressToken, RequestMetaObject};
+use rmcp::model::{
+    CallToolRequestParams, ClientRequest, NumberOrString, ProgressToken, RequestMetaObject,
+};
 use serde_json::json;
 
 fn config() -> String {
@@ -42,6 +44,38 @@ async fn lists_run_and_every_pack_function_with_schemas() {
         description.contains("hello.greet(name: string, excitement?: integer = 0)"),
         "{description}"
     );
+}
+
+#[tokio::test]
+async fn packs_see_the_catalog_of_what_they_can_call() {
+    let config = config() + "[aliases]\nhi = \"hello.greet\"\n[projects]\nhere = \".\"\n";
+    let host = TestHost::start(&config).await;
+    let catalog = ok(&host.call("hello.catalog", json!({})).await);
+    let greet = catalog["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"] == "greet")
+        .expect("greet in the catalog");
+    assert_eq!(greet["pack"], "hello");
+    assert_eq!(
+        greet["signature"],
+        "hello.greet(name: string, excitement?: integer = 0)"
+    );
+    assert_eq!(greet["input_schema"]["required"], json!(["name"]));
+    assert_eq!(catalog["aliases"], json!({"hi": "hello.greet"}));
+    let here = host.dir.path().display().to_string();
+    assert_eq!(catalog["projects"], json!({"here": here}));
+}
+
+#[tokio::test]
+async fn ping_is_answered() {
+    let host = TestHost::start(&config()).await;
+    let response = host
+        .client
+        .send_request(ClientRequest::PingRequest(Default::default()))
+        .await;
+    assert!(response.is_ok(), "{response:?}");
 }
 
 #[tokio::test]

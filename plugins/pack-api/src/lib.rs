@@ -31,7 +31,7 @@ pub use async_ffi::FfiFuture;
 use serde::{Deserialize, Serialize};
 
 mod wire;
-pub use wire::{FunctionSpec, Manifest, WireError, codes};
+pub use wire::{Catalog, CatalogTool, FunctionSpec, Manifest, WireError, codes};
 
 /// Outcome of one call crossing the ABI: `ROk(result JSON)` or
 /// `RErr(`[`WireError`]` JSON)`.
@@ -81,6 +81,9 @@ pub trait CallContext: Send + Sync + Clone {
     fn progress(&self, progress: f64, total: ROption<f64>, message: RStr<'_>);
     /// Whether the client cancelled this call (or it timed out).
     fn is_cancelled(&self) -> bool;
+    /// What this caller can call, as JSON [`Catalog`]: code mode builds its
+    /// proxies from it.
+    fn catalog(&self) -> RString;
     /// Call another tool (`pack.function`, an alias, or `run`) through the host's
     /// executor, with this call's identity. Arguments and result are JSON.
     #[sabi(last_prefix_field)]

@@ -29,6 +29,32 @@ pub struct FunctionSpec {
     pub output_schema: Value,
 }
 
+/// Every tool a caller can reach, as the host tells a pack (code mode).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Catalog {
+    /// Pack functions, in listing order.
+    pub tools: Vec<CatalogTool>,
+    /// `alias -> pack.function`.
+    pub aliases: std::collections::BTreeMap<String, String>,
+    /// `[projects]`: name -> absolute path.
+    pub projects: std::collections::BTreeMap<String, String>,
+}
+
+/// One pack function in a [`Catalog`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CatalogTool {
+    /// Pack call name.
+    pub pack: String,
+    /// Function name.
+    pub function: String,
+    /// `pack.function(a: string, b?: integer = 3)`.
+    pub signature: String,
+    /// What it does.
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub input_schema: Value,
+}
+
 /// A failed call, as a pack reports it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct WireError {
@@ -47,6 +73,19 @@ pub struct WireError {
     /// content of the error result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,
+}
+
+impl WireError {
+    /// An error with a stable `code` and one readable sentence.
+    pub fn new(code: &str, message: impl Into<String>) -> Self {
+        Self {
+            code: code.to_owned(),
+            message: message.into(),
+            help: None,
+            data: None,
+            result: None,
+        }
+    }
 }
 
 /// Stable error codes shared by the host and packs.

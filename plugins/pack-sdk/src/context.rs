@@ -3,7 +3,7 @@
 use std::{collections::BTreeMap, path::PathBuf};
 
 use abi_stable::std_types::{RNone, ROption, RResult, RSome};
-use pack_api::{CallContextBox, HostBox, LogLevel, WireError};
+use pack_api::{CallContextBox, Catalog, HostBox, LogLevel, WireError};
 use serde_json::Value;
 
 use crate::PackError;
@@ -73,6 +73,12 @@ impl Context {
     /// should check it; dropped futures are cancelled anyway.
     pub fn is_cancelled(&self) -> bool {
         self.0.is_cancelled()
+    }
+
+    /// Every tool this caller can reach (pack functions with signatures and
+    /// schemas, aliases, projects): what code mode exposes.
+    pub fn catalog(&self) -> Catalog {
+        serde_json::from_str(&self.0.catalog()).unwrap_or_default()
     }
 
     /// Call any tool the host serves (`pack.function`, an alias, `run`) with

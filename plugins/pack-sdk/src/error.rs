@@ -15,13 +15,7 @@ pub struct PackError(Box<WireError>);
 impl PackError {
     /// An error with any stable code (see [`pack_api::codes`]).
     pub fn new(code: &str, message: impl Into<String>) -> Self {
-        Self(Box::new(WireError {
-            code: code.to_owned(),
-            message: message.into(),
-            help: None,
-            data: None,
-            result: None,
-        }))
+        Self(Box::new(WireError::new(code, message)))
     }
 
     /// `INVALID_ARGUMENT`: the arguments do not fit.
