@@ -1,0 +1,188 @@
+//! A child that leads its own process group, and running it to the end.
+
+use std::{
+    io,
+    process::ExitStatus,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use tokio::process::{Child, Command};
+use tokio_util::task::AbortOnDropHandle;
+
+use crate::capture::{Buffer, Capture, read_capped};
+
+/// How long output may still arrive after the group is gone: the pipes stay
+/// open only while a process outside the group holds them.
+const DRAIN_GRACE: Duration = Duration::from_millis(500);
+
+/// A spawned child leading its own process group. Dropping it kills the
+/// whole group and reaps the child.
+pub struct ProcessGroup {
+    child: Option<Child>,
+    pgid: Option<libc::pid_t>,
+}
+
+/// How a child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// It exited with this code.
+    Code(i32),
+    /// A signal ended it.
+    Signal(i32),
+    /// It ran past its time limit and its group was killed.
+    TimedOut,
+}
+
+impl Exit {
+    /// The shell's convention: the code, 128 + signal, 124 for a timeout.
+    pub fn code(self) -> i32 {
+        match self {
+            Exit::Code(code) => code,
+            Exit::Signal(signal) => 128 + signal,
+            Exit::TimedOut => 124,
+        }
+    }
+
+    fn from_status(status: io::Result<ExitStatus>) -> Self {
+        use std::os::unix::process::ExitStatusExt;
+        match status {
+            Ok(status) => match (status.code(), status.signal()) {
+                (Some(code), _) => Exit::Code(code),
+                (None, Some(signal)) => Exit::Signal(signal),
+                (None, None) => Exit::Code(-1),
+            },
+            Err(_) => Exit::Code(-1),
+        }
+    }
+}
+
+/// A child run to its end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    /// Its standard output, capped.
+    pub stdout: Capture,
+    /// Its standard error, capped.
+    pub stderr: Capture,
+    /// How it ended.
+    pub exit: Exit,
+    /// From [`ProcessGroup::finish`] until the end.
+    pub elapsed: Duration,
+}
+
+impl ProcessGroup {
+    /// Spawn `command` as the leader of a new process group. Set its
+    /// environment (see [`crate::EnvAllowList`]) and pipes first.
+    pub fn spawn(command: &mut Command) -> io::Result<Self> {
+        command.process_group(0);
+        let child = command.spawn()?;
+        let pgid = child.id().and_then(|id| libc::pid_t::try_from(id).ok());
+        Ok(Self {
+            child: Some(child),
+            pgid,
+        })
+    }
+
+    /// The child, to take its pipes.
+    pub fn child(&mut self) -> &mut Child {
+        self.child
+            .as_mut()
+            .expect("the child is only taken on drop")
+    }
+
+    /// Whether the leader is still running (an idle pooled child may have died).
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child().try_wait(), Ok(None))
+    }
+
+    /// SIGKILL to every process of the group.
+    pub fn kill(&self) {
+        if let Some(pgid) = self.pgid {
+            // SAFETY: killpg only sends a signal; ESRCH (group gone) is fine.
+            unsafe {
+                libc::killpg(pgid, libc::SIGKILL);
+            }
+        }
+    }
+
+    /// Capture stdout and stderr (each up to `limit` bytes) until the child
+    /// exits or `timeout` passes; then kill what is left of the group. Returns
+    /// within `timeout` + about half a second whatever the children do.
+    pub async fn finish(mut self, timeout: Duration, limit: usize) -> Finished {
+        let started = Instant::now();
+        let stdout = Arc::new(Mutex::new(Buffer::default()));
+        let stderr = Arc::new(Mutex::new(Buffer::default()));
+        let mut readers = Vec::new();
+        if let Some(pipe) = self.child().stdout.take() {
+            readers.push(AbortOnDropHandle::new(tokio::spawn(read_capped(
+                pipe,
+                limit,
+                Arc::clone(&stdout),
+            ))));
+        }
+        if let Some(pipe) = self.child().stderr.take() {
+            readers.push(AbortOnDropHandle::new(tokio::spawn(read_capped(
+                pipe,
+                limit,
+                Arc::clone(&stderr),
+            ))));
+        }
+        let exit = match tokio::time::timeout(timeout, self.child().wait()).await {
+            Ok(status) => Exit::from_status(status),
+            Err(_) => {
+                self.kill();
+                let _ = self.child().wait().await;
+                Exit::TimedOut
+            }
+        };
+        // Grandchildren die with the call: no orphans.
+        self.kill();
+        let _ = tokio::time::timeout(DRAIN_GRACE, async {
+            for reader in &mut readers {
+                let _ = reader.await;
+            }
+        })
+        .await;
+        drop(readers);
+        let finish =
+            |buffer: &Arc<Mutex<Buffer>>| buffer.lock().unwrap_or_else(|e| e.into_inner()).finish();
+        Finished {
+            stdout: finish(&stdout),
+            stderr: finish(&stderr),
+            exit,
+            elapsed: started.elapsed(),
+        }
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill();
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        // `kill_on_drop` alone leaves a zombie when the reaper misses the
+        // exit: wait for it explicitly.
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    let _ = child.wait().await;
+                });
+            }
+            Err(_) => {
+                std::thread::spawn(move || {
+                    if let Some(id) = child.id() {
+                        let mut status = 0;
+                        // SAFETY: waiting on our own child's pid.
+                        unsafe {
+                            libc::waitpid(id as libc::pid_t, &mut status, 0);
+                        }
+                    }
+                });
+            }
+        }
+    }
+}

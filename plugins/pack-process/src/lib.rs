@@ -1,0 +1,27 @@
+//! Child processes for packs, under the rules every pack that runs code
+//! shares (one place for each rule):
+//!
+//! - a child runs in its own process group, and the whole group gets SIGKILL
+//!   when the call times out, is cancelled, or the guard is dropped — so
+//!   grandchildren (`sh -c 'sleep 100 &'`) never outlive the call;
+//! - a killed child is reaped on the runtime (no zombies);
+//! - stdout and stderr are captured while streaming, each capped, with a
+//!   marker when cut: memory stays bounded whatever the child prints;
+//! - a child's environment is an allow-list, never the host's whole
+//!   environment (which holds tokens and credentials);
+//! - a [`WarmPool`] keeps pre-started children so a call does not pay the
+//!   interpreter's start-up.
+//!
+//! Who it is for: pack authors whose functions start processes (`exec_py`,
+//! `exec_ts`, `jupyter`).
+#![deny(missing_docs)]
+
+mod capture;
+mod env;
+mod group;
+mod pool;
+
+pub use capture::{Capture, TRUNCATED_MARKER};
+pub use env::EnvAllowList;
+pub use group::{Exit, Finished, ProcessGroup};
+pub use pool::WarmPool;

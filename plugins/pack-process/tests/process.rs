@@ -1,0 +1,153 @@
+//! Real processes under the shared rules: capture, caps, timeouts, process
+//! groups, environment, pools.
+
+use std::{
+    collections::BTreeMap,
+    process::Stdio,
+    time::{Duration, Instant},
+};
+
+use pack_process::{EnvAllowList, Exit, ProcessGroup, TRUNCATED_MARKER, WarmPool};
+use tokio::process::Command;
+
+fn sh(script: &str) -> Command {
+    let mut command = Command::new("sh");
+    command
+        .args(["-c", script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+/// Whether any process of group `pgid` is alive (signal 0 probes).
+fn group_alive(pgid: u32) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    unsafe { libc::killpg(pgid as libc::pid_t, 0) == 0 }
+}
+
+async fn wait_until_gone(pgid: u32) {
+    for _ in 0..100 {
+        if !group_alive(pgid) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("process group {pgid} is still alive");
+}
+
+#[tokio::test]
+async fn captures_both_streams_and_the_exit_code() {
+    let group = ProcessGroup::spawn(&mut sh("echo out; echo err >&2; exit 3")).unwrap();
+    let finished = group.finish(Duration::from_secs(10), 1024).await;
+    assert_eq!(finished.stdout.text, "out\n");
+    assert_eq!(finished.stderr.text, "err\n");
+    assert_eq!(finished.exit, Exit::Code(3));
+    assert_eq!(finished.exit.code(), 3);
+}
+
+#[tokio::test]
+async fn a_timeout_kills_the_whole_group_and_keeps_the_output() {
+    let mut group =
+        ProcessGroup::spawn(&mut sh("echo before; sleep 30 & sleep 30; echo after")).unwrap();
+    let pgid = group.child().id().unwrap();
+    let started = Instant::now();
+    let finished = group.finish(Duration::from_millis(300), 1024).await;
+    assert_eq!(finished.exit, Exit::TimedOut);
+    assert_eq!(finished.exit.code(), 124);
+    assert_eq!(finished.stdout.text, "before\n");
+    // The background `sleep` holds the pipes; it dies with the group.
+    assert!(
+        started.elapsed() < Duration::from_millis(1300),
+        "{:?}",
+        started.elapsed()
+    );
+    wait_until_gone(pgid).await;
+}
+
+#[tokio::test]
+async fn grandchildren_do_not_outlive_a_normal_exit() {
+    let mut group = ProcessGroup::spawn(&mut sh("sleep 30 & echo done")).unwrap();
+    let pgid = group.child().id().unwrap();
+    let finished = group.finish(Duration::from_secs(10), 1024).await;
+    assert_eq!(finished.exit, Exit::Code(0));
+    assert_eq!(finished.stdout.text, "done\n");
+    wait_until_gone(pgid).await;
+}
+
+#[tokio::test]
+async fn output_is_capped_while_streaming() {
+    // 50 MB through a 1 KiB cap: the reader keeps 1 KiB and drains the rest.
+    let group = ProcessGroup::spawn(&mut sh("head -c 50000000 /dev/zero | tr '\\0' a")).unwrap();
+    let finished = group.finish(Duration::from_secs(60), 1024).await;
+    assert_eq!(finished.exit, Exit::Code(0));
+    assert!(finished.stdout.truncated);
+    assert_eq!(
+        finished.stdout.text,
+        format!("{}{TRUNCATED_MARKER}", "a".repeat(1024))
+    );
+}
+
+#[tokio::test]
+async fn a_cut_never_splits_a_character() {
+    // "é" is two bytes: a 3-byte cap falls inside the second one.
+    let group = ProcessGroup::spawn(&mut sh("printf 'ééé'")).unwrap();
+    let finished = group.finish(Duration::from_secs(10), 3).await;
+    assert_eq!(finished.stdout.text, format!("é{TRUNCATED_MARKER}"));
+}
+
+#[tokio::test]
+async fn dropping_the_guard_kills_the_group() {
+    let mut group = ProcessGroup::spawn(&mut sh("sleep 30 & sleep 30")).unwrap();
+    let pgid = group.child().id().unwrap();
+    assert!(group.is_running());
+    drop(group);
+    wait_until_gone(pgid).await;
+}
+
+#[tokio::test]
+async fn the_environment_is_the_allow_list_only() {
+    // cargo sets CARGO_MANIFEST_DIR for this test process; the child must not see it.
+    assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+    let mut command = sh("env");
+    let extra = BTreeMap::from([("TMPDIR".to_owned(), "/tmp/x".to_owned())]);
+    EnvAllowList::default().apply(&mut command, &extra);
+    let finished = ProcessGroup::spawn(&mut command)
+        .unwrap()
+        .finish(Duration::from_secs(10), 1 << 20)
+        .await;
+    let names: Vec<&str> = finished
+        .stdout
+        .text
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, _)| k))
+        .collect();
+    assert!(names.contains(&"PATH"), "{names:?}");
+    assert!(names.contains(&"TMPDIR"), "{names:?}");
+    assert!(!names.contains(&"CARGO_MANIFEST_DIR"), "{names:?}");
+    assert!(
+        names
+            .iter()
+            .all(|n| ["PATH", "HOME", "LANG", "TMPDIR", "PWD", "SHLVL", "_"].contains(n)),
+        "{names:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_pool_hands_out_fresh_children_and_refills() {
+    let pool = WarmPool::new(
+        2,
+        || async { ProcessGroup::spawn(&mut sh("sleep 30")) },
+        ProcessGroup::is_running,
+    );
+    let mut first = pool.take().await.unwrap();
+    let mut second = pool.take().await.unwrap();
+    let (a, b) = (first.child().id().unwrap(), second.child().id().unwrap());
+    assert!(group_alive(a) && group_alive(b));
+    assert_ne!(a, b);
+    assert!(first.is_running() && second.is_running());
+    pool.clear();
+    drop((first, second));
+    wait_until_gone(a).await;
+    wait_until_gone(b).await;
+}
