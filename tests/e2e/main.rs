@@ -4,6 +4,8 @@
 mod calls;
 mod cli;
 mod config;
+mod exec_py;
+mod exec_ts;
 mod loading;
 mod proj;
 mod run_front;

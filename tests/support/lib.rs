@@ -224,12 +224,17 @@ pub fn text(result: &CallToolResult) -> String {
         .unwrap_or_default()
 }
 
-/// The error code of an error result.
+/// The error code of an error result: in `{"error": {"code"}}`, or, when the
+/// failure keeps the function's own shape, at the start of the text.
 pub fn error_code(result: &CallToolResult) -> String {
-    structured(result)["error"]["code"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
+    match structured(result)["error"]["code"].as_str() {
+        Some(code) => code.to_owned(),
+        None => text(result)
+            .split(':')
+            .next()
+            .unwrap_or_default()
+            .to_owned(),
+    }
 }
 
 /// Assert the result succeeded and return its structured content.

@@ -116,4 +116,6 @@ pub mod codes {
     pub const SESSION_NOT_FOUND: &str = "SESSION_NOT_FOUND";
     /// A notebook cell does not exist.
     pub const CELL_NOT_FOUND: &str = "CELL_NOT_FOUND";
+    /// User code raised an error or its process died.
+    pub const EXECUTION_ERROR: &str = "EXECUTION_ERROR";
 }

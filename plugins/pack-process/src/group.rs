@@ -155,6 +155,26 @@ impl ProcessGroup {
     }
 }
 
+/// The live processes of group `pgid` (zombies excluded: they are dead and
+/// only wait for their reaper), read from `/proc`.
+pub fn live_members(pgid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            // After the `(comm)` field: state, ppid, pgrp.
+            let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+            let state = fields.next()?;
+            let group: u32 = fields.nth(1)?.parse().ok()?;
+            (group == pgid && state != "Z" && state != "X").then_some(pid)
+        })
+        .collect()
+}
+
 impl Drop for ProcessGroup {
     fn drop(&mut self) {
         self.kill();

@@ -23,5 +23,5 @@ mod pool;
 
 pub use capture::{Capture, TRUNCATED_MARKER};
 pub use env::EnvAllowList;
-pub use group::{Exit, Finished, ProcessGroup};
+pub use group::{Exit, Finished, ProcessGroup, live_members};
 pub use pool::WarmPool;

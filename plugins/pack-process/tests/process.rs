@@ -7,7 +7,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use pack_process::{EnvAllowList, Exit, ProcessGroup, TRUNCATED_MARKER, WarmPool};
+use pack_process::{EnvAllowList, Exit, ProcessGroup, TRUNCATED_MARKER, WarmPool, live_members};
 use tokio::process::Command;
 
 fn sh(script: &str) -> Command {
@@ -20,10 +20,8 @@ fn sh(script: &str) -> Command {
     command
 }
 
-/// Whether any process of group `pgid` is alive (signal 0 probes).
 fn group_alive(pgid: u32) -> bool {
-    // SAFETY: signal 0 only checks for existence.
-    unsafe { libc::killpg(pgid as libc::pid_t, 0) == 0 }
+    !live_members(pgid).is_empty()
 }
 
 async fn wait_until_gone(pgid: u32) {
@@ -33,7 +31,10 @@ async fn wait_until_gone(pgid: u32) {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    panic!("process group {pgid} is still alive");
+    panic!(
+        "process group {pgid} still has live processes: {:?}",
+        live_members(pgid)
+    );
 }
 
 #[tokio::test]

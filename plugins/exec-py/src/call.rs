@@ -1,0 +1,186 @@
+//! One call: hand the request to an interpreter, serve its tool calls over
+//! the channel, capture its output, and shape the answer.
+
+use std::time::{Duration, Instant};
+
+use pack_process::{Exit, Finished};
+use pack_sdk::{Context, PackError, Value, codes};
+use serde::Deserialize;
+use serde_json::json;
+use tokio::{
+    io::{AsyncBufReadExt, AsyncWriteExt, BufReader},
+    net::unix::{OwnedReadHalf, OwnedWriteHalf},
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::{RunFailure, RunOutput, interpreter::Interpreter};
+
+/// What the pack tells the runner.
+pub struct Request {
+    pub code: String,
+    pub cwd: String,
+    pub tmpdir: String,
+    pub catalog: Option<pack_sdk::Catalog>,
+    pub max_result_bytes: usize,
+}
+
+/// The runner's last message.
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+enum Answer {
+    Value {
+        has_value: bool,
+        #[serde(default)]
+        result: Value,
+        #[serde(default)]
+        result_repr: Option<String>,
+    },
+    Error {
+        error_type: String,
+        error_message: String,
+        traceback: String,
+        line: Option<u32>,
+    },
+}
+
+/// A bridge call from the code.
+#[derive(Deserialize)]
+struct ToolCall {
+    id: u64,
+    tool: String,
+    args: Value,
+}
+
+/// After the process is gone, its last messages may still be in the socket.
+const LAST_WORDS: Duration = Duration::from_millis(100);
+
+pub async fn run(
+    interpreter: Interpreter,
+    request: Request,
+    timeout: Duration,
+    max_output: usize,
+    ctx: &Context,
+) -> Result<RunOutput, PackError> {
+    let started = Instant::now();
+    let Interpreter { group, channel } = interpreter;
+    let (reader, mut writer) = channel.into_split();
+    let line = json!({
+        "code": request.code,
+        "cwd": request.cwd,
+        "tmpdir": request.tmpdir,
+        "catalog": request.catalog,
+        "max_result_bytes": request.max_result_bytes,
+    })
+    .to_string()
+        + "\n";
+    writer
+        .write_all(line.as_bytes())
+        .await
+        .map_err(|e| PackError::internal(format!("the interpreter did not take the code: {e}")))?;
+    let gone = CancellationToken::new();
+    let (answer, finished) = tokio::join!(serve(reader, writer, ctx, &gone), async {
+        let finished = group.finish(timeout, max_output).await;
+        gone.cancel();
+        finished
+    });
+    shape(answer, finished, timeout, started.elapsed())
+}
+
+/// Answer the code's tool calls until its final message, or until the process
+/// is gone (`gone`), reading what it wrote before going.
+async fn serve(
+    reader: OwnedReadHalf,
+    mut writer: OwnedWriteHalf,
+    ctx: &Context,
+    gone: &CancellationToken,
+) -> Option<Answer> {
+    let mut lines = BufReader::new(reader).lines();
+    loop {
+        let line = tokio::select! {
+            line = lines.next_line() => line,
+            _ = gone.cancelled() => tokio::time::timeout(LAST_WORDS, lines.next_line())
+                .await
+                .unwrap_or(Ok(None)),
+        };
+        let line = line.ok().flatten()?;
+        if let Ok(call) = serde_json::from_str::<ToolCall>(&line) {
+            let reply = tokio::select! {
+                result = ctx.call_tool(&call.tool, call.args) => match result {
+                    Ok(value) => json!({ "id": call.id, "ok": value }),
+                    Err(error) => json!({ "id": call.id, "error": error.into_wire() }),
+                },
+                _ = gone.cancelled() => return None,
+            };
+            let reply = reply.to_string() + "\n";
+            if writer.write_all(reply.as_bytes()).await.is_err() {
+                return None;
+            }
+            continue;
+        }
+        return serde_json::from_str::<Answer>(&line).ok();
+    }
+}
+
+fn shape(
+    answer: Option<Answer>,
+    finished: Finished,
+    timeout: Duration,
+    elapsed: Duration,
+) -> Result<RunOutput, PackError> {
+    let execution_time_ms = elapsed.as_secs_f64() * 1000.0;
+    let failure = |error_type: &str,
+                   error_message: String,
+                   traceback: String,
+                   line: Option<u32>| RunFailure {
+        success: false,
+        error_type: error_type.to_owned(),
+        error_message,
+        traceback,
+        line,
+        stdout: finished.stdout.text.clone(),
+        stderr: finished.stderr.text.clone(),
+        execution_time_ms,
+    };
+    match (answer, finished.exit) {
+        (_, Exit::TimedOut) => {
+            let message = format!(
+                "the code ran past its time limit of {} ms; its process group was killed",
+                timeout.as_millis()
+            );
+            Err(PackError::new(codes::TIMEOUT, &message)
+                .with_help("pass a larger `timeout_ms`, or make the code finish sooner")
+                .with_result(&failure("TimeoutError", message.clone(), String::new(), None)))
+        }
+        (Some(Answer::Value { has_value, result, result_repr }), _) => Ok(RunOutput {
+            success: true,
+            stdout: finished.stdout.text,
+            stderr: finished.stderr.text,
+            result,
+            result_repr,
+            has_value,
+            note: (!has_value).then(|| {
+                "the code ran with no return value (end it with an expression or `return value` to get one)"
+                    .to_owned()
+            }),
+            execution_time_ms,
+        }),
+        (Some(Answer::Error { error_type, error_message, traceback, line }), _) => {
+            let code = if error_type == "SyntaxError" || error_type == "IndentationError" || error_type == "TabError" {
+                codes::INVALID_ARGUMENT
+            } else {
+                codes::EXECUTION_ERROR
+            };
+            let at = line.map(|l| format!(" (line {l})")).unwrap_or_default();
+            Err(PackError::new(code, format!("{error_type}: {error_message}{at}"))
+                .with_result(&failure(&error_type, error_message, traceback, line)))
+        }
+        (None, exit) => {
+            let message = format!(
+                "the interpreter ended (exit code {}) before it answered",
+                exit.code()
+            );
+            Err(PackError::new(codes::EXECUTION_ERROR, &message)
+                .with_result(&failure("ProcessExit", message.clone(), String::new(), None)))
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! `exec_py`: run Python and get back exactly what happened.
+//!
+//! Every call runs in a fresh interpreter (taken from a small pool of
+//! pre-started ones, so no call pays the start-up), in its own process group,
+//! with an allow-listed environment, capped output, and a time limit that
+//! kills the whole group. The value of the last expression (or of a top-level
+//! `return`) comes back as JSON. With `bridge` on, every pack the caller can
+//! reach is a Python object in the code (`proj.list()`, aliases too), and its
+//! calls go back through the host over a private socket.
+
+mod call;
+mod interpreter;
+
+use std::{
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::Duration,
+};
+
+use pack_process::{EnvAllowList, WarmPool};
+use pack_sdk::{Context, PackDef, PackError, Value};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::interpreter::Interpreter;
+
+/// `[packs.exec_py] config`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// The Python interpreter; default `python3` on PATH, resolved once to the
+    /// real binary.
+    #[serde(default)]
+    pub python: Option<PathBuf>,
+    /// Idle interpreters kept ready.
+    #[serde(default = "default_pool_size")]
+    pub pool_size: usize,
+    /// Host environment variables the code may see (nothing else is passed;
+    /// `TMPDIR` is set to the call's own temporary folder).
+    #[serde(default = "default_env_allow")]
+    pub env_allow: Vec<String>,
+    /// Cap of stdout, of stderr and of the result, each, in bytes.
+    #[serde(default = "default_max_output")]
+    pub max_output_bytes: usize,
+    /// Folders the `cwd` argument may point into; empty: `cwd` is refused.
+    #[serde(default)]
+    pub cwd_roots: Vec<PathBuf>,
+}
+
+fn default_pool_size() -> usize {
+    2
+}
+
+fn default_env_allow() -> Vec<String> {
+    ["PATH", "HOME", "LANG"].map(String::from).to_vec()
+}
+
+fn default_max_output() -> usize {
+    1 << 20
+}
+
+/// Arguments of `exec_py.run`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunArgs {
+    /// Python source. Indented blocks are dedented; the value of the last
+    /// expression, or of a top-level `return`, is the result.
+    pub code: String,
+    /// Time limit in milliseconds; past it the whole process group is killed.
+    #[serde(default = "default_timeout_ms")]
+    #[schemars(range(min = 1))]
+    pub timeout_ms: u64,
+    /// Make every pack callable from the code (`proj.list()`, aliases).
+    #[serde(default = "yes")]
+    pub bridge: bool,
+    /// Working directory (must be inside `cwd_roots`); default: a fresh
+    /// temporary folder removed after the call.
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+}
+
+fn default_timeout_ms() -> u64 {
+    30_000
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A run that finished.
+#[derive(Serialize, JsonSchema)]
+pub struct RunOutput {
+    /// Always true here (failures are error results).
+    pub success: bool,
+    /// What the code printed (capped).
+    pub stdout: String,
+    /// What the code wrote to stderr (capped).
+    pub stderr: String,
+    /// The value as JSON when it is JSON-serialisable, else null.
+    pub result: Value,
+    /// `repr()` of a value that is not JSON-serialisable.
+    pub result_repr: Option<String>,
+    /// Whether the code produced a value (`None` counts as a value).
+    pub has_value: bool,
+    /// Said when there is no value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Wall time of the call.
+    pub execution_time_ms: f64,
+}
+
+/// The structured content of a failed run.
+#[derive(Serialize, JsonSchema)]
+pub struct RunFailure {
+    /// Always false.
+    pub success: bool,
+    /// `SyntaxError`, `ZeroDivisionError`, `TimeoutError`, ...
+    pub error_type: String,
+    /// The exception's message.
+    pub error_message: String,
+    /// Frames of the user's code, with its own line numbers.
+    pub traceback: String,
+    /// The line of the user's code where it failed.
+    pub line: Option<u32>,
+    /// What the code printed before failing.
+    pub stdout: String,
+    /// What the code wrote to stderr before failing.
+    pub stderr: String,
+    /// Wall time of the call.
+    pub execution_time_ms: f64,
+}
+
+/// The pack's state.
+pub struct ExecPy {
+    config: Config,
+    /// Err: why there is no interpreter (every call says so).
+    pool: Result<WarmPool<Interpreter>, String>,
+    scratch: PathBuf,
+}
+
+impl ExecPy {
+    fn new(config: Config) -> Result<Self, PackError> {
+        let scratch = std::env::temp_dir().join("packhost-exec-py");
+        std::fs::create_dir_all(&scratch)?;
+        let env = EnvAllowList::new(config.env_allow.clone());
+        let pool = interpreter::resolve(config.python.as_deref()).map(|python| {
+            let dir = scratch.clone();
+            WarmPool::new(
+                config.pool_size,
+                move || {
+                    let (python, env, dir) = (python.clone(), env.clone(), dir.clone());
+                    async move { Interpreter::start(&python, &env, &dir).await }
+                },
+                Interpreter::is_alive,
+            )
+        });
+        Ok(Self {
+            config,
+            pool,
+            scratch,
+        })
+    }
+
+    fn working_dir(&self, cwd: Option<&Path>, scratch: &Path) -> Result<PathBuf, PackError> {
+        let Some(cwd) = cwd else {
+            return Ok(scratch.to_path_buf());
+        };
+        let roots = || {
+            let roots: Vec<String> = self
+                .config
+                .cwd_roots
+                .iter()
+                .map(|r| r.display().to_string())
+                .collect();
+            if roots.is_empty() {
+                "none are configured".to_owned()
+            } else {
+                roots.join(", ")
+            }
+        };
+        let resolved = cwd.canonicalize().map_err(|e| {
+            PackError::not_found(format!("`cwd` {} cannot be used: {e}", cwd.display()))
+        })?;
+        let inside = self
+            .config
+            .cwd_roots
+            .iter()
+            .filter_map(|root| root.canonicalize().ok())
+            .any(|root| resolved.starts_with(root));
+        if inside {
+            Ok(resolved)
+        } else {
+            Err(PackError::access_denied(format!(
+                "`cwd` {} is outside the allowed folders ({})",
+                cwd.display(),
+                roots()
+            ))
+            .with_help("leave `cwd` out to run in a fresh temporary folder, or add a root to `cwd_roots` in [packs.exec_py] config"))
+        }
+    }
+}
+
+async fn run(state: Arc<ExecPy>, args: RunArgs, ctx: Context) -> Result<RunOutput, PackError> {
+    let pool = state.pool.as_ref().map_err(|why| {
+        PackError::not_found(format!("no Python interpreter: {why}"))
+            .with_help("install Python 3, or set `python` in [packs.exec_py] config")
+    })?;
+    let scratch = tempfile::Builder::new()
+        .prefix("call-")
+        .tempdir_in(&state.scratch)?;
+    let cwd = state.working_dir(args.cwd.as_deref(), scratch.path())?;
+    let interpreter = pool
+        .take()
+        .await
+        .map_err(|e| PackError::internal(format!("cannot start Python: {e}")))?;
+    let request = call::Request {
+        code: args.code,
+        cwd: cwd.display().to_string(),
+        tmpdir: scratch.path().display().to_string(),
+        catalog: args.bridge.then(|| ctx.catalog()),
+        max_result_bytes: state.config.max_output_bytes,
+    };
+    let timeout = Duration::from_millis(args.timeout_ms.max(1));
+    call::run(
+        interpreter,
+        request,
+        timeout,
+        state.config.max_output_bytes,
+        &ctx,
+    )
+    .await
+}
+
+fn pack() -> PackDef<ExecPy> {
+    PackDef::new(
+        "exec_py",
+        "Run Python in a fresh interpreter: stdout, stderr and the value of the last expression; every pack is callable from the code",
+        |config: Config, _host| ExecPy::new(config),
+    )
+    .function(
+        "run",
+        "Run Python code in a fresh process and return stdout, stderr and the value of the last expression (or of a top-level `return`). Packs are Python objects in the code: `proj.list()`, `proj.<project> / \"src\"`, aliases.",
+        run,
+    )
+    .on_shutdown(|state: Arc<ExecPy>| async move {
+        if let Ok(pool) = &state.pool {
+            pool.clear();
+        }
+    })
+}
+
+pack_sdk::export_pack!(pack);

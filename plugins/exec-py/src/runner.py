@@ -1,0 +1,283 @@
+# The packhost exec_py runner. Started ahead of time (warm pool), it waits on
+# fd 3 (a socket private to the pack) for one request, runs the code in a
+# fresh namespace, answers over the same socket, and exits. User prints go to
+# the real stdout/stderr, which the pack captures; they never touch fd 3.
+import ast, builtins, json, linecache, os, pathlib, socket, sys, textwrap, time, traceback
+
+CODE = "<code>"
+RUNNER = "<string>"  # this file, started with `python -c`
+_channel = socket.socket(fileno=3)
+os.set_inheritable(3, False)  # children of user code must not hold the channel
+_reader = _channel.makefile("r", encoding="utf-8", newline="\n")
+_writer = _channel.makefile("w", encoding="utf-8", newline="\n")
+_next_id = 0
+
+
+def _send(message):
+    _writer.write(json.dumps(message) + "\n")
+    _writer.flush()
+
+
+def _receive():
+    line = _reader.readline()
+    if not line:
+        os._exit(70)  # the pack went away
+    return json.loads(line)
+
+
+class PackError(Exception):
+    """A pack function failed: `code` is its stable error code."""
+
+    def __init__(self, code, message):
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+def _call(tool, args):
+    global _next_id
+    _next_id += 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    _send({"type": "call", "id": _next_id, "tool": tool, "args": args})
+    reply = _receive()
+    if "error" in reply:
+        error = reply["error"]
+        if error.get("code") == "INVALID_ARGUMENT":
+            raise TypeError(error.get("message", "") + (f"; {error['help']}" if error.get("help") else ""))
+        raise PackError(error.get("code", "INTERNAL"), error.get("message", ""))
+    return reply["ok"]
+
+
+class _Function:
+    def __init__(self, tool, signature, schema, doc=""):
+        self._tool, self._signature, self._schema = tool, signature, schema or {}
+        self.__doc__ = f"{signature}\n\n{doc}"
+
+    def __repr__(self):
+        return f"<packhost tool {self._signature}>"
+
+    def __call__(self, *args, **kwargs):
+        params = list((self._schema.get("properties") or {}).keys())
+        required = self._schema.get("required") or []
+        if len(args) > len(params):
+            raise TypeError(f"{self._tool}() takes at most {len(params)} positional argument(s), got {len(args)}; expected {self._signature}")
+        bound = dict(zip(params, args))
+        for name, value in kwargs.items():
+            if name in bound:
+                raise TypeError(f"{self._tool}() got two values for `{name}`; expected {self._signature}")
+            if params and name not in params and self._schema.get("additionalProperties") is False:
+                raise TypeError(f"{self._tool}() got an unknown argument `{name}`; expected {self._signature}")
+            bound[name] = value
+        missing = [name for name in required if name not in bound]
+        if missing:
+            raise TypeError(f"{self._tool}() is missing argument(s) {', '.join(missing)}; expected {self._signature}")
+        return _call(self._tool, bound)
+
+
+class _Pack:
+    def __init__(self, name, functions):
+        self._name, self._functions = name, functions
+
+    def __repr__(self):
+        return f"<packhost pack {self._name}: {', '.join(self._functions)}>"
+
+    def __dir__(self):
+        return list(self._functions)
+
+    def _missing(self, attribute):
+        return AttributeError(f"pack `{self._name}` has no function `{attribute}`; functions: {', '.join(self._functions) or '(none)'}")
+
+    def __getattr__(self, attribute):
+        if attribute.startswith("__"):
+            raise AttributeError(attribute)
+        try:
+            return self._functions[attribute]
+        except KeyError:
+            raise self._missing(attribute) from None
+
+
+class ProjectPath(pathlib.PosixPath):
+    """A path inside a configured project: `proj.<name> / "src"`."""
+
+
+class _Projects(_Pack):
+    """`proj`: its functions, and every project as a ProjectPath."""
+
+    def __init__(self, name, functions, projects):
+        super().__init__(name, functions)
+        self._projects = projects
+
+    def __dir__(self):
+        return list(self._functions) + list(self._projects)
+
+    def __getattr__(self, attribute):
+        if attribute.startswith("__"):
+            raise AttributeError(attribute)
+        if attribute in self._functions:
+            return self._functions[attribute]
+        if attribute in self._projects:
+            return ProjectPath(self._projects[attribute])
+        raise AttributeError(
+            f"`proj` has no function or project `{attribute}`; functions: {', '.join(self._functions) or '(none)'}; "
+            f"projects: {', '.join(self._projects) or '(none)'}"
+        )
+
+
+class _Namespace(dict):
+    """Globals that explain an unknown name: a name used as `name.attr` that is
+    no pack raises AttributeError listing the packs."""
+
+    def __missing__(self, name):
+        if name.startswith("__") or hasattr(builtins, name):
+            raise KeyError(name)  # lets Python fall back to the builtins
+        packs = ", ".join(self.get("__packs__", [])) or "(none)"
+        if name in self.get("__dotted__", ()):
+            raise AttributeError(f"no pack `{name}`; packs: {packs}")
+        raise NameError(f"name '{name}' is not defined (packs: {packs})", name=name)
+
+
+def _namespace(catalog, dotted):
+    namespace = _Namespace(__name__="__main__", __builtins__=builtins, PackError=PackError, ProjectPath=ProjectPath, __dotted__=dotted)
+    if catalog is None:
+        return namespace
+    packs = {}
+    for tool in catalog.get("tools", []):
+        function = _Function(f"{tool['pack']}.{tool['function']}", tool["signature"], tool.get("input_schema"), tool.get("description", ""))
+        packs.setdefault(tool["pack"], {})[tool["function"]] = function
+    for name, functions in packs.items():
+        namespace[name] = _Projects(name, functions, catalog.get("projects", {})) if name == "proj" else _Pack(name, functions)
+    for alias, target in (catalog.get("aliases") or {}).items():
+        pack, _, function = target.partition(".")
+        if pack in packs and function in packs[pack]:
+            namespace[alias] = packs[pack][function]
+    namespace["__packs__"] = sorted(packs)
+    return namespace
+
+
+class _Return(BaseException):  # not caught by the user's `except Exception`
+    def __init__(self, value):
+        self.value = value
+
+
+class _TopLevelReturns(ast.NodeTransformer):
+    """`return x` outside any function ends the block with value x."""
+
+    def visit_FunctionDef(self, node):
+        return node
+
+    visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = visit_FunctionDef
+
+    def visit_Return(self, node):
+        value = node.value or ast.Constant(value=None)
+        raise_ = ast.Raise(exc=ast.Call(func=ast.Name(id="__packhost_return__", ctx=ast.Load()), args=[value], keywords=[]), cause=None)
+        return ast.copy_location(raise_, node)
+
+
+def _parse(code):
+    code = textwrap.dedent(code)
+    try:
+        return code, ast.parse(code, CODE)
+    except (TabError, IndentationError) as first:
+        # Tabs and spaces mixed inside one block: try tabs as 4 then 8 columns.
+        for width in (4, 8):
+            try:
+                expanded = textwrap.dedent(code.expandtabs(width))
+                return expanded, ast.parse(expanded, CODE)
+            except SyntaxError:
+                pass
+        raise first
+
+
+def _compile(code):
+    code, tree = _parse(code)
+    has_value = bool(tree.body) and isinstance(tree.body[-1], ast.Expr)
+    if has_value:
+        last = tree.body[-1]
+        tree.body[-1] = ast.copy_location(
+            ast.Assign(targets=[ast.Name(id="__packhost_value__", ctx=ast.Store())], value=last.value), last
+        )
+    tree = _TopLevelReturns().visit(tree)
+    ast.fix_missing_locations(tree)
+    linecache.cache[CODE] = (len(code), None, code.splitlines(True), CODE)
+    dotted = {node.value.id for node in ast.walk(tree) if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)}
+    return compile(tree, CODE, "exec"), has_value, dotted
+
+
+def _user_frames(tb):
+    """Frames of the user's code and what it called; the runner's are hidden."""
+    return [frame for frame in traceback.extract_tb(tb) if frame.filename != RUNNER]
+
+
+def _error(exc, started):
+    # A syntax error is the code's own, not a frame's: no stack to show.
+    compiling = isinstance(exc, SyntaxError) and exc.filename == CODE
+    frames = [] if compiling else _user_frames(exc.__traceback__)
+    lines = ["Traceback (most recent call last):\n"] + traceback.format_list(frames) if frames else []
+    lines += traceback.format_exception_only(type(exc), exc)
+    line = next((frame.lineno for frame in reversed(frames) if frame.filename == CODE), None)
+    if compiling:
+        line = exc.lineno
+    message = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+    return {"type": "error", "error_type": type(exc).__name__, "error_message": message, "traceback": "".join(lines), "line": line, "column": getattr(exc, "offset", None) if isinstance(exc, SyntaxError) else None, "elapsed_ms": (time.perf_counter() - started) * 1000}
+
+
+def _value(value, limit):
+    try:
+        text = json.dumps(value, allow_nan=False)
+        if len(text) <= limit:
+            return {"result": value, "result_repr": None}
+    except (TypeError, ValueError, RecursionError):
+        pass
+    representation = repr(value)
+    if len(representation) > limit:
+        representation = representation[:limit] + "\n[Output truncated]"
+    return {"result": None, "result_repr": representation}
+
+
+def main():
+    request = _receive()
+    os.chdir(request["cwd"])
+    os.environ["TMPDIR"] = request["tmpdir"]
+    import tempfile
+    tempfile.tempdir = request["tmpdir"]
+    sys.stdin = open(os.devnull)
+    started = time.perf_counter()
+    try:
+        program, has_value, dotted = _compile(request["code"])
+    except SyntaxError as exc:
+        _send(_error(exc, started))
+        return
+    namespace = _namespace(request.get("catalog"), dotted)
+    namespace["__packhost_return__"] = _Return
+    answer = {"type": "value", "has_value": has_value}
+    try:
+        exec(program, namespace)
+        value = namespace.get("__packhost_value__")
+    except _Return as returned:
+        answer["has_value"] = True
+        value = returned.value
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            sys.stdout.flush()
+            sys.stderr.flush()
+            _send(_error(exc, started))
+            return
+        answer["has_value"], value = False, None
+    except BaseException as exc:  # SystemExit and KeyboardInterrupt included: report, don't die
+        sys.stdout.flush()
+        sys.stderr.flush()
+        _send(_error(exc, started))
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if answer["has_value"]:
+        answer.update(_value(value, request["max_result_bytes"]))
+    answer["elapsed_ms"] = (time.perf_counter() - started) * 1000
+    _send(answer)
+
+
+main()
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(0)

@@ -1,0 +1,364 @@
+//! `exec_py` through the real host: value capture, errors with the user's
+//! own line numbers, isolation, limits, and code mode.
+
+use std::time::{Duration, Instant};
+
+use packhost_tests::{TestHost, failed, hello_section, is_error, ok, structured, text};
+use serde_json::{Value, json};
+
+fn config(extra: &str) -> String {
+    format!(
+        "[packs.exec_py]\n{extra}\n[packs.proj]\n{}\n[aliases]\nprojects = \"proj.list\"\n[projects]\nhere = \".\"\n",
+        hello_section("")
+    )
+}
+
+async fn host() -> TestHost {
+    TestHost::start(&config("")).await
+}
+
+async fn py(host: &TestHost, code: &str) -> Value {
+    let result = host.call("exec_py.run", json!({ "code": code })).await;
+    ok(&result)
+}
+
+async fn py_error(host: &TestHost, code: &str) -> Value {
+    let result = host.call("exec_py.run", json!({ "code": code })).await;
+    assert!(
+        is_error(&result),
+        "expected an error, got {}",
+        text(&result)
+    );
+    structured(&result)
+}
+
+#[tokio::test]
+async fn the_last_expression_is_the_result() {
+    let host = host().await;
+    let out = py(&host, "x = 2\nx * 21").await;
+    assert_eq!(
+        (out["result"].clone(), out["has_value"].clone()),
+        (json!(42), json!(true))
+    );
+    assert_eq!(py(&host, "'lone'").await["result"], "lone");
+    let out = py(&host, "print('hi')\n{'a': [1, (2, 3)]}").await;
+    assert_eq!(out["stdout"], "hi\n");
+    assert_eq!(out["result"], json!({"a": [1, [2, 3]]}));
+}
+
+#[tokio::test]
+async fn a_top_level_return_ends_the_code_with_its_value() {
+    let host = host().await;
+    assert_eq!(
+        py(
+            &host,
+            "for i in range(10):\n    if i == 3:\n        return i * 2\n'never'"
+        )
+        .await["result"],
+        6
+    );
+    // A return inside a function is that function's, not the block's.
+    let out = py(&host, "def f():\n    return 5\nf() + 1").await;
+    assert_eq!(out["result"], 6);
+}
+
+#[tokio::test]
+async fn no_value_and_none_are_different() {
+    let host = host().await;
+    let out = py(&host, "x = 1").await;
+    assert_eq!(out["has_value"], false);
+    assert_eq!(out["result"], Value::Null);
+    assert!(
+        out["note"].as_str().unwrap().contains("no return value"),
+        "{out}"
+    );
+    let out = py(&host, "None").await;
+    assert_eq!(out["has_value"], true);
+    assert_eq!(out["result"], Value::Null);
+    assert!(out.get("note").is_none(), "{out}");
+    let out = py(&host, "def f():\n    pass\nf()").await;
+    assert_eq!(out["has_value"], true);
+}
+
+#[tokio::test]
+async fn values_that_are_not_json_come_back_as_repr() {
+    let host = host().await;
+    let out = py(
+        &host,
+        "class P:\n    def __repr__(self):\n        return 'P()'\nP()",
+    )
+    .await;
+    assert_eq!(out["result"], Value::Null);
+    assert_eq!(out["result_repr"], "P()");
+    assert_eq!(py(&host, "float('nan')").await["result_repr"], "nan");
+    assert_eq!(py(&host, "{1, 2} == {2, 1}").await["result"], true);
+}
+
+#[tokio::test]
+async fn indentation_as_models_paste_it_is_fine() {
+    let host = host().await;
+    assert_eq!(
+        py(&host, "    x = 4\n\n    y = 5\n\n\n    x * y").await["result"],
+        20
+    );
+    // A block indented with a tab on one line and spaces on another.
+    let out = py(&host, "if True:\n\tx = 1\n        y = 2\nx + y").await;
+    assert_eq!(out["result"], 3);
+}
+
+#[tokio::test]
+async fn a_syntax_error_points_at_the_users_line() {
+    let host = host().await;
+    // Lines count from the first line of the code inside the fence.
+    let result = host.run("```python\nx = 1\nz = 3\ny = )\n```").await;
+    let message = failed(
+        &result,
+        "INVALID_ARGUMENT",
+        &["SyntaxError", "unmatched ')'", "line 3"],
+    );
+    let body = structured(&result);
+    assert_eq!(body["error_type"], "SyntaxError");
+    assert_eq!(body["success"], false);
+    assert_eq!(body["line"], 3, "{message}");
+    let traceback = body["traceback"].as_str().unwrap();
+    assert!(
+        traceback.starts_with("  File \"<code>\", line 3\n    y = )"),
+        "{traceback}"
+    );
+    let result = host.run("```python\nx = 1\nx: int = 2\nx / 0\n```").await;
+    assert_eq!(structured(&result)["line"], 3, "{}", text(&result));
+}
+
+#[tokio::test]
+async fn a_runtime_error_shows_the_users_frames_with_their_lines() {
+    let host = host().await;
+    let body = py_error(
+        &host,
+        "def f(x):\n    return 1 / x\n\nprint('before')\nf(0)",
+    )
+    .await;
+    assert_eq!(body["error_type"], "ZeroDivisionError");
+    assert_eq!(body["error_message"], "division by zero");
+    assert_eq!(body["line"], 2);
+    assert_eq!(body["stdout"], "before\n");
+    let traceback = body["traceback"].as_str().unwrap();
+    assert!(traceback.contains("File \"<code>\", line 5"), "{traceback}");
+    assert!(
+        traceback.contains("File \"<code>\", line 2, in f"),
+        "{traceback}"
+    );
+    assert!(traceback.contains("return 1 / x"), "{traceback}");
+    assert!(
+        !traceback.contains("<string>"),
+        "runner frames leak: {traceback}"
+    );
+}
+
+#[tokio::test]
+async fn state_does_not_leak_between_calls() {
+    let host = host().await;
+    py(&host, "import builtins\nbuiltins.leak = 1\nglobal_x = 1").await;
+    let body = py_error(&host, "global_x").await;
+    assert_eq!(body["error_type"], "NameError");
+    let out = py(&host, "import builtins\nhasattr(builtins, 'leak')").await;
+    assert_eq!(out["result"], false);
+}
+
+#[tokio::test]
+async fn a_timeout_kills_the_process_group_and_keeps_the_output() {
+    let host = host().await;
+    let code = "import subprocess, os\n\
+                child = subprocess.Popen(['sleep', '60'])\n\
+                print('child', child.pid, 'group', os.getpgid(0), flush=True)\n\
+                import time\n\
+                time.sleep(60)";
+    let started = Instant::now();
+    let result = host
+        .call("exec_py.run", json!({"code": code, "timeout_ms": 1000}))
+        .await;
+    let elapsed = started.elapsed();
+    failed(&result, "TIMEOUT", &["1000 ms"]);
+    let body = structured(&result);
+    assert_eq!(body["error_type"], "TimeoutError");
+    assert!(elapsed < Duration::from_millis(2000), "{elapsed:?}");
+    let stdout = body["stdout"].as_str().unwrap();
+    let group: u32 = stdout
+        .split_whitespace()
+        .nth(3)
+        .and_then(|g| g.parse().ok())
+        .expect(stdout);
+    // Killed processes may stay zombies until their reaper runs: only live ones count.
+    for _ in 0..50 {
+        if pack_process::live_members(group).is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!(
+        "process group {group} outlived the call: {:?}",
+        pack_process::live_members(group)
+    );
+}
+
+#[tokio::test]
+async fn huge_output_is_truncated_and_memory_stays_bounded() {
+    let host = host().await;
+    let out = py(
+        &host,
+        "import sys\nfor _ in range(500):\n    sys.stdout.write('x' * 100_000 + '\\n')\n'done'",
+    )
+    .await;
+    let stdout = out["stdout"].as_str().unwrap();
+    assert!(
+        stdout.ends_with("[Output truncated]"),
+        "{}",
+        &stdout[stdout.len() - 40..]
+    );
+    assert!(stdout.len() <= (1 << 20) + 30, "{}", stdout.len());
+    assert_eq!(out["result"], "done");
+}
+
+#[tokio::test]
+async fn the_hosts_secrets_do_not_reach_the_code() {
+    let dir = tempfile::TempDir::new().unwrap();
+    std::fs::write(dir.path().join("packs.toml"), config("")).unwrap();
+    // TestHost clears the environment; a secret set on purpose must not leak.
+    let mut command = packhost_tests::packhost_command(dir.path());
+    command
+        .env("PACKHOST_TEST_SECRET", "hunter2")
+        .env("GITHUB_TOKEN", "ghp_x");
+    let output = command
+        .args(["call", "import os\nsorted(os.environ)"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("PATH") && stdout.contains("TMPDIR"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("GITHUB_TOKEN") && !stdout.contains("SECRET"),
+        "{stdout}"
+    );
+}
+
+#[tokio::test]
+async fn code_mode_calls_packs_and_aliases() {
+    let host = host().await;
+    let out = py(&host, "x = proj.list()\nlen(x['projects'])").await;
+    assert_eq!(out["result"], 1);
+    assert_eq!(
+        py(&host, "projects()['projects'][0]['name']").await["result"],
+        "here"
+    );
+    assert_eq!(
+        py(&host, "hello.greet('py', excitement=1)['text']").await["result"],
+        "hello, py!"
+    );
+    // `run` hands a block that is not a single call to exec_py with the bridge on.
+    let result = host.run("x = proj.list()\nlen(x['projects'])").await;
+    assert_eq!(ok(&result)["result"], 1);
+}
+
+#[tokio::test]
+async fn project_paths_are_path_objects() {
+    let host = host().await;
+    let here = host.dir.path().display().to_string();
+    let out = py(&host, "p = proj.here / 'src'\n[type(p).__name__, str(p), isinstance(p, __import__('pathlib').Path)]").await;
+    assert_eq!(
+        out["result"],
+        json!(["ProjectPath", format!("{here}/src"), true])
+    );
+    let body = py_error(&host, "proj.nothere").await;
+    assert_eq!(body["error_type"], "AttributeError");
+    let message = body["error_message"].as_str().unwrap();
+    assert!(
+        message.contains("projects: here") && message.contains("list"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn unknown_names_and_bad_arguments_explain_themselves() {
+    let host = host().await;
+    let body = py_error(&host, "nopack.fn()").await;
+    assert_eq!(body["error_type"], "AttributeError");
+    assert!(
+        body["error_message"]
+            .as_str()
+            .unwrap()
+            .contains("packs: exec_py, hello, proj"),
+        "{body}"
+    );
+    let body = py_error(&host, "proj.lst()").await;
+    assert_eq!(body["error_type"], "AttributeError");
+    assert!(
+        body["error_message"]
+            .as_str()
+            .unwrap()
+            .contains("grep, list, ls, path, read")
+            || body["error_message"].as_str().unwrap().contains("list"),
+        "{body}"
+    );
+    let body = py_error(&host, "hello.greet()").await;
+    assert_eq!(body["error_type"], "TypeError");
+    assert!(
+        body["error_message"]
+            .as_str()
+            .unwrap()
+            .contains("hello.greet(name: string"),
+        "{body}"
+    );
+    let body = py_error(&host, "hello.greet(name=5)").await;
+    assert_eq!(body["error_type"], "TypeError");
+    assert!(
+        body["error_message"]
+            .as_str()
+            .unwrap()
+            .contains("expected hello.greet(name: string"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn a_pack_error_is_raised_as_pack_error() {
+    let host = host().await;
+    let out = py(&host, "try:\n    proj.read('here', 'missing.txt')\nexcept PackError as e:\n    r = [e.code, 'missing.txt' in e.message]\nr").await;
+    assert_eq!(out["result"], json!(["NOT_FOUND", true]));
+    let body = py_error(&host, "hello.panic()").await;
+    assert_eq!(body["error_type"], "PackError");
+    assert!(
+        body["error_message"]
+            .as_str()
+            .unwrap()
+            .starts_with("INTERNAL"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn prints_around_tool_calls_do_not_corrupt_the_channel() {
+    let host = host().await;
+    let code = "import sys\nfor i in range(20):\n    print('{\"type\": \"value\"}', i)\n    sys.stderr.write('err\\n')\n    n = len(proj.list()['projects'])\nn";
+    let out = py(&host, code).await;
+    assert_eq!(out["result"], 1);
+    assert_eq!(out["stdout"].as_str().unwrap().lines().count(), 20);
+}
+
+#[tokio::test]
+async fn without_the_bridge_packs_are_not_there() {
+    let host = host().await;
+    let result = host
+        .call(
+            "exec_py.run",
+            json!({"code": "proj.list()", "bridge": false}),
+        )
+        .await;
+    let body = structured(&result);
+    assert_eq!(body["error_type"], "AttributeError", "{body}");
+}
