@@ -6,39 +6,13 @@
 
 use std::time::{Duration, Instant};
 
-use packhost_tests::{TestHost, packhost_bin};
+use packhost_tests::{
+    TestHost,
+    bench::{Row, arg, ms, percentile, print_table, ratio, samples},
+    is_error, packhost_bin, text,
+};
 use rmcp::model::{CallToolRequestParams, ClientRequest};
 use serde_json::json;
-
-struct Row {
-    metric: &'static str,
-    value: String,
-    target: &'static str,
-    reference: String,
-    ratio: String,
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.3} ms", d.as_secs_f64() * 1000.0)
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[index]
-}
-
-fn ratio(a: Duration, b: Duration) -> String {
-    format!("{:.2}x", a.as_secs_f64() / b.as_secs_f64())
-}
-
-fn arg(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn config() -> String {
     let project = env!("CARGO_MANIFEST_DIR");
@@ -63,23 +37,7 @@ async fn cold_start(runs: usize) -> (Vec<Duration>, Vec<Duration>) {
             .expect("spawn true");
         reference.push(started.elapsed());
     }
-    host.sort();
-    reference.sort();
     (host, reference)
-}
-
-async fn latencies(host: &TestHost, calls: usize, f: impl AsyncFn(&TestHost)) -> Vec<Duration> {
-    for _ in 0..calls / 10 {
-        f(host).await; // warm-up
-    }
-    let mut samples = Vec::with_capacity(calls);
-    for _ in 0..calls {
-        let started = Instant::now();
-        f(host).await;
-        samples.push(started.elapsed());
-    }
-    samples.sort();
-    samples
 }
 
 fn rss_kib(pid: u32) -> Option<u64> {
@@ -110,56 +68,48 @@ async fn main() {
     let mut rows = Vec::new();
 
     let (start, start_ref) = cold_start(starts).await;
+    let (start50, start_ref50) = (percentile(&start, 0.5), percentile(&start_ref, 0.5));
     rows.push(Row {
-        metric: "cold start (spawn→initialize→tools/list), median",
-        value: ms(percentile(&start, 0.5)),
-        target: "≤ 50 ms",
-        reference: format!("spawn `true`: {}", ms(percentile(&start_ref, 0.5))),
-        ratio: ratio(percentile(&start, 0.5), percentile(&start_ref, 0.5)),
+        metric: "cold start (spawn→initialize→tools/list), median".into(),
+        value: ms(start50),
+        target: "≤ 50 ms".into(),
+        reference: format!("spawn `true`: {}", ms(start_ref50)),
+        ratio: ratio(start50, start_ref50),
     });
 
     let host = TestHost::start(&config()).await;
-    let ping = latencies(&host, calls, async |h| {
-        h.client
+    let warmup = calls / 10;
+    let ping = samples(warmup, calls, async || {
+        host.client
             .send_request(ClientRequest::PingRequest(Default::default()))
             .await
             .expect("ping");
     })
     .await;
-    let run = latencies(&host, calls, async |h| {
-        let result = h.run("proj.list()").await;
-        assert!(
-            !packhost_tests::is_error(&result),
-            "{}",
-            packhost_tests::text(&result)
-        );
+    let run = samples(warmup, calls, async || {
+        let result = host.run("proj.list()").await;
+        assert!(!is_error(&result), "{}", text(&result));
     })
     .await;
-    let direct = latencies(&host, calls, async |h| {
-        let result = h
-            .client
-            .call_tool(
-                CallToolRequestParams::new("proj.list")
-                    .with_arguments(json!({}).as_object().unwrap().clone()),
-            )
-            .await
-            .expect("tools/call");
-        assert!(!packhost_tests::is_error(&result));
+    let arguments = json!({}).as_object().cloned().unwrap_or_default();
+    let direct = samples(warmup, calls, async || {
+        let params = CallToolRequestParams::new("proj.list").with_arguments(arguments.clone());
+        let result = host.client.call_tool(params).await.expect("tools/call");
+        assert!(!is_error(&result), "{}", text(&result));
     })
     .await;
     let ping50 = percentile(&ping, 0.5);
-    for (metric, samples, target) in [
-        ("`run` proj.list() p50", &run, "≤ 0.3 ms"),
-        ("`run` proj.list() p99", &run, "-"),
-        ("tools/call proj.list p50", &direct, "-"),
-        ("tools/call proj.list p99", &direct, "-"),
+    for (metric, samples, p, target) in [
+        ("`run` proj.list() p50", &run, 0.5, "≤ 0.3 ms"),
+        ("`run` proj.list() p99", &run, 0.99, "-"),
+        ("tools/call proj.list p50", &direct, 0.5, "-"),
+        ("tools/call proj.list p99", &direct, 0.99, "-"),
     ] {
-        let p = if metric.ends_with("p99") { 0.99 } else { 0.5 };
         let value = percentile(samples, p);
         rows.push(Row {
-            metric,
+            metric: metric.into(),
             value: ms(value),
-            target,
+            target: target.into(),
             reference: format!("ping p50: {}", ms(ping50)),
             ratio: ratio(value, ping50),
         });
@@ -167,13 +117,12 @@ async fn main() {
 
     let rss = child_pid_of_self().and_then(rss_kib);
     let self_rss = rss_kib(std::process::id());
+    let mib = |kib: u64| format!("{:.1} MiB", kib as f64 / 1024.0);
     rows.push(Row {
-        metric: "host RSS after start + calls",
-        value: rss.map_or("n/a".into(), |k| format!("{:.1} MiB", k as f64 / 1024.0)),
-        target: "≤ 30 MB",
-        reference: self_rss.map_or("n/a".into(), |k| {
-            format!("this client: {:.1} MiB", k as f64 / 1024.0)
-        }),
+        metric: "host RSS after start + calls".into(),
+        value: rss.map_or("n/a".into(), mib),
+        target: "≤ 30 MB".into(),
+        reference: self_rss.map_or("n/a".into(), |k| format!("this client: {}", mib(k))),
         ratio: match (rss, self_rss) {
             (Some(a), Some(b)) => format!("{:.2}x", a as f64 / b as f64),
             _ => "n/a".into(),
@@ -181,16 +130,11 @@ async fn main() {
     });
     host.client.cancel().await.expect("stop client");
 
-    println!(
-        "packhost benchmark: {starts} starts, {calls} calls per latency row, binary {}",
-        packhost_bin().display()
+    print_table(
+        &format!(
+            "packhost benchmark: {starts} starts, {calls} calls per latency row, binary {}",
+            packhost_bin().display()
+        ),
+        &rows,
     );
-    println!("| metric | value | target | reference (same run) | ratio |");
-    println!("|---|---|---|---|---|");
-    for row in rows {
-        println!(
-            "| {} | {} | {} | {} | {} |",
-            row.metric, row.value, row.target, row.reference, row.ratio
-        );
-    }
 }

@@ -10,6 +10,8 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod bench;
+
 use std::{
     collections::HashMap,
     path::{Path, PathBuf},

@@ -1,0 +1,1049 @@
+//! `exec_ts`: run TypeScript and JavaScript with Node.js, buffered, and work
+//! in notebook sessions of cells (the Srcbook model).
+//!
+//! TypeScript never reaches `node` as TypeScript: [`strip::strip_types`]
+//! turns it into JavaScript in-process (swc's type stripper, which keeps every
+//! line and column), so there is no loader to start and node's stack traces
+//! point at the original lines. Every process runs under `pack-process`'s
+//! rules (own process group killed whole on timeout, capped capture,
+//! environment allow-list). Calls with neither `cwd` nor `env` take an idle
+//! `node` from a warm pool (a fresh process per call, never reused).
+//!
+//! Functions: `execute`; `session_create`, `session_list`, `session_delete`,
+//! `session_export`, `session_import`; `cell_create`, `cell_update`,
+//! `cell_list`, `cell_delete`, `cell_execute`; `npm_install`.
+
+pub mod node;
+pub mod notebook;
+pub mod srcmd;
+pub mod strip;
+
+use std::{
+    collections::BTreeMap,
+    ffi::OsString,
+    path::PathBuf,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use pack_process::EnvAllowList;
+use pack_sdk::{Context, Empty, Host, PackDef, PackError, codes};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    node::{ExecOutput, Runner, Tools},
+    notebook::{CellKind, CellMeta, Language, Notebooks, SessionMeta, cell_not_found},
+    strip::strip_types,
+};
+
+/// Default cap of each output stream.
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 1 << 20;
+/// Default time limit of code (ms).
+const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+/// Default time limit of `npm install` (ms).
+const DEFAULT_NPM_TIMEOUT_MS: u64 = 300_000;
+
+/// `[packs.exec_ts] config = {...}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// The `node` binary: a path, or a name looked up on PATH once at start.
+    /// Default `node`.
+    #[serde(default = "default_node")]
+    pub node: PathBuf,
+    /// Where notebook sessions live, one directory each. Default
+    /// `~/.packhost/notebooks`.
+    #[serde(default)]
+    pub notebooks_dir: Option<PathBuf>,
+    /// Host environment variables a child process may see (nothing else of
+    /// the host's environment reaches it). Default `PATH`, `HOME`, `LANG`.
+    #[serde(default = "default_env_allow")]
+    pub env_allow: Vec<String>,
+    /// Cap of each of stdout and stderr, in bytes. Default 1 MiB.
+    #[serde(default = "default_max_output")]
+    pub max_output_bytes: usize,
+    /// Idle `node` processes kept ready for `execute` calls without `cwd`
+    /// and `env`; 0 turns the pool off. Default 2.
+    #[serde(default = "default_pool_size")]
+    pub pool_size: usize,
+}
+
+fn default_node() -> PathBuf {
+    "node".into()
+}
+
+fn default_env_allow() -> Vec<String> {
+    ["PATH", "HOME", "LANG"].map(String::from).to_vec()
+}
+
+fn default_max_output() -> usize {
+    DEFAULT_MAX_OUTPUT_BYTES
+}
+
+fn default_pool_size() -> usize {
+    2
+}
+
+fn default_timeout() -> u64 {
+    DEFAULT_TIMEOUT_MS
+}
+
+fn default_npm_timeout() -> u64 {
+    DEFAULT_NPM_TIMEOUT_MS
+}
+
+/// The pack's state.
+pub struct State {
+    runner: Runner,
+    notebooks: Notebooks,
+    /// Held around every read-modify-write of a session's metadata.
+    lock: Mutex<()>,
+}
+
+impl State {
+    /// State from the pack's config (inside a tokio runtime: the pool starts).
+    pub fn new(config: Config) -> Result<Self, PackError> {
+        if config.max_output_bytes == 0 {
+            return Err(PackError::invalid_argument(
+                "`max_output_bytes` is 0; give the cap of each output stream in bytes (default 1048576)",
+            ));
+        }
+        let notebooks_dir = match config.notebooks_dir {
+            Some(dir) => dir,
+            None => std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .ok_or_else(|| {
+                    PackError::invalid_argument(
+                        "HOME is not set, so the default notebooks directory ~/.packhost/notebooks is unknown; \
+                         set `notebooks_dir` in `[packs.exec_ts] config`",
+                    )
+                })?
+                .join(".packhost/notebooks"),
+        };
+        let tools = Tools::find(&config.node);
+        let runner = Runner::new(
+            tools,
+            EnvAllowList::new(config.env_allow),
+            config.max_output_bytes,
+            config.pool_size,
+        );
+        Ok(Self {
+            runner,
+            notebooks: Notebooks::new(notebooks_dir),
+            lock: Mutex::new(()),
+        })
+    }
+
+    fn locked<T>(&self, work: impl FnOnce(&Notebooks) -> T) -> T {
+        let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        work(&self.notebooks)
+    }
+}
+
+/// File work blocks, so it runs off the async workers.
+async fn blocking<T: Send + 'static>(
+    state: &Arc<State>,
+    work: impl FnOnce(&State) -> Result<T, PackError> + Send + 'static,
+) -> Result<T, PackError> {
+    let state = Arc::clone(state);
+    tokio::task::spawn_blocking(move || work(&state))
+        .await
+        .map_err(|e| PackError::internal(format!("exec_ts worker thread failed: {e}")))?
+}
+
+fn timeout_of(ms: u64) -> Result<Duration, PackError> {
+    if ms == 0 {
+        return Err(PackError::invalid_argument(
+            "`timeout` is 0; give the time limit in milliseconds (default 30000)",
+        ));
+    }
+    Ok(Duration::from_millis(ms))
+}
+
+// ---------------------------------------------------------------- execute
+
+/// `exec_ts.execute` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExecuteArgs {
+    /// The program: an ES module (`import`, `export` and top-level `await`
+    /// work).
+    pub code: String,
+    /// `typescript` (types are stripped, then node runs it) or `javascript`.
+    #[serde(default)]
+    pub language: Language,
+    /// Absolute path of the working directory (bare imports resolve from its
+    /// `node_modules`). Default: a fresh empty directory, removed afterwards.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Extra environment variables for the process (on top of the allowed
+    /// host variables).
+    #[serde(default)]
+    pub env: Option<BTreeMap<String, String>>,
+    /// Time limit in milliseconds; past it the whole process group is killed
+    /// and `exitCode` is 124.
+    #[serde(default = "default_timeout")]
+    #[schemars(range(min = 1))]
+    pub timeout: u64,
+}
+
+async fn execute(
+    state: Arc<State>,
+    args: ExecuteArgs,
+    _: Context,
+) -> Result<ExecOutput, PackError> {
+    let started = Instant::now();
+    let timeout = timeout_of(args.timeout)?;
+    let cwd = match &args.cwd {
+        None => None,
+        Some(cwd) => {
+            let path = PathBuf::from(cwd);
+            if !path.is_absolute() || !path.is_dir() {
+                return Err(PackError::invalid_argument(format!(
+                    "`cwd` {cwd:?} is not an absolute path to an existing directory; \
+                     pass one, or leave `cwd` out to run in a fresh empty directory"
+                )));
+            }
+            Some(path)
+        }
+    };
+    let js = match args.language {
+        Language::Javascript => args.code,
+        Language::Typescript => match strip_types(&args.code, "input.ts") {
+            Ok(js) => js,
+            Err(e) => {
+                let output = ExecOutput {
+                    execution_time: started.elapsed().as_millis() as u64,
+                    ..ExecOutput::refused(e.0)
+                };
+                return output.into_result("the TypeScript code (syntax error)");
+            }
+        },
+    };
+    let env = args.env.unwrap_or_default();
+    state
+        .runner
+        .run_module(js, cwd.as_deref(), &env, timeout, started)
+        .await?
+        .into_result("the code")
+}
+
+// --------------------------------------------------------------- sessions
+
+/// `exec_ts.session_create` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionCreateArgs {
+    /// A title for listings and exports. Default `Untitled`.
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Language of cells created without a filename or language.
+    #[serde(default)]
+    pub language: Language,
+}
+
+/// `exec_ts.session_create` result.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionCreated {
+    /// The new session's id: pass it to the cell functions.
+    pub session_id: String,
+    /// Its directory (the working directory of its cells).
+    pub dir: String,
+}
+
+async fn session_create(
+    state: Arc<State>,
+    args: SessionCreateArgs,
+    _: Context,
+) -> Result<SessionCreated, PackError> {
+    blocking(&state, move |state| {
+        let title = args.title.unwrap_or_else(|| "Untitled".to_owned());
+        let meta = state.locked(|nb| nb.create(&title, args.language, notebook::PACKAGE_JSON))?;
+        Ok(SessionCreated {
+            dir: state.notebooks.dir(&meta.id).display().to_string(),
+            session_id: meta.id,
+        })
+    })
+    .await
+}
+
+/// One session in `session_list`.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInfo {
+    /// Session id.
+    pub session_id: String,
+    /// Title.
+    pub title: String,
+    /// Default language of new cells.
+    pub language: Language,
+    /// Its directory.
+    pub dir: String,
+    /// How many cells it has.
+    pub cells: usize,
+}
+
+/// `exec_ts.session_list` result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SessionList {
+    /// Every session under the notebooks root, by id.
+    pub sessions: Vec<SessionInfo>,
+    /// The notebooks root.
+    pub root: String,
+}
+
+async fn session_list(
+    state: Arc<State>,
+    _: Empty,
+    _: Context,
+) -> Result<SessionList, PackError> {
+    blocking(&state, |state| {
+        let nb = &state.notebooks;
+        let sessions = nb
+            .ids()
+            .into_iter()
+            .filter_map(|id| nb.load(&id).ok())
+            .map(|meta| SessionInfo {
+                dir: nb.dir(&meta.id).display().to_string(),
+                session_id: meta.id,
+                title: meta.title,
+                language: meta.language,
+                cells: meta.cells.len(),
+            })
+            .collect();
+        Ok(SessionList {
+            sessions,
+            root: nb.root().display().to_string(),
+        })
+    })
+    .await
+}
+
+/// Arguments naming a session.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SessionArgs {
+    /// Session id (from `session_create` or `session_list`).
+    pub session_id: String,
+}
+
+/// `exec_ts.session_delete` result.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionDeleted {
+    /// The deleted session.
+    pub session_id: String,
+    /// Always true (a missing session is an error).
+    pub deleted: bool,
+}
+
+async fn session_delete(
+    state: Arc<State>,
+    args: SessionArgs,
+    _: Context,
+) -> Result<SessionDeleted, PackError> {
+    blocking(&state, move |state| {
+        state.locked(|nb| nb.delete(&args.session_id))?;
+        Ok(SessionDeleted {
+            session_id: args.session_id,
+            deleted: true,
+        })
+    })
+    .await
+}
+
+// ------------------------------------------------------------------ cells
+
+/// `exec_ts.cell_create` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CellCreateArgs {
+    /// Session id.
+    pub session_id: String,
+    /// The cell's code (an ES module; other cells can import its exports as
+    /// `./<filename>`).
+    pub source: String,
+    /// File name under `src/`, ending in .ts, .mts, .js or .mjs. Default
+    /// `cell-<n>.ts` (or `.js` for JavaScript).
+    #[serde(default)]
+    pub filename: Option<String>,
+    /// The cell's language; wins over the file extension. Default: from the
+    /// extension, else the session's language.
+    #[serde(default)]
+    pub language: Option<Language>,
+}
+
+/// `exec_ts.cell_create` / `cell_update` result.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CellRef {
+    /// The cell's stable id.
+    pub cell_id: String,
+    /// Its file name under `src/`.
+    pub filename: String,
+}
+
+async fn cell_create(
+    state: Arc<State>,
+    args: CellCreateArgs,
+    _: Context,
+) -> Result<CellRef, PackError> {
+    blocking(&state, move |state| {
+        state.locked(|nb| {
+            let mut meta = nb.load(&args.session_id)?;
+            let filename = match args.filename {
+                Some(name) => name,
+                None => {
+                    let ext = args.language.unwrap_or(meta.language).extension();
+                    (1..)
+                        .map(|n| format!("cell-{n}.{ext}"))
+                        .find(|name| !has_file(&meta, name))
+                        .expect("an unused name exists")
+                }
+            };
+            notebook::check_filename(&filename)?;
+            if has_file(&meta, &filename) {
+                return Err(PackError::invalid_argument(format!(
+                    "session `{}` already has a cell `{filename}`; pick another filename or use `exec_ts.cell_update`",
+                    meta.id
+                )));
+            }
+            let language = args.language;
+            let cell = CellMeta {
+                id: notebook::new_id("c"),
+                kind: CellKind::Code,
+                filename: Some(filename.clone()),
+                language,
+                text: None,
+            };
+            notebook::write(&nb.cell_path(&meta.id, &filename), &args.source)?;
+            let cell_id = cell.id.clone();
+            meta.cells.push(cell);
+            nb.save(&meta)?;
+            Ok(CellRef { cell_id, filename })
+        })
+    })
+    .await
+}
+
+fn has_file(meta: &SessionMeta, name: &str) -> bool {
+    meta.cells
+        .iter()
+        .any(|c| c.filename.as_deref() == Some(name))
+}
+
+fn find_cell<'a>(meta: &'a SessionMeta, cell_id: &str) -> Result<&'a CellMeta, PackError> {
+    meta.cells
+        .iter()
+        .find(|c| c.id == cell_id)
+        .ok_or_else(|| PackError::new(codes::CELL_NOT_FOUND, cell_not_found(meta, cell_id)))
+}
+
+/// `exec_ts.cell_update` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CellUpdateArgs {
+    /// Session id.
+    pub session_id: String,
+    /// Cell id (from `cell_create` or `cell_list`).
+    pub cell_id: String,
+    /// The new source (code, or text of a markdown cell).
+    pub source: String,
+}
+
+async fn cell_update(
+    state: Arc<State>,
+    args: CellUpdateArgs,
+    _: Context,
+) -> Result<CellRef, PackError> {
+    blocking(&state, move |state| {
+        state.locked(|nb| {
+            let mut meta = nb.load(&args.session_id)?;
+            let index = meta
+                .cells
+                .iter()
+                .position(|c| c.id == args.cell_id)
+                .ok_or_else(|| {
+                    PackError::new(codes::CELL_NOT_FOUND, cell_not_found(&meta, &args.cell_id))
+                })?;
+            let cell = &mut meta.cells[index];
+            match cell.filename.clone() {
+                Some(filename) => {
+                    notebook::write(&nb.cell_path(&meta.id, &filename), &args.source)?;
+                    Ok(CellRef {
+                        cell_id: args.cell_id,
+                        filename,
+                    })
+                }
+                None => {
+                    cell.text = Some(args.source);
+                    nb.save(&meta)?;
+                    Ok(CellRef {
+                        cell_id: args.cell_id,
+                        filename: String::new(),
+                    })
+                }
+            }
+        })
+    })
+    .await
+}
+
+/// One cell in `cell_list`.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CellInfo {
+    /// Stable id.
+    pub cell_id: String,
+    /// `code` or `markdown`.
+    #[serde(rename = "type")]
+    pub kind: CellKind,
+    /// File name under `src/` (code cells; empty for markdown).
+    pub filename: String,
+    /// Detected language (code cells).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub language: Option<Language>,
+    /// The code or markdown text.
+    pub source: String,
+}
+
+/// `exec_ts.cell_list` result.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CellList {
+    /// Session id.
+    pub session_id: String,
+    /// Cells in order.
+    pub cells: Vec<CellInfo>,
+}
+
+async fn cell_list(
+    state: Arc<State>,
+    args: SessionArgs,
+    _: Context,
+) -> Result<CellList, PackError> {
+    blocking(&state, move |state| {
+        let nb = &state.notebooks;
+        let meta = nb.load(&args.session_id)?;
+        let cells = meta
+            .cells
+            .iter()
+            .map(|c| {
+                Ok(CellInfo {
+                    cell_id: c.id.clone(),
+                    kind: c.kind,
+                    filename: c.filename.clone().unwrap_or_default(),
+                    language: (c.kind == CellKind::Code).then(|| c.language()),
+                    source: nb.source(&meta.id, c)?,
+                })
+            })
+            .collect::<Result<_, PackError>>()?;
+        Ok(CellList {
+            session_id: meta.id,
+            cells,
+        })
+    })
+    .await
+}
+
+/// Arguments naming a cell.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CellArgs {
+    /// Session id.
+    pub session_id: String,
+    /// Cell id.
+    pub cell_id: String,
+}
+
+/// `exec_ts.cell_delete` result.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CellDeleted {
+    /// Session id.
+    pub session_id: String,
+    /// The deleted cell.
+    pub cell_id: String,
+    /// Always true (a missing cell is an error).
+    pub deleted: bool,
+}
+
+async fn cell_delete(
+    state: Arc<State>,
+    args: CellArgs,
+    _: Context,
+) -> Result<CellDeleted, PackError> {
+    blocking(&state, move |state| {
+        state.locked(|nb| {
+            let mut meta = nb.load(&args.session_id)?;
+            let cell = find_cell(&meta, &args.cell_id)?.clone();
+            meta.cells.retain(|c| c.id != cell.id);
+            nb.save(&meta)?;
+            if let Some(filename) = &cell.filename {
+                let _ = std::fs::remove_file(nb.cell_path(&meta.id, filename));
+            }
+            Ok(CellDeleted {
+                session_id: meta.id,
+                cell_id: cell.id,
+                deleted: true,
+            })
+        })
+    })
+    .await
+}
+
+/// `exec_ts.cell_execute` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CellExecuteArgs {
+    /// Session id.
+    pub session_id: String,
+    /// Cell id.
+    pub cell_id: String,
+    /// Time limit in milliseconds; past it the whole process group is killed
+    /// and `exitCode` is 124.
+    #[serde(default = "default_timeout")]
+    #[schemars(range(min = 1))]
+    pub timeout: u64,
+}
+
+/// Resolves `./x`, `./x.js` to the TypeScript cells and loads `.ts` files as
+/// ES modules (their content is already JavaScript: see `build`).
+const LOADER_MJS: &str = r#"// Written by packhost exec_ts: cells are stripped to JavaScript before node runs them.
+const RELATIVE = /^\.{0,2}\//;
+export async function resolve(specifier, context, next) {
+  try {
+    return await next(specifier, context);
+  } catch (error) {
+    if (error?.code !== 'ERR_MODULE_NOT_FOUND' || !RELATIVE.test(specifier)) throw error;
+    const candidates = /\.js$/.test(specifier) ? [specifier.replace(/\.js$/, '.ts')]
+      : /\.mjs$/.test(specifier) ? [specifier.replace(/\.mjs$/, '.mts')]
+      : ['.ts', '.mts', '.js', '.mjs'].map((ext) => specifier + ext);
+    for (const candidate of candidates) {
+      try { return await next(candidate, context); } catch {}
+    }
+    throw error;
+  }
+}
+export async function load(url, context, next) {
+  if (url.startsWith('file:') && /\.m?ts$/.test(new URL(url).pathname)) {
+    return next(url, { ...context, format: 'module' });
+  }
+  return next(url, context);
+}
+"#;
+const REGISTER_MJS: &str = "import { register } from 'node:module';\nregister('./loader.mjs', import.meta.url);\n";
+
+/// Strip every code cell of the session into a fresh `.packhost/run-*/src/`
+/// (same file names, so cells import each other as they are written). The
+/// executed cell's syntax error is returned; another cell's becomes a module
+/// that throws it when imported.
+fn build(
+    nb: &Notebooks,
+    meta: &SessionMeta,
+    cell: &CellMeta,
+) -> Result<Result<(tempfile::TempDir, PathBuf), String>, PackError> {
+    let dir = nb.dir(&meta.id);
+    let hidden = dir.join(".packhost");
+    std::fs::create_dir_all(&hidden).map_err(|e| notebook::io_error(&hidden, e))?;
+    for (name, content) in [("loader.mjs", LOADER_MJS), ("register.mjs", REGISTER_MJS)] {
+        let path = hidden.join(name);
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(content) {
+            notebook::write(&path, content)?;
+        }
+    }
+    let run = tempfile::Builder::new()
+        .prefix("run-")
+        .tempdir_in(&hidden)
+        .map_err(|e| notebook::io_error(&hidden, e))?;
+    let src = run.path().join("src");
+    std::fs::create_dir_all(&src).map_err(|e| notebook::io_error(&src, e))?;
+    let mut entry = None;
+    for c in meta.cells.iter().filter(|c| c.kind == CellKind::Code) {
+        let Some(filename) = &c.filename else {
+            continue;
+        };
+        let source = nb.source(&meta.id, c)?;
+        let js = match c.language() {
+            Language::Javascript => source,
+            Language::Typescript => match strip_types(&source, filename) {
+                Ok(js) => js,
+                Err(e) if c.id == cell.id => return Ok(Err(e.0)),
+                Err(e) => format!(
+                    "throw new SyntaxError({});\n",
+                    serde_json::to_string(&e.0).expect("a string is JSON")
+                ),
+            },
+        };
+        let path = src.join(filename);
+        notebook::write(&path, &js)?;
+        if c.id == cell.id {
+            entry = Some(path);
+        }
+    }
+    let entry = entry.ok_or_else(|| {
+        PackError::invalid_argument(format!(
+            "cell `{}` is a markdown cell; only code cells run",
+            cell.id
+        ))
+    })?;
+    Ok(Ok((run, entry)))
+}
+
+async fn cell_execute(
+    state: Arc<State>,
+    args: CellExecuteArgs,
+    _: Context,
+) -> Result<ExecOutput, PackError> {
+    let started = Instant::now();
+    let timeout = timeout_of(args.timeout)?;
+    let prepared = blocking(&state, move |state| {
+        state.locked(|nb| {
+            // Not found: the run shape, with the error in stderr.
+            let meta = nb.load(&args.session_id).map_err(refused)?;
+            let cell = find_cell(&meta, &args.cell_id).map_err(refused)?.clone();
+            let built = build(nb, &meta, &cell)?;
+            Ok((nb.dir(&meta.id), cell, built))
+        })
+    })
+    .await?;
+    let (dir, cell, built) = prepared;
+    let what = format!("cell `{}`", cell.filename.as_deref().unwrap_or(&cell.id));
+    let (_run, entry) = match built {
+        Ok(built) => built,
+        Err(diagnostics) => {
+            let output = ExecOutput {
+                execution_time: started.elapsed().as_millis() as u64,
+                ..ExecOutput::refused(diagnostics)
+            };
+            return output.into_result(&format!("{what} (syntax error)"));
+        }
+    };
+    let node = state.runner.tools.node()?.to_path_buf();
+    let args: Vec<OsString> = vec![
+        "--import".into(),
+        "./.packhost/register.mjs".into(),
+        entry.into_os_string(),
+    ];
+    state
+        .runner
+        .run(&node, &args, &dir, timeout, started)
+        .await?
+        .into_result(&what)
+}
+
+/// A not-found error served with the run shape: the message in `stderr`,
+/// exit code 1, no time.
+fn refused(error: PackError) -> PackError {
+    let output = ExecOutput::refused(error.message());
+    error.with_result(&output)
+}
+
+// ------------------------------------------------------ export and import
+
+/// `exec_ts.session_export` result.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionExported {
+    /// Session id.
+    pub session_id: String,
+    /// Where the document was written (`<session dir>/<sessionId>.src.md`).
+    pub path: String,
+    /// The `.src.md` document (Srcbook's format).
+    pub markdown: String,
+}
+
+async fn session_export(
+    state: Arc<State>,
+    args: SessionArgs,
+    _: Context,
+) -> Result<SessionExported, PackError> {
+    blocking(&state, move |state| {
+        state.locked(|nb| {
+            let meta = nb.load(&args.session_id)?;
+            let dir = nb.dir(&meta.id);
+            let package_json = std::fs::read_to_string(dir.join("package.json")).ok();
+            let cells = meta
+                .cells
+                .iter()
+                .map(|c| {
+                    let source = nb.source(&meta.id, c)?;
+                    Ok(match (&c.kind, &c.filename) {
+                        (CellKind::Code, Some(filename)) => srcmd::Cell::Code {
+                            filename: filename.clone(),
+                            source,
+                        },
+                        _ => srcmd::Cell::Markdown(source),
+                    })
+                })
+                .collect::<Result<_, PackError>>()?;
+            let markdown = srcmd::render(&srcmd::Document {
+                title: meta.title.clone(),
+                language: meta.language,
+                package_json,
+                cells,
+            });
+            let path = dir.join(format!("{}.src.md", meta.id));
+            notebook::write(&path, &markdown)?;
+            Ok(SessionExported {
+                session_id: meta.id,
+                path: path.display().to_string(),
+                markdown,
+            })
+        })
+    })
+    .await
+}
+
+/// `exec_ts.session_import` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionImportArgs {
+    /// A `.src.md` document (Srcbook's format: `<!-- srcbook:{...} -->`
+    /// header, `# Title`, `###### package.json` block, markdown cells,
+    /// `###### name.ts` code blocks).
+    pub markdown: String,
+}
+
+/// `exec_ts.session_import` result.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionImported {
+    /// The new session's id.
+    pub session_id: String,
+    /// Its directory.
+    pub dir: String,
+    /// Its title.
+    pub title: String,
+    /// Its cells, in order.
+    pub cells: Vec<CellRef>,
+}
+
+async fn session_import(
+    state: Arc<State>,
+    args: SessionImportArgs,
+    _: Context,
+) -> Result<SessionImported, PackError> {
+    blocking(&state, move |state| {
+        let doc = srcmd::parse(&args.markdown)
+            .map_err(|e| PackError::invalid_argument(format!("`markdown`: {e}")))?;
+        let mut seen = Vec::new();
+        for cell in &doc.cells {
+            if let srcmd::Cell::Code { filename, .. } = cell {
+                notebook::check_filename(filename)?;
+                if seen.contains(&filename) {
+                    return Err(PackError::invalid_argument(format!(
+                        "`markdown` has two code cells named `{filename}`; file names must be unique"
+                    )));
+                }
+                seen.push(filename);
+            }
+        }
+        state.locked(|nb| {
+            let package = doc.package_json.as_deref().unwrap_or(notebook::PACKAGE_JSON);
+            let mut meta = nb.create(&doc.title, doc.language, package)?;
+            let mut refs = Vec::new();
+            for cell in doc.cells {
+                let id = notebook::new_id("c");
+                let meta_cell = match cell {
+                    srcmd::Cell::Markdown(text) => CellMeta {
+                        id,
+                        kind: CellKind::Markdown,
+                        filename: None,
+                        language: None,
+                        text: Some(text),
+                    },
+                    srcmd::Cell::Code { filename, source } => {
+                        notebook::write(&nb.cell_path(&meta.id, &filename), &source)?;
+                        refs.push(CellRef {
+                            cell_id: id.clone(),
+                            filename: filename.clone(),
+                        });
+                        CellMeta {
+                            id,
+                            kind: CellKind::Code,
+                            filename: Some(filename),
+                            language: None,
+                            text: None,
+                        }
+                    }
+                };
+                meta.cells.push(meta_cell);
+            }
+            nb.save(&meta)?;
+            Ok(SessionImported {
+                dir: nb.dir(&meta.id).display().to_string(),
+                session_id: meta.id,
+                title: meta.title,
+                cells: refs,
+            })
+        })
+    })
+    .await
+}
+
+// -------------------------------------------------------------------- npm
+
+/// `exec_ts.npm_install` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NpmInstallArgs {
+    /// Session id.
+    pub session_id: String,
+    /// Packages to add (`name`, `name@version`, or a path to a local package
+    /// folder or tarball); none installs what `package.json` lists.
+    #[serde(default)]
+    pub packages: Vec<String>,
+    /// Time limit in milliseconds.
+    #[serde(default = "default_npm_timeout")]
+    #[schemars(range(min = 1))]
+    pub timeout: u64,
+}
+
+async fn npm_install(
+    state: Arc<State>,
+    args: NpmInstallArgs,
+    _: Context,
+) -> Result<ExecOutput, PackError> {
+    let started = Instant::now();
+    let timeout = timeout_of(args.timeout)?;
+    if let Some(flag) = args.packages.iter().find(|p| p.starts_with('-') || p.is_empty()) {
+        return Err(PackError::invalid_argument(format!(
+            "`packages` entry {flag:?} is not a package; give names like `lodash` or `zod@3`"
+        )));
+    }
+    let session = args.session_id.clone();
+    let dir = blocking(&state, move |state| {
+        let meta = state.notebooks.load(&session).map_err(refused)?;
+        Ok(state.notebooks.dir(&meta.id))
+    })
+    .await?;
+    state.runner.tools.node()?;
+    let npm = state.runner.tools.npm.clone().ok_or_else(|| {
+        let message = "npm is not installed: no `npm` beside node nor on PATH; install it (e.g. `apt-get install npm`)";
+        PackError::not_found(message).with_result(&ExecOutput::refused(message))
+    })?;
+    let mut npm_args: Vec<OsString> = ["install", "--no-audit", "--no-fund", "--no-progress"]
+        .map(OsString::from)
+        .to_vec();
+    npm_args.extend(args.packages.iter().map(OsString::from));
+    state
+        .runner
+        .run(&npm, &npm_args, &dir, timeout, started)
+        .await?
+        .into_result("npm install")
+}
+
+// ------------------------------------------------------------------- pack
+
+fn pack() -> PackDef<State> {
+    PackDef::new(
+        "exec_ts",
+        "Run TypeScript/JavaScript with Node.js and work in notebook sessions of cells",
+        |config: Config, _: Host| State::new(config),
+    )
+    .function(
+        "execute",
+        "Run TypeScript or JavaScript (an ES module: import, top-level await) in a fresh node process; \
+         returns {stdout, stderr, exitCode, executionTime}. Types are stripped, not checked. \
+         A non-zero exit, a thrown error or a timeout (exitCode 124) is an error result with the same shape.",
+        execute,
+    )
+    .function(
+        "session_create",
+        "Create a notebook session: a directory with package.json, tsconfig.json and src/ for its cells.",
+        session_create,
+    )
+    .function("session_list", "List the notebook sessions.", session_list)
+    .function(
+        "session_delete",
+        "Delete a notebook session and its directory.",
+        session_delete,
+    )
+    .function(
+        "cell_create",
+        "Add a code cell (a file under src/) to a session; cells import each other as `./<filename>`.",
+        cell_create,
+    )
+    .function("cell_update", "Replace a cell's source.", cell_update)
+    .function("cell_list", "List a session's cells with their sources.", cell_list)
+    .function("cell_delete", "Delete a cell and its file.", cell_delete)
+    .function(
+        "cell_execute",
+        "Run a cell with the session directory as working directory (its node_modules and the other cells are importable); \
+         returns {stdout, stderr, exitCode, executionTime}.",
+        cell_execute,
+    )
+    .function(
+        "session_export",
+        "Export a session as a Srcbook .src.md document (returned, and written beside the session).",
+        session_export,
+    )
+    .function(
+        "session_import",
+        "Create a session from a Srcbook .src.md document.",
+        session_import,
+    )
+    .function(
+        "npm_install",
+        "Run `npm install [packages]` in a session directory, so its cells can import them.",
+        npm_install,
+    )
+    .on_shutdown(|state: Arc<State>| async move { state.runner.shutdown() })
+}
+
+pack_sdk::export_pack!(pack);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Models read these schemas: every argument needs a description, and
+    /// unknown keys must be refused.
+    #[test]
+    fn argument_schemas_describe_every_field() {
+        use pack_sdk::Value;
+        use schemars::schema_for;
+        let schemas: [(&str, Value); 10] = [
+            ("execute", schema_for!(ExecuteArgs).to_value()),
+            ("session_create", schema_for!(SessionCreateArgs).to_value()),
+            ("session", schema_for!(SessionArgs).to_value()),
+            ("cell_create", schema_for!(CellCreateArgs).to_value()),
+            ("cell_update", schema_for!(CellUpdateArgs).to_value()),
+            ("cell", schema_for!(CellArgs).to_value()),
+            ("cell_execute", schema_for!(CellExecuteArgs).to_value()),
+            ("session_import", schema_for!(SessionImportArgs).to_value()),
+            ("npm_install", schema_for!(NpmInstallArgs).to_value()),
+            ("cell_list", schema_for!(CellList).to_value()),
+        ];
+        for (function, schema) in schemas {
+            let properties = schema["properties"].as_object().unwrap();
+            for (arg, prop) in properties {
+                assert!(
+                    prop["description"].is_string() || prop["$ref"].is_string(),
+                    "{function}.{arg}: {prop}"
+                );
+            }
+            if function != "cell_list" {
+                assert_eq!(schema["additionalProperties"], false, "{function}");
+            }
+        }
+    }
+
+    #[test]
+    fn config_refuses_unknown_keys_and_names_them() {
+        let err = serde_json::from_value::<Config>(serde_json::json!({"nodes": "x"})).unwrap_err();
+        assert!(err.to_string().contains("unknown field `nodes`"), "{err}");
+    }
+
+    #[test]
+    fn a_missing_node_names_what_to_install() {
+        let tools = Tools::find(std::path::Path::new("node-that-is-not-installed"));
+        let err = tools.node().unwrap_err();
+        assert_eq!(err.code(), codes::NOT_FOUND);
+        assert!(err.message().contains("install Node.js"), "{err}");
+        assert!(err.message().contains("node-that-is-not-installed"), "{err}");
+    }
+}

@@ -1,0 +1,390 @@
+//! Notebook sessions on disk (the Srcbook model): one directory per session
+//! under the notebooks root,
+//!
+//! ```text
+//! <root>/<sessionId>/
+//!   session.json    title, language, cells in order (ids, filenames, markdown text)
+//!   package.json    {"type": "module", ...}: cells are ES modules; `npm_install` adds here
+//!   tsconfig.json
+//!   src/<filename>  one file per code cell
+//!   .packhost/      the loader and per-run builds (JavaScript stripped from the cells)
+//! ```
+//!
+//! Everything is read from disk on each call, so ids survive a host restart.
+//! Ids are checked before they touch a path: anything but `[A-Za-z0-9_-]`
+//! (so `../x` and absolute paths) is simply not found.
+
+use std::{
+    fs,
+    hash::{BuildHasher, Hasher},
+    io,
+    path::{Path, PathBuf},
+    sync::atomic::{AtomicU64, Ordering},
+    time::{SystemTime, UNIX_EPOCH},
+};
+
+use pack_sdk::{PackError, codes};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A language of code.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Language {
+    /// TypeScript: types are stripped before `node` runs it.
+    #[default]
+    Typescript,
+    /// JavaScript: runs as it is.
+    Javascript,
+}
+
+impl Language {
+    /// From a file name's extension: `.js`/`.mjs` are JavaScript, `.ts`/`.mts`
+    /// TypeScript; anything else is unknown.
+    pub fn from_filename(name: &str) -> Option<Self> {
+        let ext = name.rsplit_once('.')?.1;
+        match ext {
+            "js" | "mjs" => Some(Self::Javascript),
+            "ts" | "mts" => Some(Self::Typescript),
+            _ => None,
+        }
+    }
+
+    /// The extension a new cell gets.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Self::Typescript => "ts",
+            Self::Javascript => "js",
+        }
+    }
+
+    /// The Markdown fence's info string.
+    pub fn fence_name(self) -> &'static str {
+        match self {
+            Self::Typescript => "typescript",
+            Self::Javascript => "javascript",
+        }
+    }
+}
+
+/// What `session.json` holds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SessionMeta {
+    /// The session id (its directory name).
+    pub id: String,
+    /// A title, shown in listings and exports.
+    pub title: String,
+    /// The language of new cells without filename or language.
+    pub language: Language,
+    /// Cells in order.
+    pub cells: Vec<CellMeta>,
+}
+
+/// One cell as stored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CellMeta {
+    /// Stable id.
+    pub id: String,
+    /// `code` or `markdown`.
+    #[serde(rename = "type")]
+    pub kind: CellKind,
+    /// File name under `src/` (code cells).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filename: Option<String>,
+    /// Language set explicitly when the cell was created (wins over the
+    /// extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<Language>,
+    /// The text of a markdown cell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// The kind of a cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CellKind {
+    /// A file of code under `src/`.
+    Code,
+    /// Markdown text (from an imported `.src.md`).
+    Markdown,
+}
+
+impl CellMeta {
+    /// Detected language: the cell's metadata, then the file extension, then
+    /// TypeScript.
+    pub fn language(&self) -> Language {
+        self.language
+            .or_else(|| self.filename.as_deref().and_then(Language::from_filename))
+            .unwrap_or_default()
+    }
+}
+
+/// The notebooks root and the operations on it (blocking file work).
+#[derive(Debug, Clone)]
+pub struct Notebooks {
+    root: PathBuf,
+}
+
+/// Whether `id` can name a session or cell: 1–64 of `[A-Za-z0-9_-]`.
+pub fn valid_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Whether `name` can be a cell file name: a plain name (no `/`, not
+/// starting with `.`) ending in `.ts`, `.mts`, `.js` or `.mjs`.
+pub fn check_filename(name: &str) -> Result<(), PackError> {
+    let plain = !name.is_empty()
+        && name.len() <= 128
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
+    if plain && Language::from_filename(name).is_some() {
+        return Ok(());
+    }
+    Err(PackError::invalid_argument(format!(
+        "cell filename `{name}` is not allowed; use a plain file name of letters, digits, `_`, `-`, `.` \
+         ending in .ts, .mts, .js or .mjs (e.g. `utils.ts`)"
+    )))
+}
+
+/// A new random-looking id: `prefix` + 12 hex digits.
+pub fn new_id(prefix: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    hasher.write_u128(nanos);
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    hasher.write_u32(std::process::id());
+    format!("{prefix}{:012x}", hasher.finish() & 0xffff_ffff_ffff)
+}
+
+/// The `package.json` of a new session.
+pub const PACKAGE_JSON: &str = "{\n  \"type\": \"module\",\n  \"dependencies\": {}\n}\n";
+
+/// The `tsconfig.json` of a new session (for editors; stripping ignores it).
+pub const TSCONFIG_JSON: &str = r#"{
+  "compilerOptions": {
+    "module": "nodenext",
+    "moduleResolution": "nodenext",
+    "target": "es2022",
+    "strict": true,
+    "allowImportingTsExtensions": true,
+    "noEmit": true
+  }
+}
+"#;
+
+impl Notebooks {
+    /// Sessions under `root` (created when the first session is).
+    pub fn new(root: PathBuf) -> Self {
+        Self { root }
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The directory of session `id` (unchecked).
+    pub fn dir(&self, id: &str) -> PathBuf {
+        self.root.join(id)
+    }
+
+    /// Every session id, sorted.
+    pub fn ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = fs::read_dir(&self.root)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|entry| entry.file_name().into_string().ok())
+            .filter(|id| valid_id(id) && self.dir(id).join("session.json").is_file())
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    /// `SESSION_NOT_FOUND` for `id`, listing what exists.
+    pub fn session_not_found(&self, id: &str) -> String {
+        let ids = self.ids();
+        let existing = if ids.is_empty() {
+            "there are no sessions; create one with `exec_ts.session_create`".to_owned()
+        } else {
+            format!("sessions: {}", ids.join(", "))
+        };
+        format!(
+            "SESSION_NOT_FOUND: no session `{id}` under {} ({existing})",
+            self.root.display()
+        )
+    }
+
+    /// Read session `id`'s metadata.
+    pub fn load(&self, id: &str) -> Result<SessionMeta, PackError> {
+        let not_found = || PackError::new(codes::SESSION_NOT_FOUND, self.session_not_found(id));
+        if !valid_id(id) {
+            return Err(not_found());
+        }
+        let path = self.dir(id).join("session.json");
+        let text = match fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(not_found()),
+            Err(e) => return Err(io_error(&path, e)),
+        };
+        serde_json::from_str(&text).map_err(|e| {
+            PackError::internal(format!(
+                "{} is not a valid session file: {e}",
+                path.display()
+            ))
+        })
+    }
+
+    /// Write session metadata (atomically: a crash never leaves half a file).
+    pub fn save(&self, meta: &SessionMeta) -> Result<(), PackError> {
+        let dir = self.dir(&meta.id);
+        let tmp = dir.join(".session.json.tmp");
+        let json = serde_json::to_string_pretty(meta).expect("session metadata is JSON");
+        fs::write(&tmp, json + "\n").map_err(|e| io_error(&tmp, e))?;
+        let path = dir.join("session.json");
+        fs::rename(&tmp, &path).map_err(|e| io_error(&path, e))
+    }
+
+    /// Create a new session directory with its files.
+    pub fn create(
+        &self,
+        title: &str,
+        language: Language,
+        package_json: &str,
+    ) -> Result<SessionMeta, PackError> {
+        let id = new_id("s");
+        let dir = self.dir(&id);
+        fs::create_dir_all(dir.join("src")).map_err(|e| io_error(&dir, e))?;
+        write(&dir.join("package.json"), package_json)?;
+        write(&dir.join("tsconfig.json"), TSCONFIG_JSON)?;
+        let meta = SessionMeta {
+            id,
+            title: title.to_owned(),
+            language,
+            cells: Vec::new(),
+        };
+        self.save(&meta)?;
+        Ok(meta)
+    }
+
+    /// Remove session `id` and everything in its directory.
+    pub fn delete(&self, id: &str) -> Result<(), PackError> {
+        self.load(id)?;
+        let dir = self.dir(id);
+        fs::remove_dir_all(&dir).map_err(|e| io_error(&dir, e))
+    }
+
+    /// The source file of a code cell.
+    pub fn cell_path(&self, session: &str, filename: &str) -> PathBuf {
+        self.dir(session).join("src").join(filename)
+    }
+
+    /// The source of a cell (markdown text, or its file's content).
+    pub fn source(&self, session: &str, cell: &CellMeta) -> Result<String, PackError> {
+        match (&cell.kind, &cell.filename) {
+            (CellKind::Code, Some(filename)) => {
+                let path = self.cell_path(session, filename);
+                fs::read_to_string(&path).map_err(|e| io_error(&path, e))
+            }
+            _ => Ok(cell.text.clone().unwrap_or_default()),
+        }
+    }
+}
+
+/// `CELL_NOT_FOUND` for `cell` in `meta`, listing what exists.
+pub fn cell_not_found(meta: &SessionMeta, cell: &str) -> String {
+    let ids: Vec<String> = meta
+        .cells
+        .iter()
+        .map(|c| match &c.filename {
+            Some(f) => format!("{} ({f})", c.id),
+            None => c.id.clone(),
+        })
+        .collect();
+    let existing = if ids.is_empty() {
+        "it has no cells; add one with `exec_ts.cell_create`".to_owned()
+    } else {
+        format!("cells: {}", ids.join(", "))
+    };
+    format!(
+        "CELL_NOT_FOUND: session `{}` has no cell `{cell}` ({existing})",
+        meta.id
+    )
+}
+
+/// Write a file, naming it in the error.
+pub fn write(path: &Path, content: &str) -> Result<(), PackError> {
+    fs::write(path, content).map_err(|e| io_error(path, e))
+}
+
+/// An I/O failure naming the path.
+pub fn io_error(path: &Path, e: io::Error) -> PackError {
+    PackError::internal(format!("{}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_that_could_escape_are_invalid() {
+        for bad in ["", "../x", "/etc", "a/b", ".", "..", "a b", &"x".repeat(65)] {
+            assert!(!valid_id(bad), "{bad:?}");
+        }
+        assert!(valid_id("s0123abcdef01"));
+        assert!(valid_id(&new_id("c")));
+        assert_ne!(new_id("c"), new_id("c"));
+    }
+
+    #[test]
+    fn language_comes_from_metadata_then_extension_then_typescript() {
+        let cell = |filename: Option<&str>, language| CellMeta {
+            id: "c1".into(),
+            kind: CellKind::Code,
+            filename: filename.map(Into::into),
+            language,
+            text: None,
+        };
+        assert_eq!(cell(Some("a.js"), None).language(), Language::Javascript);
+        assert_eq!(cell(Some("a.mjs"), None).language(), Language::Javascript);
+        assert_eq!(cell(Some("a.mts"), None).language(), Language::Typescript);
+        assert_eq!(
+            cell(Some("a.js"), Some(Language::Typescript)).language(),
+            Language::Typescript
+        );
+        assert_eq!(cell(None, None).language(), Language::Typescript);
+    }
+
+    #[test]
+    fn filenames_must_be_plain_code_files() {
+        for bad in ["../a.ts", "/tmp/a.ts", "a/b.ts", ".a.ts", "a.py", "a", ""] {
+            let err = check_filename(bad).unwrap_err();
+            assert_eq!(err.code(), codes::INVALID_ARGUMENT, "{bad}");
+        }
+        check_filename("utils-2.mts").unwrap();
+    }
+
+    #[test]
+    fn a_session_is_found_after_a_restart_and_lists_what_exists() {
+        let root = tempfile::tempdir().unwrap();
+        let meta = Notebooks::new(root.path().into())
+            .create("t", Language::Typescript, PACKAGE_JSON)
+            .unwrap();
+        // A second value over the same root: nothing is cached.
+        let again = Notebooks::new(root.path().into());
+        assert_eq!(again.load(&meta.id).unwrap().title, "t");
+        let err = again.load("../x").unwrap_err();
+        assert_eq!(err.code(), codes::SESSION_NOT_FOUND);
+        assert!(err.message().contains(&meta.id), "{err}");
+    }
+}

@@ -1,0 +1,706 @@
+//! The `exec_ts` pack through the real host: buffered execution (JavaScript,
+//! TypeScript, errors, timeouts, caps, environment), notebook sessions and
+//! cells (create, run, import each other, errors, restart), `.src.md` export
+//! and import, and `npm_install` from a local package.
+
+use std::{
+    path::Path,
+    time::{Duration, Instant},
+};
+
+use packhost_tests::{TestHost, failed, is_error, ok, structured, text};
+use rmcp::model::CallToolResult;
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+/// A notebooks root of its own per test.
+struct Notebooks {
+    root: TempDir,
+}
+
+impl Notebooks {
+    fn new() -> Self {
+        Self {
+            root: TempDir::new().unwrap(),
+        }
+    }
+
+    fn config(&self) -> String {
+        format!(
+            "[packs.exec_ts]\nconfig = {{ notebooks_dir = {} }}\n",
+            toml_path(self.root.path())
+        )
+    }
+
+    async fn host(&self) -> TestHost {
+        TestHost::start(&self.config()).await
+    }
+}
+
+fn toml_path(path: &Path) -> String {
+    format!("{:?}", path.display().to_string())
+}
+
+/// Assert an error result that keeps the run shape; return that shape.
+#[track_caller]
+fn failed_run(result: &CallToolResult, code: &str) -> Value {
+    assert!(is_error(result), "expected an error, got: {}", text(result));
+    assert!(
+        text(result).starts_with(&format!("{code}: ")),
+        "expected {code}: {}",
+        text(result)
+    );
+    let output = structured(result);
+    for key in ["stdout", "stderr", "exitCode", "executionTime"] {
+        assert!(output.get(key).is_some(), "no `{key}` in {output}");
+    }
+    output
+}
+
+async fn execute(host: &TestHost, args: Value) -> CallToolResult {
+    host.call("exec_ts.execute", args).await
+}
+
+async fn create_session(host: &TestHost) -> String {
+    let created = ok(&host.call("exec_ts.session_create", json!({})).await);
+    created["sessionId"].as_str().unwrap().to_owned()
+}
+
+async fn create_cell(host: &TestHost, session: &str, filename: &str, source: &str) -> String {
+    let created = ok(&host
+        .call(
+            "exec_ts.cell_create",
+            json!({"sessionId": session, "filename": filename, "source": source}),
+        )
+        .await);
+    assert_eq!(created["filename"], filename);
+    created["cellId"].as_str().unwrap().to_owned()
+}
+
+async fn run_cell(host: &TestHost, session: &str, cell: &str) -> CallToolResult {
+    host.call(
+        "exec_ts.cell_execute",
+        json!({"sessionId": session, "cellId": cell}),
+    )
+    .await
+}
+
+// ---------------------------------------------------------------- execute
+
+#[tokio::test]
+async fn javascript_prints_hello_world() {
+    let nb = Notebooks::new();
+    let host = nb.host().await;
+    let output = ok(&execute(
+        &host,
+        json!({"code": "console.log(\"hello world\")", "language": "javascript"}),
+    )
+    .await);
+    assert_eq!(output["stdout"], "hello world\n");
+    assert_eq!(output["stderr"], "");
+    assert_eq!(output["exitCode"], 0);
+    assert!(output["executionTime"].is_u64(), "{output}");
+}
+
+#[tokio::test]
+async fn stderr_and_a_non_zero_exit_are_an_error_result_with_the_run_shape() {
+    let nb = Notebooks::new();
+    let host = nb.host().await;
+    let result = execute(
+        &host,
+        json!({"code": "console.error(\"error message\"); process.exit(1)", "language": "javascript"}),
+    )
+    .await;
+    let output = failed_run(&result, "EXECUTION_ERROR");
+    assert_eq!(output["stderr"], "error message\n");
+    assert_eq!(output["stdout"], "");
+    assert_eq!(output["exitCode"], 1);
+}
+
+#[tokio::test]
+async fn typescript_types_are_stripped_before_node_runs_it() {
+    let nb = Notebooks::new();
+    let host = nb.host().await;
+    // TypeScript is the default language.
+    let output = ok(&execute(
+        &host,
+        json!({"code": "const x: number = 42; console.log(x)"}),
+    )
+    .await);
+    assert_eq!(output["stdout"], "42\n");
+    let output = ok(&execute(
+        &host,
+        json!({"code": "interface P { name: string }\nenum E { A, B }\nconst p: P = { name: 'n' };\nconsole.log(p.name, E.B);"}),
+    )
+    .await);
+    assert_eq!(output["stdout"], "n 1\n");
+}
+
+#[tokio::test]
+async fn a_typescript_syntax_error_names_the_original_line() {
+    let nb = Notebooks::new();
+    let host = nb.host().await;
+    let result = execute(
+        &host,
+        json!({"code": "const a = 1;\n\nconst x: number = ;\n"}),
+    )
+    .await;
+    let output = failed_run(&result, "EXECUTION_ERROR");
+    let stderr = output["stderr"].as_str().unwrap();
+    assert!(stderr.contains("TypeScript syntax error"), "{stderr}");
+    assert!(stderr.contains("input.ts:3:19"), "{stderr}");
+    assert!(stderr.contains("const x: number = ;"), "{stderr}");
+    assert_ne!(output["exitCode"], 0);
+}
+
+#[tokio::test]
+async fn a_thrown_error_gives_message_stack_and_the_original_line() {
+    let nb = Notebooks::new();
+    let host = nb.host().await;
+    let result = execute(
+        &host,
+        json!({"code": "const a: number = 1;\n\nthrow new Error(\"kaboom \" + a);\n"}),
+    )
+    .await;
+    let output = failed_run(&result, "EXECUTION_ERROR");
+    let stderr = output["stderr"].as_str().unwrap();
+    assert!(stderr.contains("Error: kaboom 1"), "{stderr}");
+    // Types were replaced by whitespace: line 3, column 7 as in the original.
+    assert!(stderr.contains(":3:7"), "{stderr}");
+    assert_ne!(output["exitCode"], 0);
+}
+
+#[tokio::test]
+async fn es_modules_and_top_level_await_work() {
+    let nb = Notebooks::new();
+    let host = nb.host().await;
+    let output = ok(&execute(
+        &host,
+        json!({"code": "import { setTimeout as sleep } from 'node:timers/promises';\nconst v: string = await sleep(5, 'awake');\nconsole.log(v);"}),
+    )
+    .await);
+    assert_eq!(output["stdout"], "awake\n");
+}
+
+#[tokio::test]
+async fn a_timeout_kills_the_group_keeps_output_and_returns_in_time() {
+    let nb = Notebooks::new();
+    let host = nb.host().await;
+    // A child that inherits (and so holds) the pipes must not delay the result.
+    let code = "import { spawn } from 'node:child_process';\n\
+                spawn('sleep', ['30'], { stdio: 'inherit' });\n\
+                console.log('before');\n\
+                while (true) {}";
+    let started = Instant::now();
+    let result = execute(
+        &host,
+        json!({"code": code, "language": "javascript", "timeout": 1000}),
+    )
+    .await;
+    let elapsed = started.elapsed();
+    let output = failed_run(&result, "TIMEOUT");
+    assert_eq!(output["exitCode"], 124);
+    assert_eq!(output["stdout"], "before\n");
+    assert!(output["executionTime"].as_u64().unwrap() < 2000, "{output}");
+    assert!(elapsed < Duration::from_millis(2000), "{elapsed:?}");
+}
+
+#[tokio::test]
+async fn output_is_capped_at_one_mebibyte_with_a_marker() {
+    let nb = Notebooks::new();
+    let host = nb.host().await;
+    let code =
+        "const line = 'x'.repeat(100);\nfor (let i = 0; i < 1000000; i++) console.log(line);";
+    let output = ok(&execute(
+        &host,
+        json!({"code": code, "language": "javascript", "timeout": 55000}),
+    )
+    .await);
+    let stdout = output["stdout"].as_str().unwrap();
+    assert!(stdout.len() <= (1 << 20) + 50, "{}", stdout.len());
+    assert!(stdout.len() > 1 << 19, "{}", stdout.len());
+    assert!(
+        stdout.ends_with("\n[Output truncated]"),
+        "{}",
+        &stdout[stdout.len() - 40..]
+    );
+}
+
+#[tokio::test]
+async fn env_adds_variables_and_the_host_environment_stays_out() {
+    let nb = Notebooks::new();
+    let host = nb.host().await;
+    let output = ok(&execute(
+        &host,
+        json!({"code": "console.log(process.env.GREETING); console.log(Object.keys(process.env).sort().join(','))",
+               "language": "javascript", "env": {"GREETING": "hi"}}),
+    )
+    .await);
+    let stdout = output["stdout"].as_str().unwrap();
+    let mut lines = stdout.lines();
+    assert_eq!(lines.next(), Some("hi"));
+    let names: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert!(names.contains(&"PATH"), "{names:?}");
+    assert!(
+        names
+            .iter()
+            .all(|n| ["GREETING", "PATH", "HOME", "LANG"].contains(n)),
+        "{names:?}"
+    );
+}
+
+#[tokio::test]
+async fn cwd_is_the_working_directory_and_must_exist() {
+    let nb = Notebooks::new();
+    let host = nb.host().await;
+    let dir = TempDir::new().unwrap();
+    std::fs::write(dir.path().join("data.txt"), "from cwd").unwrap();
+    let output = ok(&execute(
+        &host,
+        json!({"code": "import { readFileSync } from 'node:fs';\nconsole.log(readFileSync('data.txt', 'utf8'));",
+               "cwd": dir.path().display().to_string()}),
+    )
+    .await);
+    assert_eq!(output["stdout"], "from cwd\n");
+    let result = execute(&host, json!({"code": "1", "cwd": "relative/dir"})).await;
+    failed(
+        &result,
+        "INVALID_ARGUMENT",
+        &[
+            "`cwd` \"relative/dir\"",
+            "absolute path to an existing directory",
+        ],
+    );
+}
+
+#[tokio::test]
+async fn a_missing_node_is_an_error_naming_what_to_install() {
+    let nb = Notebooks::new();
+    let config = format!(
+        "[packs.exec_ts]\nconfig = {{ node = \"node-not-installed-here\", notebooks_dir = {} }}\n",
+        toml_path(nb.root.path())
+    );
+    let host = TestHost::start(&config).await;
+    let result = execute(&host, json!({"code": "console.log(1)"})).await;
+    let output = failed_run(&result, "NOT_FOUND");
+    let stderr = output["stderr"].as_str().unwrap();
+    assert!(
+        stderr.contains("`node-not-installed-here` was not found on PATH"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("install Node.js"), "{stderr}");
+    assert_eq!(output["exitCode"], 127);
+    // The host keeps serving the rest of the pack.
+    ok(&host.call("exec_ts.session_list", json!({})).await);
+}
+
+// --------------------------------------------------------------- sessions
+
+#[tokio::test]
+async fn a_session_cell_runs_and_is_listed() {
+    let nb = Notebooks::new();
+    let host = nb.host().await;
+    let session = create_session(&host).await;
+    let created = ok(&host
+        .call(
+            "exec_ts.cell_create",
+            json!({"sessionId": session, "source": "console.log(\"test output\")"}),
+        )
+        .await);
+    assert_eq!(created["filename"], "cell-1.ts");
+    let cell = created["cellId"].as_str().unwrap();
+    let output = ok(&run_cell(&host, &session, cell).await);
+    assert_eq!(output["stdout"], "test output\n");
+    assert_eq!(output["exitCode"], 0);
+
+    let dir = nb.root.path().join(&session);
+    assert!(dir.join("package.json").is_file());
+    assert!(dir.join("tsconfig.json").is_file());
+    assert!(dir.join("src/cell-1.ts").is_file());
+    let list = ok(&host
+        .call("exec_ts.cell_list", json!({"sessionId": session}))
+        .await);
+    assert_eq!(
+        list["cells"],
+        json!([{"cellId": cell, "type": "code", "filename": "cell-1.ts",
+                "language": "typescript", "source": "console.log(\"test output\")"}])
+    );
+    let sessions = ok(&host.call("exec_ts.session_list", json!({})).await);
+    assert_eq!(sessions["sessions"][0]["sessionId"], session.as_str());
+    assert_eq!(sessions["sessions"][0]["cells"], 1);
+}
+
+#[tokio::test]
+async fn a_throwing_cell_is_an_error_with_its_stack() {
+    let nb = Notebooks::new();
+    let host = nb.host().await;
+    let session = create_session(&host).await;
+    let cell = create_cell(
+        &host,
+        &session,
+        "boom.ts",
+        "const n: number = 2;\nthrow new Error(`cell boom ${n}`);\n",
+    )
+    .await;
+    let output = failed_run(&run_cell(&host, &session, &cell).await, "EXECUTION_ERROR");
+    let stderr = output["stderr"].as_str().unwrap();
+    assert!(stderr.contains("Error: cell boom 2"), "{stderr}");
+    assert!(stderr.contains("boom.ts:2:7"), "{stderr}");
+    assert_ne!(output["exitCode"], 0);
+}
+
+#[tokio::test]
+async fn a_cell_syntax_error_names_its_file_and_line() {
+    let nb = Notebooks::new();
+    let host = nb.host().await;
+    let session = create_session(&host).await;
+    let cell = create_cell(
+        &host,
+        &session,
+        "broken.ts",
+        "const a = 1;\nconst b: number = ;\n",
+    )
+    .await;
+    let output = failed_run(&run_cell(&host, &session, &cell).await, "EXECUTION_ERROR");
+    let stderr = output["stderr"].as_str().unwrap();
+    assert!(stderr.contains("broken.ts:2:19"), "{stderr}");
+    assert_eq!(output["exitCode"], 1);
+}
+
+#[tokio::test]
+async fn a_missing_session_is_session_not_found_with_the_run_shape() {
+    let nb = Notebooks::new();
+    let host = nb.host().await;
+    for id in ["nope", "../x", "/etc", "..", "a/../../b"] {
+        let result = run_cell(&host, id, "c1").await;
+        let output = failed_run(&result, "SESSION_NOT_FOUND");
+        let stderr = output["stderr"].as_str().unwrap();
+        assert!(stderr.contains("SESSION_NOT_FOUND"), "{stderr}");
+        assert!(stderr.contains(&format!("`{id}`")), "{stderr}");
+        assert_eq!(output["exitCode"], 1);
+        assert_eq!(output["executionTime"], 0);
+    }
+    // Functions without a run shape answer with the plain error.
+    let result = host
+        .call(
+            "exec_ts.cell_create",
+            json!({"sessionId": "../escape", "source": "1"}),
+        )
+        .await;
+    failed(
+        &result,
+        "SESSION_NOT_FOUND",
+        &["`../escape`", "there are no sessions"],
+    );
+    assert!(!nb.root.path().join("../escape").exists());
+}
+
+#[tokio::test]
+async fn a_missing_cell_is_cell_not_found_listing_the_cells() {
+    let nb = Notebooks::new();
+    let host = nb.host().await;
+    let session = create_session(&host).await;
+    let cell = create_cell(&host, &session, "a.ts", "1").await;
+    let output = failed_run(
+        &run_cell(&host, &session, "c-missing").await,
+        "CELL_NOT_FOUND",
+    );
+    let stderr = output["stderr"].as_str().unwrap();
+    assert!(stderr.contains("CELL_NOT_FOUND"), "{stderr}");
+    assert!(stderr.contains("`c-missing`"), "{stderr}");
+    assert!(stderr.contains(&format!("{cell} (a.ts)")), "{stderr}");
+    assert_eq!(output["exitCode"], 1);
+    assert_eq!(output["executionTime"], 0);
+}
+
+#[tokio::test]
+async fn a_looping_cell_times_out() {
+    let nb = Notebooks::new();
+    let host = nb.host().await;
+    let session = create_session(&host).await;
+    let cell = create_cell(
+        &host,
+        &session,
+        "loop.js",
+        "console.log('start');\nwhile(true){}\n",
+    )
+    .await;
+    let started = Instant::now();
+    let result = host
+        .call(
+            "exec_ts.cell_execute",
+            json!({"sessionId": session, "cellId": cell, "timeout": 1000}),
+        )
+        .await;
+    let output = failed_run(&result, "TIMEOUT");
+    assert_eq!(output["exitCode"], 124);
+    assert_eq!(output["stdout"], "start\n");
+    assert!(output["executionTime"].as_u64().unwrap() < 2000, "{output}");
+    assert!(started.elapsed() < Duration::from_millis(2000));
+}
+
+#[tokio::test]
+async fn a_cell_imports_another_cells_export() {
+    let nb = Notebooks::new();
+    let host = nb.host().await;
+    let session = create_session(&host).await;
+    create_cell(
+        &host,
+        &session,
+        "answer.ts",
+        "export const answer: number = 42;\n",
+    )
+    .await;
+    let ts = create_cell(
+        &host,
+        &session,
+        "use.ts",
+        "import { answer } from './answer.ts';\nconsole.log(answer + 1);\n",
+    )
+    .await;
+    assert_eq!(ok(&run_cell(&host, &session, &ts).await)["stdout"], "43\n");
+    // JavaScript cells import TypeScript ones the TypeScript way (`.js`) or bare.
+    let js = create_cell(
+        &host,
+        &session,
+        "use.js",
+        "import { answer } from './answer.js';\nimport { answer as again } from './answer';\nconsole.log(answer, again);\n",
+    )
+    .await;
+    assert_eq!(
+        ok(&run_cell(&host, &session, &js).await)["stdout"],
+        "42 42\n"
+    );
+}
+
+#[tokio::test]
+async fn language_comes_from_metadata_then_extension_then_the_session() {
+    let nb = Notebooks::new();
+    let host = nb.host().await;
+    let created = ok(&host
+        .call(
+            "exec_ts.session_create",
+            json!({"title": "js", "language": "javascript"}),
+        )
+        .await);
+    let session = created["sessionId"].as_str().unwrap();
+    for args in [
+        json!({"sessionId": session, "source": "1", "filename": "a.mts"}),
+        json!({"sessionId": session, "source": "1", "filename": "b.ts", "language": "javascript"}),
+        json!({"sessionId": session, "source": "1"}),
+    ] {
+        ok(&host.call("exec_ts.cell_create", args).await);
+    }
+    let list = ok(&host
+        .call("exec_ts.cell_list", json!({"sessionId": session}))
+        .await);
+    let got: Vec<(Value, Value)> = list["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["filename"].clone(), c["language"].clone()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (json!("a.mts"), json!("typescript")),
+            (json!("b.ts"), json!("javascript")),
+            (json!("cell-1.js"), json!("javascript")),
+        ]
+    );
+    let result = host
+        .call(
+            "exec_ts.cell_create",
+            json!({"sessionId": session, "source": "1", "filename": "../x.ts"}),
+        )
+        .await;
+    failed(&result, "INVALID_ARGUMENT", &["`../x.ts`", "ending in .ts"]);
+}
+
+#[tokio::test]
+async fn update_delete_and_session_delete() {
+    let nb = Notebooks::new();
+    let host = nb.host().await;
+    let session = create_session(&host).await;
+    let cell = create_cell(&host, &session, "a.ts", "console.log('one')").await;
+    ok(&host
+        .call(
+            "exec_ts.cell_update",
+            json!({"sessionId": session, "cellId": cell, "source": "console.log('two')"}),
+        )
+        .await);
+    assert_eq!(
+        ok(&run_cell(&host, &session, &cell).await)["stdout"],
+        "two\n"
+    );
+    ok(&host
+        .call(
+            "exec_ts.cell_delete",
+            json!({"sessionId": session, "cellId": cell}),
+        )
+        .await);
+    failed_run(&run_cell(&host, &session, &cell).await, "CELL_NOT_FOUND");
+    ok(&host
+        .call("exec_ts.session_delete", json!({"sessionId": session}))
+        .await);
+    assert!(!nb.root.path().join(&session).exists());
+    let sessions = ok(&host.call("exec_ts.session_list", json!({})).await);
+    assert_eq!(sessions["sessions"], json!([]));
+}
+
+#[tokio::test]
+async fn export_then_import_keeps_the_cells() {
+    let nb = Notebooks::new();
+    let host = nb.host().await;
+    let created = ok(&host
+        .call("exec_ts.session_create", json!({"title": "Round trip"}))
+        .await);
+    let session = created["sessionId"].as_str().unwrap();
+    create_cell(
+        &host,
+        session,
+        "answer.ts",
+        "export const answer: number = 42;\n",
+    )
+    .await;
+    create_cell(
+        &host,
+        session,
+        "use.ts",
+        "import { answer } from './answer.ts';\nconsole.log(`answer ${answer}`);\n",
+    )
+    .await;
+    let exported = ok(&host
+        .call("exec_ts.session_export", json!({"sessionId": session}))
+        .await);
+    let markdown = exported["markdown"].as_str().unwrap();
+    assert!(
+        markdown.starts_with("<!-- srcbook:{\"language\":\"typescript\"} -->\n\n# Round trip\n"),
+        "{markdown}"
+    );
+    assert!(markdown.contains("###### package.json\n"), "{markdown}");
+    assert!(
+        markdown.contains("###### use.ts\n\n```typescript\n"),
+        "{markdown}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(exported["path"].as_str().unwrap()).unwrap(),
+        markdown
+    );
+
+    let imported = ok(&host
+        .call("exec_ts.session_import", json!({"markdown": markdown}))
+        .await);
+    let new_session = imported["sessionId"].as_str().unwrap();
+    assert_ne!(new_session, session);
+    assert_eq!(imported["title"], "Round trip");
+    let sources = |list: Value| -> Vec<(Value, Value)> {
+        list["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c["filename"].clone(), c["source"].clone()))
+            .collect()
+    };
+    let before = ok(&host
+        .call("exec_ts.cell_list", json!({"sessionId": session}))
+        .await);
+    let after = ok(&host
+        .call("exec_ts.cell_list", json!({"sessionId": new_session}))
+        .await);
+    assert_eq!(sources(after), sources(before));
+    let use_cell = imported["cells"][1]["cellId"].as_str().unwrap();
+    assert_eq!(
+        ok(&run_cell(&host, new_session, use_cell).await)["stdout"],
+        "answer 42\n"
+    );
+
+    let result = host
+        .call(
+            "exec_ts.session_import",
+            json!({"markdown": "# T\n\n###### a.ts\n\nno block\n"}),
+        )
+        .await;
+    failed(
+        &result,
+        "INVALID_ARGUMENT",
+        &["line 3", "fenced code block"],
+    );
+}
+
+#[tokio::test]
+async fn a_cell_survives_a_host_restart() {
+    let nb = Notebooks::new();
+    let (session, cell) = {
+        let host = nb.host().await;
+        let session = create_session(&host).await;
+        let cell = create_cell(
+            &host,
+            &session,
+            "kept.ts",
+            "console.log('still here' as string)",
+        )
+        .await;
+        host.client.cancel().await.unwrap();
+        (session, cell)
+    };
+    let host = nb.host().await;
+    let output = ok(&run_cell(&host, &session, &cell).await);
+    assert_eq!(output["stdout"], "still here\n");
+}
+
+#[tokio::test]
+async fn npm_install_adds_a_local_package_cells_can_import() {
+    let nb = Notebooks::new();
+    let host = nb.host().await;
+    let package = TempDir::new().unwrap();
+    std::fs::write(
+        package.path().join("package.json"),
+        r#"{"name": "local-greet", "version": "1.0.0", "type": "module", "main": "index.js"}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        package.path().join("index.js"),
+        "export const greet = (name) => `hi ${name}`;\n",
+    )
+    .unwrap();
+    let session = create_session(&host).await;
+    let installed = host
+        .call(
+            "exec_ts.npm_install",
+            json!({"sessionId": session, "packages": [package.path().display().to_string()]}),
+        )
+        .await;
+    let output = ok(&installed);
+    assert_eq!(output["exitCode"], 0);
+    let cell = create_cell(
+        &host,
+        &session,
+        "greet.ts",
+        "import { greet } from 'local-greet';\nconsole.log(greet('ts' as string));\n",
+    )
+    .await;
+    assert_eq!(
+        ok(&run_cell(&host, &session, &cell).await)["stdout"],
+        "hi ts\n"
+    );
+
+    let result = host
+        .call(
+            "exec_ts.npm_install",
+            json!({"sessionId": session, "packages": ["--global"]}),
+        )
+        .await;
+    failed(
+        &result,
+        "INVALID_ARGUMENT",
+        &["\"--global\" is not a package"],
+    );
+    let output = failed_run(
+        &host
+            .call("exec_ts.npm_install", json!({"sessionId": "gone"}))
+            .await,
+        "SESSION_NOT_FOUND",
+    );
+    assert_eq!(output["exitCode"], 1);
+}

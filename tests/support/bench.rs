@@ -1,0 +1,75 @@
+//! What every benchmark binary shares: arguments, percentiles, the table.
+
+use std::{
+    str::FromStr,
+    time::{Duration, Instant},
+};
+
+/// `--name value` from the command line, else `default`.
+pub fn arg<T: FromStr>(name: &str, default: T) -> T {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The `p` quantile (0..=1) of `samples`.
+pub fn percentile(samples: &[Duration], p: f64) -> Duration {
+    let mut sorted = samples.to_vec();
+    sorted.sort();
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index]
+}
+
+/// Time `f` `calls` times after `warmup` untimed runs.
+pub async fn samples(warmup: usize, calls: usize, mut f: impl AsyncFnMut()) -> Vec<Duration> {
+    for _ in 0..warmup {
+        f().await;
+    }
+    let mut samples = Vec::with_capacity(calls);
+    for _ in 0..calls {
+        let started = Instant::now();
+        f().await;
+        samples.push(started.elapsed());
+    }
+    samples
+}
+
+/// Milliseconds with three decimals.
+pub fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1000.0)
+}
+
+/// `a / b` as `1.23x`.
+pub fn ratio(a: Duration, b: Duration) -> String {
+    format!("{:.2}x", a.as_secs_f64() / b.as_secs_f64())
+}
+
+/// One row: metric, value, target, reference measured in the same run, ratio.
+pub struct Row {
+    /// What is measured.
+    pub metric: String,
+    /// The figure.
+    pub value: String,
+    /// The target, or `-`.
+    pub target: String,
+    /// The reference and its figure.
+    pub reference: String,
+    /// value / reference.
+    pub ratio: String,
+}
+
+/// Print `rows` as a Markdown table under `title`.
+pub fn print_table(title: &str, rows: &[Row]) {
+    println!("{title}");
+    println!("| metric | value | target | reference (same run) | ratio |");
+    println!("|---|---|---|---|---|");
+    for row in rows {
+        println!(
+            "| {} | {} | {} | {} | {} |",
+            row.metric, row.value, row.target, row.reference, row.ratio
+        );
+    }
+}
