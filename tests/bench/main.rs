@@ -46,21 +46,6 @@ fn rss_kib(pid: u32) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-fn child_pid_of_self() -> Option<u32> {
-    let me = std::process::id().to_string();
-    let bin = packhost_bin();
-    std::fs::read_dir("/proc")
-        .ok()?
-        .flatten()
-        .find_map(|entry| {
-            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
-            let ppid = stat.rsplit(')').next()?.split_whitespace().nth(1)?;
-            let exe = std::fs::read_link(entry.path().join("exe")).ok()?;
-            (ppid == me && exe == bin).then_some(pid)
-        })
-}
-
 #[tokio::main]
 async fn main() {
     let starts = arg("--starts", 20);
@@ -115,7 +100,7 @@ async fn main() {
         });
     }
 
-    let rss = child_pid_of_self().and_then(rss_kib);
+    let rss = Some(host.rss_kib()).filter(|k| *k > 0);
     let self_rss = rss_kib(std::process::id());
     let mib = |kib: u64| format!("{:.1} MiB", kib as f64 / 1024.0);
     rows.push(Row {

@@ -120,6 +120,7 @@ async fn a_syntax_error_points_at_the_users_line() {
     assert_eq!(body["error_type"], "SyntaxError");
     assert_eq!(body["success"], false);
     assert_eq!(body["line"], 3, "{message}");
+    assert_eq!(body["column"], 5, "{message}");
     let traceback = body["traceback"].as_str().unwrap();
     assert!(
         traceback.starts_with("  File \"<code>\", line 3\n    y = )"),
@@ -361,4 +362,109 @@ async fn without_the_bridge_packs_are_not_there() {
         .await;
     let body = structured(&result);
     assert_eq!(body["error_type"], "AttributeError", "{body}");
+}
+
+#[tokio::test]
+async fn cwd_must_be_inside_an_allowed_root() {
+    let root = tempfile::TempDir::new().unwrap();
+    std::fs::create_dir(root.path().join("work")).unwrap();
+    let extra = format!("config = {{ cwd_roots = [\"{}\"] }}", root.path().display());
+    let host = TestHost::start(&config(&extra)).await;
+    let inside = root.path().join("work").canonicalize().unwrap();
+    let result = host
+        .call(
+            "exec_py.run",
+            json!({"code": "import os\nos.getcwd()", "cwd": inside}),
+        )
+        .await;
+    assert_eq!(ok(&result)["result"], inside.display().to_string());
+    let result = host
+        .call("exec_py.run", json!({"code": "1", "cwd": "/etc"}))
+        .await;
+    failed(
+        &result,
+        "ACCESS_DENIED",
+        &["`cwd` /etc is outside the allowed folders", "cwd_roots"],
+    );
+    // Without `cwd`: a fresh temporary folder, which is also TMPDIR.
+    let out = py(&host, "import os, tempfile\n[os.getcwd() == os.environ['TMPDIR'], tempfile.gettempdir() == os.getcwd()]").await;
+    assert_eq!(out["result"], json!([true, true]));
+}
+
+/// Processes whose command line holds the runner and whose parent is `pid`.
+fn interpreters_of(pid: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let child: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            let ppid: u32 = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            let cmdline = std::fs::read_to_string(entry.path().join("cmdline")).ok()?;
+            (ppid == pid && cmdline.contains("packhost exec_py runner")).then_some(child)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn cancelling_the_call_kills_the_interpreter() {
+    let host = host().await;
+    let marker = host.dir.path().join("pgid");
+    let code = format!(
+        "import os, time\nopen({:?}, 'w').write(str(os.getpgid(0)))\ntime.sleep(60)",
+        marker.display().to_string()
+    );
+    let params = rmcp::model::CallToolRequestParams::new("exec_py.run")
+        .with_arguments(json!({"code": code}).as_object().unwrap().clone());
+    let call = host.client.call_tool(params);
+    // Dropping the request future makes the client send notifications/cancelled.
+    let abandoned = tokio::time::timeout(Duration::from_millis(1500), call).await;
+    assert!(abandoned.is_err(), "the code should still be sleeping");
+    let group: u32 = std::fs::read_to_string(&marker).unwrap().parse().unwrap();
+    for _ in 0..100 {
+        if pack_process::live_members(group).is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!(
+        "the interpreter outlived its cancelled call: {:?}",
+        pack_process::live_members(group)
+    );
+}
+
+#[tokio::test]
+async fn idle_interpreters_end_with_the_host() {
+    let host = host().await;
+    py(&host, "1").await;
+    let pid = host.pid;
+    let mut idle = Vec::new();
+    for _ in 0..100 {
+        idle = interpreters_of(pid);
+        if idle.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        !idle.is_empty(),
+        "the pool should hold pre-started interpreters"
+    );
+    host.client.cancel().await.unwrap();
+    for _ in 0..150 {
+        if idle
+            .iter()
+            .all(|p| pack_process::live_members(*p).is_empty())
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("idle interpreters outlived the host: {idle:?}");
 }

@@ -127,6 +127,8 @@ pub struct TestHost {
     pub recorder: Recorder,
     /// The directory the host runs in (holds `packs.toml` and `stderr.log`).
     pub dir: TempDir,
+    /// The host's process id.
+    pub pid: u32,
 }
 
 /// A `packhost` command in `dir` with no `PACKHOST_*` or other variables of
@@ -169,6 +171,7 @@ impl TestHost {
             .stderr(Stdio::from(stderr))
             .spawn()
             .expect("spawn packhost");
+        let pid = transport.id().expect("a running child has a pid");
         let recorder = Recorder::default();
         let client = recorder.clone().serve(transport).await.unwrap_or_else(|e| {
             let log = std::fs::read_to_string(dir.path().join("stderr.log")).unwrap_or_default();
@@ -178,7 +181,19 @@ impl TestHost {
             client,
             recorder,
             dir,
+            pid,
         }
+    }
+
+    /// The host's resident memory, in KiB.
+    pub fn rss_kib(&self) -> u64 {
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", self.pid)).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
     }
 
     /// `tools/call name args`; a protocol error fails the test.

@@ -40,6 +40,7 @@ enum Answer {
         error_message: String,
         traceback: String,
         line: Option<u32>,
+        column: Option<u32>,
     },
 }
 
@@ -128,15 +129,13 @@ fn shape(
     elapsed: Duration,
 ) -> Result<RunOutput, PackError> {
     let execution_time_ms = elapsed.as_secs_f64() * 1000.0;
-    let failure = |error_type: &str,
-                   error_message: String,
-                   traceback: String,
-                   line: Option<u32>| RunFailure {
+    let failure = |error_type: &str, error_message: String| RunFailure {
         success: false,
         error_type: error_type.to_owned(),
         error_message,
-        traceback,
-        line,
+        traceback: String::new(),
+        line: None,
+        column: None,
         stdout: finished.stdout.text.clone(),
         stderr: finished.stderr.text.clone(),
         execution_time_ms,
@@ -149,7 +148,7 @@ fn shape(
             );
             Err(PackError::new(codes::TIMEOUT, &message)
                 .with_help("pass a larger `timeout_ms`, or make the code finish sooner")
-                .with_result(&failure("TimeoutError", message.clone(), String::new(), None)))
+                .with_result(&failure("TimeoutError", message.clone())))
         }
         (Some(Answer::Value { has_value, result, result_repr }), _) => Ok(RunOutput {
             success: true,
@@ -164,7 +163,7 @@ fn shape(
             }),
             execution_time_ms,
         }),
-        (Some(Answer::Error { error_type, error_message, traceback, line }), _) => {
+        (Some(Answer::Error { error_type, error_message, traceback, line, column }), _) => {
             let code = if error_type == "SyntaxError" || error_type == "IndentationError" || error_type == "TabError" {
                 codes::INVALID_ARGUMENT
             } else {
@@ -172,7 +171,12 @@ fn shape(
             };
             let at = line.map(|l| format!(" (line {l})")).unwrap_or_default();
             Err(PackError::new(code, format!("{error_type}: {error_message}{at}"))
-                .with_result(&failure(&error_type, error_message, traceback, line)))
+                .with_result(&RunFailure {
+                    traceback,
+                    line,
+                    column,
+                    ..failure(&error_type, error_message)
+                }))
         }
         (None, exit) => {
             let message = format!(
@@ -180,7 +184,7 @@ fn shape(
                 exit.code()
             );
             Err(PackError::new(codes::EXECUTION_ERROR, &message)
-                .with_result(&failure("ProcessExit", message.clone(), String::new(), None)))
+                .with_result(&failure("ProcessExit", message.clone())))
         }
     }
 }

@@ -122,6 +122,8 @@ pub struct RunFailure {
     pub traceback: String,
     /// The line of the user's code where it failed.
     pub line: Option<u32>,
+    /// The column, for a syntax error.
+    pub column: Option<u32>,
     /// What the code printed before failing.
     pub stdout: String,
     /// What the code wrote to stderr before failing.

@@ -52,8 +52,8 @@ pub struct Config {
     /// Default `node`.
     #[serde(default = "default_node")]
     pub node: PathBuf,
-    /// Where notebook sessions live, one directory each. Default
-    /// `~/.packhost/notebooks`.
+    /// Where notebook sessions live, one directory each (`~/` is the home
+    /// directory). Default `~/.packhost/notebooks`.
     #[serde(default)]
     pub notebooks_dir: Option<PathBuf>,
     /// Host environment variables a child process may see (nothing else of
@@ -110,7 +110,7 @@ impl State {
             ));
         }
         let notebooks_dir = match config.notebooks_dir {
-            Some(dir) => dir,
+            Some(dir) => home_relative(dir),
             None => std::env::var_os("HOME")
                 .map(PathBuf::from)
                 .ok_or_else(|| {
@@ -121,7 +121,7 @@ impl State {
                 })?
                 .join(".packhost/notebooks"),
         };
-        let tools = Tools::find(&config.node);
+        let tools = Tools::find(&home_relative(config.node));
         let runner = Runner::new(
             tools,
             EnvAllowList::new(config.env_allow),
@@ -138,6 +138,14 @@ impl State {
     fn locked<T>(&self, work: impl FnOnce(&Notebooks) -> T) -> T {
         let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
         work(&self.notebooks)
+    }
+}
+
+/// `~/x` as `$HOME/x` (config values are often written that way).
+fn home_relative(path: PathBuf) -> PathBuf {
+    match (path.strip_prefix("~"), std::env::var_os("HOME")) {
+        (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => path,
     }
 }
 
@@ -294,11 +302,7 @@ pub struct SessionList {
     pub root: String,
 }
 
-async fn session_list(
-    state: Arc<State>,
-    _: Empty,
-    _: Context,
-) -> Result<SessionList, PackError> {
+async fn session_list(state: Arc<State>, _: Empty, _: Context) -> Result<SessionList, PackError> {
     blocking(&state, |state| {
         let nb = &state.notebooks;
         let sessions = nb
@@ -634,7 +638,8 @@ export async function load(url, context, next) {
   return next(url, context);
 }
 "#;
-const REGISTER_MJS: &str = "import { register } from 'node:module';\nregister('./loader.mjs', import.meta.url);\n";
+const REGISTER_MJS: &str =
+    "import { register } from 'node:module';\nregister('./loader.mjs', import.meta.url);\n";
 
 /// Strip every code cell of the session into a fresh `.packhost/run-*/src/`
 /// (same file names, so cells import each other as they are written). The
@@ -909,7 +914,11 @@ async fn npm_install(
 ) -> Result<ExecOutput, PackError> {
     let started = Instant::now();
     let timeout = timeout_of(args.timeout)?;
-    if let Some(flag) = args.packages.iter().find(|p| p.starts_with('-') || p.is_empty()) {
+    if let Some(flag) = args
+        .packages
+        .iter()
+        .find(|p| p.starts_with('-') || p.is_empty())
+    {
         return Err(PackError::invalid_argument(format!(
             "`packages` entry {flag:?} is not a package; give names like `lodash` or `zod@3`"
         )));
@@ -1033,6 +1042,17 @@ mod tests {
     }
 
     #[test]
+    fn a_leading_tilde_is_the_home_directory() {
+        let home = PathBuf::from(std::env::var_os("HOME").unwrap());
+        assert_eq!(home_relative("~/nb".into()), home.join("nb"));
+        assert_eq!(
+            home_relative("/abs/~/nb".into()),
+            PathBuf::from("/abs/~/nb")
+        );
+        assert_eq!(home_relative("node".into()), PathBuf::from("node"));
+    }
+
+    #[test]
     fn config_refuses_unknown_keys_and_names_them() {
         let err = serde_json::from_value::<Config>(serde_json::json!({"nodes": "x"})).unwrap_err();
         assert!(err.to_string().contains("unknown field `nodes`"), "{err}");
@@ -1044,6 +1064,9 @@ mod tests {
         let err = tools.node().unwrap_err();
         assert_eq!(err.code(), codes::NOT_FOUND);
         assert!(err.message().contains("install Node.js"), "{err}");
-        assert!(err.message().contains("node-that-is-not-installed"), "{err}");
+        assert!(
+            err.message().contains("node-that-is-not-installed"),
+            "{err}"
+        );
     }
 }

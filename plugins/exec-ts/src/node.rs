@@ -181,7 +181,8 @@ impl Runner {
                         let (node, env) = (node.clone(), env.clone());
                         async move {
                             let dir = TempDir::with_prefix("packhost-exec-ts-")?;
-                            let mut command = stdin_command(&node, dir.path(), &env, &BTreeMap::new());
+                            let mut command =
+                                stdin_command(&node, dir.path(), &env, &BTreeMap::new());
                             let group = ProcessGroup::spawn(&mut command)?;
                             Ok(Warm { group, dir })
                         }

@@ -56,7 +56,10 @@ pub fn render(doc: &Document) -> String {
     let header = serde_json::json!({ "language": doc.language.fence_name() });
     let mut out = format!("<!-- srcbook:{header} -->\n\n# {}\n", doc.title);
     if let Some(package) = &doc.package_json {
-        out.push_str(&format!("\n###### package.json\n\n{}", fenced("json", package)));
+        out.push_str(&format!(
+            "\n###### package.json\n\n{}",
+            fenced("json", package)
+        ));
     }
     for cell in &doc.cells {
         match cell {
@@ -74,11 +77,7 @@ pub fn render(doc: &Document) -> String {
 
 /// A fence longer than any backtick run in `body`.
 fn fenced(info: &str, body: &str) -> String {
-    let longest = body
-        .split(|c| c != '`')
-        .map(str::len)
-        .max()
-        .unwrap_or(0);
+    let longest = body.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest.max(2) + 1);
     let body = body.strip_suffix('\n').unwrap_or(body);
     format!("{fence}{info}\n{body}\n{fence}\n")
@@ -110,7 +109,10 @@ pub fn parse(text: &str) -> Result<Document, String> {
         let trimmed = line.trim();
         if !saw_header && let Some(rest) = trimmed.strip_prefix("<!-- srcbook:") {
             let json = rest.strip_suffix("-->").ok_or_else(|| {
-                format!("line {}: the srcbook header must end with `-->` on the same line", i + 1)
+                format!(
+                    "line {}: the srcbook header must end with `-->` on the same line",
+                    i + 1
+                )
             })?;
             let header: Value = serde_json::from_str(json.trim())
                 .map_err(|e| format!("line {}: the srcbook header is not JSON: {e}", i + 1))?;
@@ -223,7 +225,10 @@ mod tests {
     #[test]
     fn render_then_parse_is_the_same_document() {
         let text = render(&sample());
-        assert!(text.starts_with("<!-- srcbook:{\"language\":\"typescript\"} -->\n\n# Demo\n"), "{text}");
+        assert!(
+            text.starts_with("<!-- srcbook:{\"language\":\"typescript\"} -->\n\n# Demo\n"),
+            "{text}"
+        );
         assert!(text.contains("###### a.ts\n\n```typescript\n"), "{text}");
         assert!(text.contains("````javascript\n"), "{text}");
         assert_eq!(parse(&text).unwrap(), sample());

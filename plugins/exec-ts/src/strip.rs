@@ -67,9 +67,10 @@ fn run(code: &str, filename: &str, mode: Mode) -> Result<String, (ErrorCode, Str
     match result {
         Ok(output) => Ok(output.code),
         Err(error) => {
-            let diagnostics = String::from_utf8_lossy(&sink.0.lock().unwrap_or_else(|e| e.into_inner()))
-                .trim_end()
-                .to_owned();
+            let diagnostics =
+                String::from_utf8_lossy(&sink.0.lock().unwrap_or_else(|e| e.into_inner()))
+                    .trim_end()
+                    .to_owned();
             let text = if diagnostics.is_empty() {
                 format!("{filename}: TypeScript {}: {}", error.code, error.message)
             } else {
