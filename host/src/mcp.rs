@@ -58,9 +58,42 @@ fn object(schema: Value) -> JsonObject {
     }
 }
 
-/// Success: the value as structured content and as text.
+/// Success: the value as structured content and as text; images in the
+/// value's `images` array (`{mime, data_base64}` items) also as image blocks,
+/// and in the text only as a mention (models should not read base64).
 fn success(value: Value) -> CallToolResult {
-    let mut result = CallToolResult::success(vec![ContentBlock::text(value_text(&value))]);
+    let images: Vec<(String, String)> = value["images"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|image| {
+                    let mime = image["mime"].as_str()?;
+                    let data = image["data_base64"].as_str()?;
+                    Some((mime.to_owned(), data.to_owned()))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let text = if images.is_empty() {
+        value_text(&value)
+    } else {
+        let mut shown = value.clone();
+        for image in shown["images"].as_array_mut().into_iter().flatten() {
+            if let Some(data) = image.get_mut("data_base64") {
+                let size = data.as_str().map_or(0, str::len);
+                *data = Value::String(format!("<{size} bytes of base64, sent as an image block>"));
+            }
+        }
+        value_text(&shown)
+    };
+    let mut content = vec![ContentBlock::text(text)];
+    content.extend(
+        images
+            .into_iter()
+            .map(|(mime, data)| ContentBlock::image(data, mime)),
+    );
+    let mut result = CallToolResult::success(content);
     result.structured_content = Some(value);
     result
 }

@@ -69,6 +69,32 @@ async fn packs_see_the_catalog_of_what_they_can_call() {
 }
 
 #[tokio::test]
+async fn images_in_a_result_become_image_blocks() {
+    let host = TestHost::start(&config()).await;
+    let result = host.call("hello.image", json!({})).await;
+    let value = ok(&result);
+    let data = value["images"][0]["data_base64"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let image = result
+        .content
+        .iter()
+        .find_map(|c| c.as_image())
+        .expect("an image block");
+    assert_eq!(
+        (image.data.as_str(), image.mime_type.as_str()),
+        (data.as_str(), "image/png")
+    );
+    // The text mentions the image without its base64.
+    let text = text(&result);
+    assert!(
+        text.contains("one pixel") && !text.contains(&data),
+        "{text}"
+    );
+}
+
+#[tokio::test]
 async fn ping_is_answered() {
     let host = TestHost::start(&config()).await;
     let response = host
