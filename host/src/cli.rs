@@ -27,6 +27,9 @@ pub struct Cli {
         value_name = "FILE"
     )]
     pub config: Option<PathBuf>,
+    /// Log line format (logs always go to stderr).
+    #[arg(long, global = true, value_enum, default_value_t)]
+    pub log_format: crate::logging::LogFormat,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -35,8 +38,17 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Serve MCP on stdin/stdout (logs go to stderr).
-    Serve,
+    /// Serve MCP on stdin/stdout (logs go to stderr), or over streamable
+    /// HTTP with --http.
+    Serve {
+        /// Serve streamable HTTP at http://ADDR/mcp instead of stdio, e.g.
+        /// 127.0.0.1:8765.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// Allow a non-loopback address without [[auth.tokens]].
+        #[arg(long, requires = "http")]
+        insecure: bool,
+    },
     /// Run one `run` command and print its result; exit 1 when it fails.
     Call {
         /// The command, e.g. 'proj.list()' or '$snippet k=v'.
@@ -44,9 +56,32 @@ pub enum Command {
     },
     /// List the loaded packs, their functions and signatures.
     Packs,
+    /// Make a bearer token for HTTP and print its `[[auth.tokens]]` entry.
+    Token {
+        /// What to do with tokens.
+        #[command(subcommand)]
+        action: TokenAction,
+    },
     /// Check the config and load every pack; exit 1 when a pack fails to load,
     /// 2 when the config itself is wrong.
     Check,
+}
+
+/// `packhost token ...`.
+#[derive(Debug, Subcommand)]
+pub enum TokenAction {
+    /// A new random token for a user of an organisation.
+    New {
+        /// The user calls with this token run as.
+        #[arg(long)]
+        user: String,
+        /// Their organisation.
+        #[arg(long)]
+        org: String,
+        /// Only these tools (`pack.function`, `pack.*`, `run`); repeatable.
+        #[arg(long = "tool", value_name = "TOOL")]
+        tools: Vec<String>,
+    },
 }
 
 /// Errors that stop a subcommand before it can do anything.
@@ -54,6 +89,9 @@ pub type Error = Box<dyn std::error::Error + Send + Sync>;
 
 /// Run the parsed command line.
 pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
+    if let Command::Token { action } = &cli.command {
+        return new_token(action);
+    }
     let loaded = config::load(cli.config.as_deref())?;
     if let Some(file) = &loaded.file {
         tracing::debug!(file = %file.display(), "config");
@@ -63,8 +101,17 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
         tracing::error!("{error}");
     }
     let executor = Executor::new(packs, &loaded.config);
+    executor.metrics().set_load_failures(errors.len());
     let code = match cli.command {
-        Command::Serve => serve(&executor, &loaded).await?,
+        Command::Serve {
+            http: Some(addr),
+            insecure,
+        } => {
+            crate::http::serve(&executor, &loaded.config, addr, insecure).await?;
+            ExitCode::SUCCESS
+        }
+        Command::Serve { http: None, .. } => serve(&executor, &loaded).await?,
+        Command::Token { .. } => unreachable!("handled before loading the config"),
         Command::Call { command } => call(&executor, &loaded, &command).await,
         Command::Packs => {
             print_packs(&executor);
@@ -89,7 +136,8 @@ async fn serve(executor: &Arc<Executor>, loaded: &Loaded) -> Result<ExitCode, Er
     Ok(ExitCode::SUCCESS)
 }
 
-async fn stop_signal() {
+/// SIGTERM or SIGINT.
+pub async fn stop_signal() {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut term), Ok(mut int)) = (
         signal(SignalKind::terminate()),
@@ -111,6 +159,7 @@ async fn call(executor: &Arc<Executor>, loaded: &Loaded, command: &str) -> ExitC
         progress: None,
         cancel: CancellationToken::new(),
         depth: 0,
+        allowed: None,
     };
     match executor.run(command, &caller).await {
         Ok(value) => {
@@ -122,6 +171,27 @@ async fn call(executor: &Arc<Executor>, loaded: &Loaded, command: &str) -> ExitC
             ExitCode::FAILURE
         }
     }
+}
+
+fn new_token(action: &TokenAction) -> Result<ExitCode, Error> {
+    let TokenAction::New { user, org, tools } = action;
+    let token = crate::auth::new_token()?;
+    let digest = crate::auth::hex(&crate::auth::sha256(&token));
+    println!("token (give it to the client; it is not stored): {token}");
+    println!("add to packs.toml:\n");
+    println!("[[auth.tokens]]");
+    println!("user = {}", toml_string(user));
+    println!("org = {}", toml_string(org));
+    println!("sha256 = \"{digest}\"");
+    if !tools.is_empty() {
+        let tools: Vec<String> = tools.iter().map(|t| toml_string(t)).collect();
+        println!("tools = [{}]", tools.join(", "));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn toml_string(text: &str) -> String {
+    toml::Value::String(text.to_owned()).to_string()
 }
 
 fn print_packs(executor: &Executor) {

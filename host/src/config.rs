@@ -40,6 +40,70 @@ pub struct Config {
     /// `name = "path"`; relative paths are relative to the config file.
     #[serde(default)]
     pub projects: BTreeMap<String, PathBuf>,
+    /// The streamable HTTP transport (`packhost serve --http`).
+    #[serde(default)]
+    pub http: HttpConfig,
+    /// Who may call over HTTP.
+    #[serde(default)]
+    pub auth: AuthConfig,
+}
+
+/// `[http]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpConfig {
+    /// `Host` header values accepted (DNS-rebinding guard); the bound address
+    /// is always added.
+    pub allowed_hosts: Vec<String>,
+    /// Browser `Origin`s accepted, e.g. `https://app.example.com:443`; a
+    /// request with any other `Origin` is refused (requests without one pass).
+    pub allowed_origins: Vec<String>,
+    /// A session unused this long is closed.
+    pub session_idle_secs: u64,
+    /// Sessions open at once; a new one past this is refused (503).
+    pub max_sessions: usize,
+    /// Largest request body accepted (413 past it).
+    pub max_request_bytes: usize,
+    /// On SIGTERM, how long running calls may take to finish.
+    pub shutdown_grace_secs: u64,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            allowed_hosts: ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec(),
+            allowed_origins: Vec::new(),
+            session_idle_secs: 1800,
+            max_sessions: 256,
+            max_request_bytes: 4 << 20,
+            shutdown_grace_secs: 10,
+        }
+    }
+}
+
+/// `[auth]`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    /// Bearer tokens, by their SHA-256 (`packhost token new` makes one).
+    #[serde(default)]
+    pub tokens: Vec<TokenConfig>,
+}
+
+/// `[[auth.tokens]]`: one bearer token and who it stands for.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TokenConfig {
+    /// The user every call with this token runs as.
+    pub user: String,
+    /// Their organisation.
+    pub org: String,
+    /// Hex SHA-256 of the token (the token itself is never stored).
+    pub sha256: String,
+    /// Tools this token may call (`pack.function`, `pack.*`, or `run`);
+    /// absent: all.
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
 }
 
 /// `[server]`.
@@ -270,6 +334,16 @@ impl Config {
             if pack.timeout_ms == Some(0) {
                 problems.push(format!(
                     "`packs.{name}.timeout_ms` must be at least 1 (milliseconds)"
+                ));
+            }
+        }
+        for (i, token) in self.auth.tokens.iter().enumerate() {
+            let hex =
+                token.sha256.len() == 64 && token.sha256.bytes().all(|b| b.is_ascii_hexdigit());
+            if !hex {
+                problems.push(format!(
+                    "`auth.tokens[{i}].sha256` must be 64 hex digits (the SHA-256 of the token); \
+                     `packhost token new --user U --org O` prints a ready line"
                 ));
             }
         }

@@ -5,7 +5,10 @@
 use std::{
     collections::BTreeMap,
     panic::{AssertUnwindSafe, catch_unwind},
-    sync::Arc,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
     time::{Duration, Instant},
 };
 
@@ -27,6 +30,7 @@ use crate::{
     config::Config,
     failure::Failure,
     loader::LoadedPack,
+    metrics::Metrics,
     render::{list, signature, suggestion},
 };
 
@@ -54,6 +58,38 @@ pub struct Caller {
     pub cancel: CancellationToken,
     /// How many tool calls deep this call is (code mode).
     pub depth: u32,
+    /// The tools this caller may use; `None`: all.
+    pub allowed: Option<Arc<ToolFilter>>,
+}
+
+impl Caller {
+    fn may_call(&self, tool: &str) -> bool {
+        self.allowed
+            .as_ref()
+            .is_none_or(|filter| filter.allows(tool))
+    }
+}
+
+/// A token's allow-list: `pack.function`, `pack.*`, `run`, or `*`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolFilter(Vec<String>);
+
+impl ToolFilter {
+    /// Allow what `patterns` name.
+    pub fn new(patterns: Vec<String>) -> Self {
+        Self(patterns)
+    }
+
+    /// Whether `tool` (`pack.function` or `run`) is allowed.
+    pub fn allows(&self, tool: &str) -> bool {
+        self.0.iter().any(|pattern| {
+            pattern == "*"
+                || pattern == tool
+                || pattern
+                    .strip_suffix(".*")
+                    .is_some_and(|pack| tool.split_once('.').is_some_and(|(p, _)| p == pack))
+        })
+    }
 }
 
 /// A tool as listed to clients.
@@ -87,8 +123,14 @@ pub struct Executor {
     packs: BTreeMap<String, PackEntry>,
     front: Front,
     code_pack: String,
-    /// What code mode can reach, as JSON; fixed once the packs are loaded.
-    catalog: Arc<str>,
+    /// What code mode can reach; fixed once the packs are loaded.
+    catalog: Catalog,
+    /// `catalog` as JSON, for callers that may use every tool.
+    catalog_json: Arc<str>,
+    /// Counters for `/metrics`.
+    metrics: Metrics,
+    /// Calls under way (graceful shutdown waits for them).
+    running: AtomicUsize,
     /// Packs call back on their own threads; host work is spawned here.
     runtime: tokio::runtime::Handle,
 }
@@ -108,10 +150,16 @@ impl Executor {
                 (loaded.name.clone(), PackEntry { loaded, functions })
             })
             .collect();
-        let catalog = catalog_json(&packs, config);
+        let catalog = catalog(&packs, config);
+        let catalog_json = serde_json::to_string(&catalog)
+            .expect("a catalog is serialisable")
+            .into();
         Arc::new(Self {
             packs,
             catalog,
+            catalog_json,
+            metrics: Metrics::default(),
+            running: AtomicUsize::new(0),
             front: Front {
                 aliases: config.aliases.clone(),
                 snippets: config.snippets.clone(),
@@ -189,6 +237,39 @@ impl Executor {
         text
     }
 
+    /// The tools `caller` may use (all of them without an allow-list).
+    pub fn tools_for(&self, caller: &Caller) -> Vec<ToolInfo> {
+        self.tools()
+            .into_iter()
+            .filter(|t| caller.may_call(&t.name))
+            .collect()
+    }
+
+    /// The catalog `caller` sees in code mode, as JSON.
+    fn catalog_for(&self, caller: &Caller) -> RString {
+        if caller.allowed.is_none() {
+            return RString::from(&*self.catalog_json);
+        }
+        let mut catalog = self.catalog.clone();
+        catalog
+            .tools
+            .retain(|t| caller.may_call(&format!("{}.{}", t.pack, t.function)));
+        catalog.aliases.retain(|_, target| caller.may_call(target));
+        serde_json::to_string(&catalog)
+            .expect("a catalog is serialisable")
+            .into()
+    }
+
+    /// Counters for `/metrics`.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// How many calls are under way.
+    pub fn running(&self) -> usize {
+        self.running.load(Ordering::SeqCst)
+    }
+
     /// The loaded packs, in name order.
     pub fn packs(&self) -> impl Iterator<Item = (&LoadedPack, Vec<&str>)> {
         self.packs.values().map(|p| {
@@ -207,6 +288,9 @@ impl Executor {
         caller: &Caller,
     ) -> Result<Value, Failure> {
         if name == RUN_TOOL {
+            if !caller.may_call(RUN_TOOL) {
+                return Err(not_allowed(RUN_TOOL));
+            }
             let command = match &args {
                 Value::Object(map) if map.len() == 1 => map.get("command").and_then(Value::as_str),
                 _ => None,
@@ -311,15 +395,19 @@ impl Executor {
         let tool = format!("{}.{}", pack.loaded.name, function.spec.name);
         let span = tracing::info_span!("call", tool = %tool, request = %caller.request_id);
         let started = Instant::now();
+        let _running = Running::start(&self.running);
         let outcome = self
             .dispatch_inner(pack, function, &tool, args, caller)
             .instrument(span.clone())
             .await;
         let _entered = span.enter();
-        let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let elapsed = started.elapsed();
+        let elapsed_ms = elapsed.as_secs_f64() * 1000.0;
+        let code = outcome.as_ref().err().map_or("ok", Failure::code);
+        self.metrics.record(&tool, code, elapsed);
         match &outcome {
-            Ok(_) => tracing::info!(elapsed_ms, outcome = "ok", "call done"),
-            Err(failure) => tracing::info!(elapsed_ms, outcome = failure.code(), "call failed"),
+            Ok(_) => tracing::info!(elapsed_ms, outcome = code, "call done"),
+            Err(_) => tracing::info!(elapsed_ms, outcome = code, "call failed"),
         }
         outcome
     }
@@ -332,6 +420,9 @@ impl Executor {
         args: Value,
         caller: &Caller,
     ) -> Result<Value, Failure> {
+        if !caller.may_call(tool) {
+            return Err(not_allowed(tool));
+        }
         let args = validate(function, args)?;
         tracing::debug!(%args, "arguments");
         if caller.cancel.is_cancelled() {
@@ -384,8 +475,8 @@ impl Executor {
     }
 }
 
-fn catalog_json(packs: &BTreeMap<String, PackEntry>, config: &Config) -> Arc<str> {
-    let catalog = Catalog {
+fn catalog(packs: &BTreeMap<String, PackEntry>, config: &Config) -> Catalog {
+    Catalog {
         tools: packs
             .values()
             .flat_map(|pack| {
@@ -404,10 +495,29 @@ fn catalog_json(packs: &BTreeMap<String, PackEntry>, config: &Config) -> Arc<str
             .iter()
             .map(|(name, path)| (name.clone(), path.display().to_string()))
             .collect(),
-    };
-    serde_json::to_string(&catalog)
-        .expect("a catalog is serialisable")
-        .into()
+    }
+}
+
+/// Counts a call as running until dropped, however the call ends.
+struct Running<'a>(&'a AtomicUsize);
+
+impl<'a> Running<'a> {
+    fn start(counter: &'a AtomicUsize) -> Self {
+        counter.fetch_add(1, Ordering::SeqCst);
+        Self(counter)
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Said of a tool outside the caller's allow-list: the same as a tool that does
+/// not exist, so that the refusal reveals nothing.
+fn not_allowed(tool: &str) -> Failure {
+    Failure::new(codes::UNKNOWN_FUNCTION, format!("unknown tool `{tool}`"))
 }
 
 fn cancelled() -> Failure {
@@ -575,7 +685,7 @@ impl CallContext for PackCallContext {
     }
 
     fn catalog(&self) -> RString {
-        RString::from(&*self.executor.catalog)
+        self.executor.catalog_for(&self.caller)
     }
 
     // Runs on the pack's thread: the work goes to the host's runtime, and the

@@ -6,15 +6,19 @@
 //! - [`executor`]: the one path of every call (resolve, validate, time limit,
 //!   cancellation, errors as results); the `run` command front is the
 //!   `packhost-command` crate;
-//! - [`mcp`]: the rmcp server over the executor;
+//! - [`mcp`]: the rmcp server over the executor; [`http`] serves it over
+//!   streamable HTTP with [`auth`];
 //! - [`cli`]: the subcommands.
 #![deny(missing_docs)]
 
+pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod executor;
 pub mod failure;
+pub mod http;
 pub mod loader;
 pub mod logging;
 pub mod mcp;
+pub mod metrics;
 pub mod render;

@@ -17,6 +17,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::{
+    auth::CallerIdentity,
     config::Identity,
     executor::{Caller, Executor, ProgressSink},
     failure::Failure,
@@ -48,6 +49,23 @@ impl PackhostServer {
             tools: Arc::new(tools),
             identity,
         }
+    }
+}
+
+impl PackhostServer {
+    /// Who sent the request: the bearer token's identity over HTTP, else
+    /// `[identity]`.
+    fn identity_of(&self, context: &RequestContext<RoleServer>) -> CallerIdentity {
+        context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<CallerIdentity>())
+            .cloned()
+            .unwrap_or_else(|| CallerIdentity {
+                user: self.identity.user.clone(),
+                org: self.identity.org.clone(),
+                allowed: None,
+            })
     }
 }
 
@@ -139,9 +157,18 @@ impl ServerHandler for PackhostServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+        let tools = match self.identity_of(&context).allowed {
+            None => self.tools.as_ref().clone(),
+            Some(filter) => self
+                .tools
+                .iter()
+                .filter(|t| filter.allows(&t.name))
+                .cloned()
+                .collect(),
+        };
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -157,13 +184,15 @@ impl ServerHandler for PackhostServer {
             .meta
             .get_progress_token()
             .map(|token| progress_forwarder(token, context.peer.clone()));
+        let identity = self.identity_of(&context);
         let caller = Caller {
-            user: self.identity.user.clone(),
-            org: self.identity.org.clone(),
+            user: identity.user,
+            org: identity.org,
             request_id: context.id.to_string(),
             progress,
             cancel: context.ct.clone(),
             depth: 0,
+            allowed: identity.allowed,
         };
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         let result = match self.executor.call_tool(&request.name, args, &caller).await {

@@ -6,6 +6,8 @@ mod cli;
 mod config;
 mod exec_py;
 mod exec_ts;
+mod http;
+mod jupyter;
 mod loading;
 mod proj;
 mod run_front;

@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 
 pub mod bench;
+pub mod http;
 
 use std::{
     collections::HashMap,
@@ -100,7 +101,7 @@ pub fn hello_section(extra: &str) -> String {
 }
 
 /// Records what the server sends besides responses.
-#[derive(Clone, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Recorder {
     /// Every progress notification, in arrival order.
     pub progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,

@@ -1,0 +1,172 @@
+//! `packhost serve --http ADDR`: MCP over streamable HTTP at `/mcp` (rmcp's
+//! server transport under axum), bearer tokens → identity, `/healthz`,
+//! `/metrics`, a cap on sessions, and a graceful stop on SIGTERM.
+
+use std::{net::SocketAddr, sync::Arc, time::Duration};
+
+use axum::{
+    Router,
+    body::Body,
+    extract::{Request, State},
+    http::{Method, StatusCode, header},
+    middleware::{self, Next},
+    response::{IntoResponse, Response},
+    routing::get,
+};
+use rmcp::transport::streamable_http_server::{
+    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::{auth::Tokens, cli::Error, config::Config, executor::Executor, mcp::PackhostServer};
+
+/// Shared by the middleware and the side routes.
+#[derive(Clone)]
+struct AppState {
+    executor: Arc<Executor>,
+    tokens: Arc<Tokens>,
+    sessions: Arc<LocalSessionManager>,
+    max_sessions: usize,
+}
+
+/// Serve until SIGTERM/SIGINT, then let running calls finish (up to the
+/// grace period) before closing every session.
+pub async fn serve(
+    executor: &Arc<Executor>,
+    config: &Config,
+    addr: SocketAddr,
+    insecure: bool,
+) -> Result<(), Error> {
+    let tokens = Arc::new(Tokens::new(&config.auth));
+    if !addr.ip().is_loopback() && tokens.is_empty() && !insecure {
+        return Err(format!(
+            "refusing to serve on {addr} without authentication: add [[auth.tokens]] to the \
+             config (`packhost token new --user U --org O` prints one), bind a loopback address, \
+             or pass --insecure"
+        )
+        .into());
+    }
+    let http = &config.http;
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(Duration::from_secs(http.session_idle_secs));
+    let sessions = Arc::new(sessions);
+    let stop_sessions = CancellationToken::new();
+    let mut hosts = http.allowed_hosts.clone();
+    hosts.extend([addr.ip().to_string(), addr.to_string()]);
+    let transport = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts)
+        .with_allowed_origins(http.allowed_origins.clone())
+        .enforce_origin_validation()
+        .with_max_request_body_bytes(http.max_request_bytes)
+        .with_cancellation_token(stop_sessions.clone());
+    let server = PackhostServer::new(Arc::clone(executor), config.identity.clone());
+    let mcp =
+        StreamableHttpService::new(move || Ok(server.clone()), Arc::clone(&sessions), transport);
+    let state_has_tokens = !tokens.is_empty();
+    let state = AppState {
+        executor: Arc::clone(executor),
+        tokens,
+        sessions,
+        max_sessions: http.max_sessions,
+    };
+    let guarded = Router::new()
+        .route_service("/mcp", mcp)
+        .route("/metrics", get(metrics))
+        .layer(middleware::from_fn_with_state(state.clone(), guard));
+    let app = Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .merge(guarded)
+        .with_state(state);
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let bound = listener.local_addr()?;
+    let auth = if state_has_tokens {
+        "bearer tokens"
+    } else {
+        "none"
+    };
+    tracing::info!("serving MCP at http://{bound}/mcp (auth: {auth})");
+    let grace = Duration::from_secs(http.shutdown_grace_secs);
+    let executor = Arc::clone(executor);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            crate::cli::stop_signal().await;
+            tracing::info!("stopping: no new connections; waiting for running calls");
+            let deadline = tokio::time::Instant::now() + grace;
+            while executor.running() > 0 && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            // Open SSE streams would keep the server up forever: end them.
+            stop_sessions.cancel();
+        })
+        .await?;
+    Ok(())
+}
+
+/// Authenticate (when tokens are configured) and cap new sessions.
+async fn guard(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    if !state.tokens.is_empty() {
+        let token = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        match token.and_then(|t| state.tokens.identify(t.trim())) {
+            Some(identity) => {
+                request.extensions_mut().insert(identity.clone());
+            }
+            None => return unauthorized(token.is_some()),
+        }
+    }
+    let opens_session =
+        request.method() == Method::POST && !request.headers().contains_key("mcp-session-id");
+    if opens_session && state.sessions.sessions.read().await.len() >= state.max_sessions {
+        return json_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!(
+                "too many open sessions ({}); close one (HTTP DELETE) or wait for idle ones to expire",
+                state.max_sessions
+            ),
+        );
+    }
+    next.run(request).await
+}
+
+fn unauthorized(had_token: bool) -> Response {
+    let message = if had_token {
+        "the bearer token is not valid"
+    } else {
+        "missing bearer token: send `Authorization: Bearer <token>`"
+    };
+    let mut response = json_error(StatusCode::UNAUTHORIZED, message);
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        header::HeaderValue::from_static("Bearer realm=\"packhost\""),
+    );
+    response
+}
+
+/// A JSON-RPC error body (no id: the request was not read).
+fn json_error(status: StatusCode, message: &str) -> Response {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": { "code": -32000, "message": message },
+    });
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        Body::from(body.to_string()),
+    )
+        .into_response()
+}
+
+async fn metrics(State(state): State<AppState>) -> Response {
+    let sessions = state.sessions.sessions.read().await.len();
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        state.executor.metrics().render(sessions),
+    )
+        .into_response()
+}

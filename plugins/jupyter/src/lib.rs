@@ -1,0 +1,644 @@
+//! `jupyter`: persistent Python kernels, state kept between calls.
+//!
+//! Two backends behind one trait ([`kernel::Backend`]): `local` (default)
+//! launches `ipykernel` itself and speaks the Jupyter messaging protocol over
+//! ZeroMQ on IPC sockets; `server` drives kernels on a Jupyter Server (REST +
+//! websocket). Sessions are owned by the pack: closed after an idle TTL,
+//! limited in number, and all shut down when the host exits.
+
+mod conn;
+mod execute;
+mod http;
+mod kernel;
+mod local;
+mod server;
+mod sessions;
+
+use std::{
+    path::PathBuf,
+    process::Stdio,
+    sync::{Arc, Weak, atomic::Ordering},
+    time::{Duration, Instant, UNIX_EPOCH},
+};
+
+use pack_process::EnvAllowList;
+use pack_sdk::{Context, Empty, PackDef, PackError, Value, codes};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    execute::{Collected, Image, Limits, Outcome, Output},
+    kernel::Backend,
+    sessions::{Session, Sessions},
+};
+
+/// The largest `timeout` of one execution, in seconds.
+const MAX_TIMEOUT_SECS: f64 = 300.0;
+
+/// Where kernels run.
+#[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    /// ipykernel launched by the pack, over ZeroMQ.
+    #[default]
+    Local,
+    /// A Jupyter Server (`url`, `token`).
+    Server,
+}
+
+/// `[packs.jupyter] config`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// `local` (default) or `server`.
+    #[serde(default)]
+    pub backend: BackendKind,
+    /// local: the Python that has ipykernel; default `python3` on PATH,
+    /// resolved once to the real interpreter.
+    #[serde(default)]
+    pub python: Option<PathBuf>,
+    /// server: the Jupyter Server, e.g. `http://127.0.0.1:8888`.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// server: its token.
+    #[serde(default)]
+    pub token: Option<String>,
+    /// Sessions idle this long are closed (default 30 min).
+    #[serde(default = "default_ttl")]
+    pub session_ttl_secs: u64,
+    /// At most this many sessions at once (default 8).
+    #[serde(default = "default_max_sessions")]
+    pub max_sessions: usize,
+    /// Images larger than this (after base64) are dropped with a note
+    /// (default 1 MiB).
+    #[serde(default = "default_max_image")]
+    pub max_image_bytes: usize,
+    /// Cap of stdout and of stderr of one execution, each (default 16 MiB).
+    #[serde(default = "default_max_output")]
+    pub max_output_bytes: usize,
+    /// local: host environment variables the kernel sees (default `PATH`,
+    /// `HOME`, `LANG`).
+    #[serde(default = "default_env_allow")]
+    pub env_allow: Vec<String>,
+    /// local: how long a kernel may take to start (default 60 s).
+    #[serde(default = "default_startup")]
+    pub startup_timeout_secs: u64,
+}
+
+fn default_ttl() -> u64 {
+    30 * 60
+}
+fn default_max_sessions() -> usize {
+    8
+}
+fn default_max_image() -> usize {
+    1 << 20
+}
+fn default_max_output() -> usize {
+    16 << 20
+}
+fn default_env_allow() -> Vec<String> {
+    ["PATH", "HOME", "LANG"].map(String::from).to_vec()
+}
+fn default_startup() -> u64 {
+    60
+}
+
+/// Arguments of `jupyter.session_create`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateArgs {
+    /// Make it a notebook session for this path (its kernel id then differs
+    /// from the session id).
+    #[serde(default)]
+    pub notebook_path: Option<String>,
+    /// The kernel spec; the local backend runs `python3` only.
+    #[serde(default = "default_kernel_name")]
+    pub kernel_name: String,
+}
+
+fn default_kernel_name() -> String {
+    "python3".to_owned()
+}
+
+/// A new session.
+#[derive(Serialize, JsonSchema)]
+pub struct Created {
+    /// Pass it to the other functions.
+    pub session_id: String,
+    /// The kernel's id (also accepted where a session id is).
+    pub kernel_id: String,
+    /// The kernel spec.
+    pub kernel_name: String,
+    /// `local` or `server`.
+    pub backend: String,
+    /// Milliseconds from the request to a kernel that answers.
+    pub startup_ms: f64,
+}
+
+/// Arguments of `jupyter.execute_code`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExecuteArgs {
+    /// A session id (or a kernel id).
+    pub session_id: String,
+    /// Python source; state stays in the kernel between calls. Empty code
+    /// does nothing.
+    pub code: String,
+    /// Time limit in seconds, more than 0 and at most 300. Past it the kernel
+    /// is interrupted (state kept), or restarted if it does not stop.
+    #[serde(default = "default_timeout")]
+    #[schemars(range(max = 300.0))]
+    pub timeout: f64,
+}
+
+fn default_timeout() -> f64 {
+    30.0
+}
+
+/// A finished execution.
+#[derive(Serialize, JsonSchema)]
+pub struct ExecuteOutput {
+    /// Always true here (failures are error results).
+    pub success: bool,
+    /// What the code printed.
+    pub stdout: String,
+    /// What the code wrote to stderr (warnings too).
+    pub stderr: String,
+    /// The displayed value of the last expression (`text/plain`), if any.
+    pub result: Option<String>,
+    /// The value as JSON, when the kernel sent `application/json`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_json: Option<Value>,
+    /// `display()`ed outputs other than images, as text.
+    pub outputs: Vec<Output>,
+    /// PNG, JPEG and SVG images displayed or returned (also sent as MCP image
+    /// content).
+    pub images: Vec<Image>,
+    /// Said when something was left out (an image over the size cap).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// The kernel's execution counter.
+    pub execution_count: Option<u64>,
+    /// Wall time of the call.
+    pub execution_time_ms: f64,
+}
+
+/// The structured content of a failed execution.
+#[derive(Serialize, JsonSchema)]
+pub struct ExecuteFailure {
+    /// Always false.
+    pub success: bool,
+    /// The exception class (`ZeroDivisionError`), `TimeoutError`, `KernelDied`.
+    pub error_type: String,
+    /// The exception's message, or what happened.
+    pub error_message: String,
+    /// The traceback, without colour codes.
+    pub traceback: String,
+    /// What the code printed before it failed.
+    pub stdout: String,
+    /// What it wrote to stderr before it failed.
+    pub stderr: String,
+    /// Images displayed before it failed.
+    pub images: Vec<Image>,
+    /// Wall time of the call.
+    pub execution_time_ms: f64,
+}
+
+/// Arguments naming one session.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionArgs {
+    /// A session id (or a kernel id).
+    pub session_id: String,
+}
+
+/// One open session.
+#[derive(Serialize, JsonSchema)]
+pub struct SessionInfo {
+    pub session_id: String,
+    pub kernel_id: String,
+    pub kernel_name: String,
+    pub notebook_path: Option<String>,
+    /// `idle`, `busy` or `dead`.
+    pub state: String,
+    /// Seconds since the Unix epoch.
+    pub created: u64,
+    /// Seconds since the last call on it.
+    pub idle_secs: u64,
+}
+
+/// `jupyter.session_list`.
+#[derive(Serialize, JsonSchema)]
+pub struct SessionList {
+    pub sessions: Vec<SessionInfo>,
+    /// `local` or `server`.
+    pub backend: String,
+    /// `max_sessions`.
+    pub max_sessions: usize,
+}
+
+/// What an action on a session did.
+#[derive(Serialize, JsonSchema)]
+pub struct Done {
+    pub session_id: String,
+    pub kernel_id: String,
+    /// `closed`, `interrupted` or `restarted`.
+    pub action: String,
+}
+
+/// The pack's state.
+pub struct Jupyter {
+    config: Config,
+    /// Err: why no kernel can start (every session_create says so).
+    backend: Result<Arc<dyn Backend>, PackError>,
+    sessions: Arc<Sessions>,
+}
+
+impl Jupyter {
+    fn new(config: Config) -> Result<Self, PackError> {
+        let backend: Result<Arc<dyn Backend>, PackError> = match config.backend {
+            BackendKind::Local => resolve_python(config.python.as_deref()).map(|python| {
+                let root =
+                    std::env::temp_dir().join(format!("packhost-jupyter-{}", std::process::id()));
+                Arc::new(local::LocalBackend::new(
+                    python,
+                    EnvAllowList::new(config.env_allow.clone()),
+                    root,
+                    Duration::from_secs(config.startup_timeout_secs.max(1)),
+                )) as Arc<dyn Backend>
+            }),
+            BackendKind::Server => {
+                let url = config.url.as_deref().ok_or_else(|| {
+                    PackError::invalid_argument(
+                        "config of pack `jupyter`: `backend = \"server\"` needs `url` (e.g. \"http://127.0.0.1:8888\")",
+                    )
+                })?;
+                let backend =
+                    server::ServerBackend::new(url, config.token.as_deref().unwrap_or(""))
+                        .map_err(|e| {
+                            PackError::invalid_argument(format!("config of pack `jupyter`: {e}"))
+                        })?;
+                Ok(Arc::new(backend) as Arc<dyn Backend>)
+            }
+        };
+        if config.max_sessions == 0 {
+            return Err(PackError::invalid_argument(
+                "config of pack `jupyter`: `max_sessions` is 0; it must be at least 1",
+            ));
+        }
+        let sessions = Arc::new(Sessions::new(config.max_sessions));
+        spawn_reaper(
+            Arc::downgrade(&sessions),
+            Duration::from_secs(config.session_ttl_secs.max(1)),
+        );
+        Ok(Self {
+            config,
+            backend,
+            sessions,
+        })
+    }
+
+    fn backend_name(&self) -> String {
+        match self.config.backend {
+            BackendKind::Local => "local",
+            BackendKind::Server => "server",
+        }
+        .to_owned()
+    }
+}
+
+/// The real interpreter behind `python` (a pyenv shim costs ~300 ms a spawn).
+fn resolve_python(configured: Option<&std::path::Path>) -> Result<PathBuf, PackError> {
+    let program = configured.unwrap_or(std::path::Path::new("python3"));
+    let output = std::process::Command::new(program)
+        .args(["-c", "import sys; print(sys.executable)"])
+        .stdin(Stdio::null())
+        .output();
+    let help = "set `python` in [packs.jupyter] config to an interpreter that has ipykernel (pip install ipykernel)";
+    match output {
+        Ok(output) if output.status.success() => {
+            let path = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+            if path.is_empty() {
+                Ok(program.to_path_buf())
+            } else {
+                Ok(PathBuf::from(path))
+            }
+        }
+        Ok(output) => Err(PackError::not_found(format!(
+            "`{}` failed: {}",
+            program.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))
+        .with_help(help)),
+        Err(e) => Err(
+            PackError::not_found(format!("cannot run `{}`: {e}", program.display()))
+                .with_help(help),
+        ),
+    }
+}
+
+/// Close sessions idle longer than `ttl`, checking a few times per TTL.
+fn spawn_reaper(sessions: Weak<Sessions>, ttl: Duration) {
+    let every = (ttl / 4).clamp(Duration::from_millis(250), Duration::from_secs(60));
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(every).await;
+            let Some(sessions) = sessions.upgrade() else {
+                return;
+            };
+            for session in sessions.expired(ttl) {
+                session.kernel.shutdown().await;
+            }
+        }
+    });
+}
+
+async fn session_create(
+    state: Arc<Jupyter>,
+    args: CreateArgs,
+    _ctx: Context,
+) -> Result<Created, PackError> {
+    let backend = state.backend.as_ref().map_err(Clone::clone)?;
+    let slot = state.sessions.reserve()?;
+    let started = Instant::now();
+    let kernel = backend
+        .start(&args.kernel_name, args.notebook_path.as_deref())
+        .await?;
+    let session = Arc::new(Session::new(
+        kernel.session_id,
+        kernel.kernel_id,
+        args.kernel_name,
+        args.notebook_path,
+        kernel.kernel,
+    ));
+    state.sessions.insert(Arc::clone(&session));
+    drop(slot);
+    Ok(Created {
+        session_id: session.session_id.clone(),
+        kernel_id: session.kernel_id.clone(),
+        kernel_name: session.kernel_name.clone(),
+        backend: backend.name().to_owned(),
+        startup_ms: started.elapsed().as_secs_f64() * 1000.0,
+    })
+}
+
+async fn execute_code(
+    state: Arc<Jupyter>,
+    args: ExecuteArgs,
+    ctx: Context,
+) -> Result<ExecuteOutput, PackError> {
+    if !(args.timeout > 0.0 && args.timeout <= MAX_TIMEOUT_SECS) {
+        return Err(PackError::invalid_argument(format!(
+            "`timeout` must be more than 0 and at most {MAX_TIMEOUT_SECS} seconds, got {}",
+            args.timeout
+        )));
+    }
+    let session = state.sessions.get(&args.session_id)?;
+    let started = Instant::now();
+    let elapsed_ms = || started.elapsed().as_secs_f64() * 1000.0;
+    if let Some(reason) = session.dead_reason() {
+        return Err(kernel_died(
+            &session,
+            &reason,
+            Collected::default(),
+            elapsed_ms(),
+        ));
+    }
+    let _running = session.exec_lock.lock().await;
+    session.busy.store(true, Ordering::SeqCst);
+    session.touch();
+    let limits = Limits {
+        max_image_bytes: state.config.max_image_bytes,
+        max_output_bytes: state.config.max_output_bytes,
+    };
+    let timeout = Duration::from_secs_f64(args.timeout);
+    let outcome = execute::execute(&session.kernel, &args.code, timeout, limits, &ctx).await;
+    session.busy.store(false, Ordering::SeqCst);
+    session.touch();
+    match outcome {
+        Outcome::Done(c) => match c.error {
+            None => Ok(ExecuteOutput {
+                success: true,
+                stdout: c.stdout,
+                stderr: c.stderr,
+                result: c.result,
+                result_json: c.result_json,
+                outputs: c.outputs,
+                images: c.images,
+                notes: c.notes,
+                execution_count: c.execution_count,
+                execution_time_ms: elapsed_ms(),
+            }),
+            Some((ename, evalue, traceback)) => {
+                let traceback = execute::strip_ansi(&traceback.join("\n"));
+                let message = format!("{ename}: {evalue}\n{traceback}");
+                Err(
+                    PackError::new(codes::EXECUTION_ERROR, message).with_result(&ExecuteFailure {
+                        success: false,
+                        error_type: ename,
+                        error_message: evalue,
+                        traceback,
+                        stdout: c.stdout,
+                        stderr: c.stderr,
+                        images: c.images,
+                        execution_time_ms: elapsed_ms(),
+                    }),
+                )
+            }
+        },
+        Outcome::TimedOut {
+            collected,
+            kept,
+            restart_error,
+        } => {
+            let limit = args.timeout;
+            let (message, help) = match (kept, restart_error) {
+                (true, _) => (
+                    format!(
+                        "the code ran past its `timeout` of {limit} s; the kernel was interrupted and the session's state is kept"
+                    ),
+                    "pass a larger `timeout` (at most 300), or make the code finish sooner",
+                ),
+                (false, None) => (
+                    format!(
+                        "the code ran past its `timeout` of {limit} s and did not stop when interrupted; the kernel was restarted: its state is lost"
+                    ),
+                    "pass a larger `timeout`, or make the code check for KeyboardInterrupt",
+                ),
+                (false, Some(e)) => {
+                    session.set_dead(Some(format!("restart after a timeout failed: {e}")));
+                    (
+                        format!(
+                            "the code ran past its `timeout` of {limit} s, did not stop when interrupted, and the restart failed: {e}"
+                        ),
+                        "call jupyter.restart(session_id), or close the session",
+                    )
+                }
+            };
+            Err(PackError::new(codes::TIMEOUT, &message)
+                .with_help(help)
+                .with_result(&ExecuteFailure {
+                    success: false,
+                    error_type: "TimeoutError".to_owned(),
+                    error_message: message.clone(),
+                    traceback: String::new(),
+                    stdout: collected.stdout,
+                    stderr: collected.stderr,
+                    images: collected.images,
+                    execution_time_ms: elapsed_ms(),
+                }))
+        }
+        Outcome::Died { collected, reason } => {
+            session.set_dead(Some(reason.clone()));
+            Err(kernel_died(&session, &reason, collected, elapsed_ms()))
+        }
+    }
+}
+
+fn kernel_died(session: &Session, reason: &str, c: Collected, elapsed_ms: f64) -> PackError {
+    let message = format!(
+        "the kernel of session `{}` died ({reason}); the session is dead until jupyter.restart(session_id)",
+        session.session_id
+    );
+    PackError::new(codes::EXECUTION_ERROR, &message)
+        .with_help("call jupyter.restart(session_id) (its state is lost), or jupyter.session_close(session_id)")
+        .with_result(&ExecuteFailure {
+            success: false,
+            error_type: "KernelDied".to_owned(),
+            error_message: message.clone(),
+            traceback: String::new(),
+            stdout: c.stdout,
+            stderr: c.stderr,
+            images: c.images,
+            execution_time_ms: elapsed_ms,
+        })
+}
+
+async fn session_list(
+    state: Arc<Jupyter>,
+    _: Empty,
+    _ctx: Context,
+) -> Result<SessionList, PackError> {
+    let sessions = state
+        .sessions
+        .all()
+        .into_iter()
+        .map(|s| {
+            let dead = s.dead_reason().is_some() || s.kernel.conn().dead_reason().is_some();
+            SessionInfo {
+                session_id: s.session_id.clone(),
+                kernel_id: s.kernel_id.clone(),
+                kernel_name: s.kernel_name.clone(),
+                notebook_path: s.notebook_path.clone(),
+                state: if dead {
+                    "dead"
+                } else if s.busy.load(Ordering::SeqCst) {
+                    "busy"
+                } else {
+                    "idle"
+                }
+                .to_owned(),
+                created: s
+                    .created
+                    .duration_since(UNIX_EPOCH)
+                    .map(|d| d.as_secs())
+                    .unwrap_or(0),
+                idle_secs: s.idle_for().as_secs(),
+            }
+        })
+        .collect();
+    Ok(SessionList {
+        sessions,
+        backend: state.backend_name(),
+        max_sessions: state.config.max_sessions,
+    })
+}
+
+async fn session_close(
+    state: Arc<Jupyter>,
+    args: SessionArgs,
+    _ctx: Context,
+) -> Result<Done, PackError> {
+    let session = state.sessions.get(&args.session_id)?;
+    state.sessions.remove(&session.session_id);
+    session.kernel.shutdown().await;
+    Ok(Done {
+        session_id: session.session_id.clone(),
+        kernel_id: session.kernel_id.clone(),
+        action: "closed".to_owned(),
+    })
+}
+
+async fn interrupt(
+    state: Arc<Jupyter>,
+    args: SessionArgs,
+    _ctx: Context,
+) -> Result<Done, PackError> {
+    let session = state.sessions.get(&args.session_id)?;
+    session.touch();
+    session.kernel.interrupt().await.map_err(|e| {
+        PackError::new(
+            codes::UPSTREAM_ERROR,
+            format!(
+                "cannot interrupt the kernel of session `{}`: {e}",
+                session.session_id
+            ),
+        )
+    })?;
+    Ok(Done {
+        session_id: session.session_id.clone(),
+        kernel_id: session.kernel_id.clone(),
+        action: "interrupted".to_owned(),
+    })
+}
+
+async fn restart(state: Arc<Jupyter>, args: SessionArgs, _ctx: Context) -> Result<Done, PackError> {
+    let session = state.sessions.get(&args.session_id)?;
+    session.touch();
+    session.kernel.restart().await.map_err(|e| {
+        session.set_dead(Some(format!("the restart failed: {e}")));
+        PackError::new(
+            codes::UPSTREAM_ERROR,
+            format!(
+                "cannot restart the kernel of session `{}`: {e}",
+                session.session_id
+            ),
+        )
+        .with_help("close the session and create a new one")
+    })?;
+    session.set_dead(None);
+    Ok(Done {
+        session_id: session.session_id.clone(),
+        kernel_id: session.kernel_id.clone(),
+        action: "restarted".to_owned(),
+    })
+}
+
+fn pack() -> PackDef<Jupyter> {
+    PackDef::new(
+        "jupyter",
+        "Persistent Python kernels (Jupyter): run code step by step with state kept between calls; stdout, results, plots as images, precise errors",
+        |config: Config, _host| Jupyter::new(config),
+    )
+    .function(
+        "session_create",
+        "Start a kernel (a session). State persists across execute_code calls until the session is closed, restarted, or idle past the TTL.",
+        session_create,
+    )
+    .function(
+        "execute_code",
+        "Run code in a session's kernel: stdout, stderr, the last expression's displayed value, images (PNG/JPEG/SVG), or the exception with its traceback. `timeout` in seconds (default 30, at most 300).",
+        execute_code,
+    )
+    .function("session_list", "The open sessions and their state (idle, busy, dead).", session_list)
+    .function("session_close", "Shut a session's kernel down.", session_close)
+    .function("interrupt", "Interrupt what a session's kernel is running (KeyboardInterrupt); state is kept.", interrupt)
+    .function("restart", "Restart a session's kernel: its state is lost, a dead session comes back.", restart)
+    .on_shutdown(|state: Arc<Jupyter>| async move {
+        let sessions = state.sessions.drain();
+        futures::future::join_all(sessions.iter().map(|s| s.kernel.shutdown())).await;
+    })
+}
+
+pack_sdk::export_pack!(pack);

@@ -1,0 +1,297 @@
+//! `packhost serve --http`: streamable HTTP, bearer tokens → identity,
+//! allow-lists, DNS-rebinding guard, limits, metrics, graceful stop.
+
+use std::time::Duration;
+
+use packhost_tests::{
+    error_code, hello_section, http::HttpHost, is_error, packhost_cli, structured, text,
+};
+use rmcp::model::CallToolRequestParams;
+use serde_json::{Value, json};
+
+/// `ph_` + 64 hex digits and its SHA-256, made with `packhost token new`.
+fn token(user: &str, org: &str, tools: &[&str]) -> (String, String) {
+    let mut args = vec!["token", "new", "--user", user, "--org", org];
+    for tool in tools {
+        args.extend(["--tool", tool]);
+    }
+    let output = packhost_cli("", &args);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let token = stdout
+        .split("it is not stored): ")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned();
+    let entry = stdout
+        .split_once("add to packs.toml:\n")
+        .unwrap()
+        .1
+        .trim()
+        .to_owned();
+    assert!(
+        !entry.contains(&token),
+        "the config line must not hold the token"
+    );
+    (token, entry)
+}
+
+async fn call(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, packhost_tests::Recorder>,
+    name: &str,
+    args: Value,
+) -> rmcp::model::CallToolResult {
+    let params = CallToolRequestParams::new(name.to_owned())
+        .with_arguments(args.as_object().cloned().unwrap_or_default());
+    client.call_tool(params).await.expect("tools/call")
+}
+
+#[tokio::test]
+async fn serves_mcp_over_http_on_loopback() {
+    let host = HttpHost::start(
+        &(hello_section("") + "[identity]\nuser = \"local-user\"\n"),
+        &[],
+    )
+    .await;
+    let client = host.client(None).await.expect("connect");
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "hello.greet"));
+    let result = call(&client, "run", json!({"command": "hello.whoami()"})).await;
+    assert_eq!(
+        structured(&result)["user"],
+        "local-user",
+        "{}",
+        text(&result)
+    );
+    let health = reqwest::get(format!("{}/healthz", host.base))
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+}
+
+#[tokio::test]
+async fn a_bearer_token_is_required_and_becomes_the_identity() {
+    let (token, entry) = token("ada", "acme", &[]);
+    let host = HttpHost::start(&format!("{}\n{entry}\n", hello_section("")), &[]).await;
+    let error = host
+        .client(None)
+        .await
+        .expect_err("no token must be refused");
+    assert!(error.contains("Auth required"), "{error}");
+    assert!(host.client(Some("ph_not-the-token")).await.is_err());
+    let response = reqwest::Client::new()
+        .post(host.url())
+        .header("content-type", "application/json")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+    assert_eq!(
+        response.headers()["www-authenticate"],
+        "Bearer realm=\"packhost\""
+    );
+    let client = host
+        .client(Some(&token))
+        .await
+        .expect("the right token connects");
+    let who = call(&client, "hello.whoami", json!({})).await;
+    assert_eq!(
+        (
+            structured(&who)["user"].clone(),
+            structured(&who)["org"].clone()
+        ),
+        (json!("ada"), json!("acme"))
+    );
+    // Code mode runs with the same identity.
+    let nested = call(&client, "hello.call", json!({"tool": "hello.whoami"})).await;
+    assert_eq!(structured(&nested)["result"]["org"], "acme");
+}
+
+#[tokio::test]
+async fn a_token_allow_list_limits_what_is_listed_and_callable() {
+    let (token, entry) = token("bo", "acme", &["hello.greet", "hello.call"]);
+    let host = HttpHost::start(&format!("{}\n{entry}\n", hello_section("")), &[]).await;
+    let client = host.client(Some(&token)).await.unwrap();
+    let mut names: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["hello.call", "hello.greet"]);
+    let refused = call(&client, "hello.whoami", json!({})).await;
+    assert!(is_error(&refused));
+    assert_eq!(error_code(&refused), "UNKNOWN_FUNCTION");
+    assert_eq!(
+        text(&refused),
+        "UNKNOWN_FUNCTION: unknown tool `hello.whoami`"
+    );
+    // Nor through a tool that calls back into the host.
+    let nested = call(&client, "hello.call", json!({"tool": "hello.whoami"})).await;
+    assert_eq!(error_code(&nested), "UNKNOWN_FUNCTION");
+    let run = call(&client, "run", json!({"command": "hello.greet('x')"})).await;
+    assert_eq!(
+        error_code(&run),
+        "UNKNOWN_FUNCTION",
+        "`run` is not on the list"
+    );
+    assert!(!is_error(
+        &call(&client, "hello.greet", json!({"name": "x"})).await
+    ));
+}
+
+#[tokio::test]
+async fn foreign_hosts_and_origins_are_refused() {
+    let host = HttpHost::start(&hello_section(""), &[]).await;
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let post = |header: (&'static str, &'static str)| {
+        reqwest::Client::new()
+            .post(host.url())
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header(header.0, header.1)
+            .body(body)
+            .send()
+    };
+    let rebound = post(("host", "evil.example:80")).await.unwrap();
+    assert_eq!(
+        rebound.status(),
+        403,
+        "a foreign Host is a DNS-rebinding attempt"
+    );
+    let foreign = post(("origin", "http://evil.example")).await.unwrap();
+    assert_eq!(foreign.status(), 403, "a foreign Origin is refused");
+    let fine = post(("user-agent", "test")).await.unwrap();
+    assert_eq!(fine.status(), 200);
+}
+
+#[tokio::test]
+async fn oversized_requests_are_refused() {
+    let host = HttpHost::start(
+        &format!("{}[http]\nmax_request_bytes = 65536\n", hello_section("")),
+        &[],
+    )
+    .await;
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"x":"{}"}}}}"#,
+        "x".repeat(200_000)
+    );
+    let response = reqwest::Client::new()
+        .post(host.url())
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(big)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 413);
+    // And the host still serves.
+    assert!(host.client(None).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_public_address_needs_auth_or_insecure() {
+    let output = packhost_cli(&hello_section(""), &["serve", "--http", "0.0.0.0:0"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("refusing to serve on 0.0.0.0:0 without authentication"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("packhost token new"), "{stderr}");
+}
+
+#[tokio::test]
+async fn metrics_count_calls_by_tool_and_outcome() {
+    let host = HttpHost::start(&hello_section(""), &[]).await;
+    let client = host.client(None).await.unwrap();
+    call(&client, "hello.greet", json!({"name": "m"})).await;
+    call(&client, "hello.greet", json!({})).await;
+    let metrics = reqwest::get(format!("{}/metrics", host.base))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("packhost_calls_total{tool=\"hello.greet\",outcome=\"ok\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics
+            .contains("packhost_calls_total{tool=\"hello.greet\",outcome=\"INVALID_ARGUMENT\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("packhost_call_duration_seconds_count{tool=\"hello.greet\"} 2"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("packhost_pack_load_failures 0"),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn sigterm_lets_running_calls_finish() {
+    let mut host = HttpHost::start(&hello_section(""), &[]).await;
+    let client = host.client(None).await.unwrap();
+    let running = tokio::spawn(async move {
+        let result = call(&client, "hello.sleep", json!({"ms": 1500})).await;
+        (result, client)
+    });
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    host.terminate();
+    let (result, _client) = running.await.unwrap();
+    assert!(!is_error(&result), "{}", text(&result));
+    assert_eq!(structured(&result)["text"], "slept 1500 ms");
+    let mut status = None;
+    for _ in 0..200 {
+        status = host.child.try_wait().unwrap();
+        if status.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let status = status.unwrap_or_else(|| panic!("the host did not stop:\n{}", host.stderr()));
+    assert!(status.success(), "{status:?}\n{}", host.stderr());
+}
+
+#[tokio::test]
+async fn sessions_are_capped() {
+    let host = HttpHost::start(
+        &format!("{}[http]\nmax_sessions = 1\n", hello_section("")),
+        &[],
+    )
+    .await;
+    let first = host.client(None).await.expect("the first session opens");
+    let error = host
+        .client(None)
+        .await
+        .expect_err("a second session is over the cap");
+    assert!(
+        error.contains("503") || error.contains("too many open sessions"),
+        "{error}"
+    );
+    // The open session keeps working.
+    assert!(!is_error(
+        &call(&first, "hello.greet", json!({"name": "s"})).await
+    ));
+    let metrics = reqwest::get(format!("{}/metrics", host.base))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(metrics.contains("packhost_sessions 1"), "{metrics}");
+}

@@ -1,0 +1,612 @@
+//! `jupyter` through the real host, with a real ipykernel: the `local`
+//! backend (kernels launched by the pack over ZeroMQ) and the `server` backend
+//! (a real `jupyter server` started here on loopback with a token).
+//!
+//! The Python with ipykernel, jupyter_server and Pillow comes from
+//! `PACKHOST_TEST_PYTHON` (set by `./dev test`), else the venv `./dev test`
+//! makes in `~/.cache/packhost-venv`.
+
+use std::{
+    net::TcpListener,
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use packhost_tests::{TestHost, failed, is_error, ok, structured, text};
+use serde_json::{Value, json};
+
+fn python() -> String {
+    if let Ok(python) = std::env::var("PACKHOST_TEST_PYTHON") {
+        return python;
+    }
+    let venv = PathBuf::from(std::env::var("HOME").unwrap_or_default())
+        .join(".cache/packhost-venv/bin/python");
+    assert!(
+        venv.exists(),
+        "no Python with ipykernel: run `./dev test` (it installs tests/requirements.txt into ~/.cache/packhost-venv), or set PACKHOST_TEST_PYTHON"
+    );
+    venv.display().to_string()
+}
+
+/// A `[packs.jupyter]` section; `extra` is more `key = value` of its config.
+fn config(extra: &str) -> String {
+    let python = python();
+    format!("[packs.jupyter]\ntimeout_ms = 600000\nconfig = {{ python = {python:?}{extra} }}\n")
+}
+
+async fn host() -> TestHost {
+    TestHost::start(&config("")).await
+}
+
+async fn create(host: &TestHost) -> String {
+    let out = ok(&host.call("jupyter.session_create", json!({})).await);
+    out["session_id"].as_str().expect("session_id").to_owned()
+}
+
+async fn exec(host: &TestHost, session: &str, code: &str) -> Value {
+    ok(&host
+        .call(
+            "jupyter.execute_code",
+            json!({ "session_id": session, "code": code }),
+        )
+        .await)
+}
+
+async fn exec_err(host: &TestHost, session: &str, code: &str, timeout: f64) -> Value {
+    let result = host
+        .call(
+            "jupyter.execute_code",
+            json!({ "session_id": session, "code": code, "timeout": timeout }),
+        )
+        .await;
+    assert!(
+        is_error(&result),
+        "expected an error, got {}",
+        text(&result)
+    );
+    structured(&result)
+}
+
+// ---- the checks both backends pass ----
+
+async fn prints_and_keeps_state(host: &TestHost) {
+    let session = create(host).await;
+    let out = exec(host, &session, "print('hello')").await;
+    assert_eq!(out["stdout"], "hello\n");
+    assert_eq!(out["success"], true);
+    exec(host, &session, "x = 42").await;
+    assert_eq!(exec(host, &session, "print(x)").await["stdout"], "42\n");
+    let out = exec(host, &session, "x + 1").await;
+    assert_eq!(out["result"], "43");
+    assert_eq!(out["stdout"], "");
+}
+
+async fn exceptions_come_back_precisely(host: &TestHost) {
+    let session = create(host).await;
+    let result = host
+        .call(
+            "jupyter.execute_code",
+            json!({ "session_id": session, "code": "print('before')\n1/0" }),
+        )
+        .await;
+    failed(
+        &result,
+        "EXECUTION_ERROR",
+        &["ZeroDivisionError", "division by zero"],
+    );
+    let body = structured(&result);
+    assert_eq!(body["success"], false);
+    assert_eq!(body["error_type"], "ZeroDivisionError");
+    assert_eq!(body["error_message"], "division by zero");
+    assert_eq!(body["stdout"], "before\n");
+    let traceback = body["traceback"].as_str().unwrap();
+    assert!(traceback.contains("ZeroDivisionError"), "{traceback}");
+    assert!(traceback.contains("1/0"), "{traceback}");
+    assert!(
+        !traceback.contains('\x1b'),
+        "colour codes left: {traceback:?}"
+    );
+}
+
+async fn bad_arguments_are_refused(host: &TestHost) {
+    let result = host
+        .call(
+            "jupyter.execute_code",
+            json!({ "session_id": "no-such-session", "code": "1" }),
+        )
+        .await;
+    failed(&result, "SESSION_NOT_FOUND", &["no-such-session"]);
+    let session = create(host).await;
+    for timeout in [301.0, 0.0] {
+        let result = host
+            .call(
+                "jupyter.execute_code",
+                json!({ "session_id": session, "code": "1", "timeout": timeout }),
+            )
+            .await;
+        failed(&result, "INVALID_ARGUMENT", &["timeout"]);
+    }
+    // Empty code is allowed and does nothing.
+    let out = exec(host, &session, "").await;
+    assert_eq!(
+        (out["stdout"].clone(), out["result"].clone()),
+        (json!(""), Value::Null)
+    );
+}
+
+async fn images_come_back_as_image_content(host: &TestHost) {
+    let session = create(host).await;
+    let result = host
+        .call(
+            "jupyter.execute_code",
+            json!({
+                "session_id": session,
+                "code": "from PIL import Image\nImage.new('RGB', (40, 30), 'red')",
+            }),
+        )
+        .await;
+    let out = ok(&result);
+    let image = &out["images"][0];
+    assert_eq!(image["mime"], "image/png", "{out}");
+    assert_eq!(
+        (image["width"].clone(), image["height"].clone()),
+        (json!(40), json!(30))
+    );
+    let blocks: Vec<_> = result.content.iter().filter_map(|c| c.as_image()).collect();
+    assert_eq!(
+        blocks.len(),
+        1,
+        "one image content block: {:?}",
+        result.content
+    );
+    assert_eq!(blocks[0].mime_type, "image/png");
+    assert_eq!(blocks[0].data, image["data_base64"].as_str().unwrap());
+}
+
+async fn a_timeout_interrupts_and_keeps_the_session(host: &TestHost) {
+    let session = create(host).await;
+    exec(host, &session, "y = 7").await;
+    let body = exec_err(
+        host,
+        &session,
+        "print('looping')\nwhile True:\n    pass",
+        2.0,
+    )
+    .await;
+    assert_eq!(body["error_type"], "TimeoutError", "{body}");
+    assert!(
+        body["error_message"]
+            .as_str()
+            .unwrap()
+            .contains("state is kept"),
+        "{body}"
+    );
+    assert_eq!(body["stdout"], "looping\n", "partial output: {body}");
+    assert_eq!(exec(host, &session, "print(y)").await["stdout"], "7\n");
+}
+
+async fn three_megabytes_arrive_complete(host: &TestHost) {
+    let session = create(host).await;
+    let out = exec(
+        host,
+        &session,
+        "for i in range(30000):\n    print(f'{i:09d}' + 'y' * 90)",
+    )
+    .await;
+    let stdout = out["stdout"].as_str().unwrap();
+    assert_eq!(stdout.len(), 30000 * 100, "all 3 MB arrive");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 30000);
+    assert!(lines[0].starts_with("000000000y") && lines[29999].starts_with("000029999y"));
+    let out = exec(host, &session, "print('z' * 3_000_000)").await;
+    assert_eq!(out["stdout"].as_str().unwrap().len(), 3_000_001);
+}
+
+async fn notebook_sessions_have_their_own_kernel_id(host: &TestHost) {
+    let out = ok(&host
+        .call(
+            "jupyter.session_create",
+            json!({ "notebook_path": "analysis.ipynb" }),
+        )
+        .await);
+    let (session, kernel) = (
+        out["session_id"].as_str().unwrap().to_owned(),
+        out["kernel_id"].as_str().unwrap().to_owned(),
+    );
+    assert_ne!(session, kernel);
+    exec(host, &session, "z = 5").await;
+    // A kernel id works where a session id does.
+    assert_eq!(exec(host, &kernel, "print(z)").await["stdout"], "5\n");
+    let plain = ok(&host.call("jupyter.session_create", json!({})).await);
+    assert_eq!(plain["session_id"], plain["kernel_id"]);
+    let list = ok(&host.call("jupyter.session_list", json!({})).await);
+    let ids: Vec<&str> = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["session_id"].as_str().unwrap())
+        .collect();
+    assert!(ids.contains(&session.as_str()), "{list}");
+    let closed = ok(&host
+        .call("jupyter.session_close", json!({ "session_id": session }))
+        .await);
+    assert_eq!(closed["action"], "closed");
+    let result = host
+        .call(
+            "jupyter.execute_code",
+            json!({ "session_id": session, "code": "1" }),
+        )
+        .await;
+    failed(&result, "SESSION_NOT_FOUND", &[&session]);
+}
+
+// ---- local backend ----
+
+#[tokio::test]
+async fn local_prints_and_keeps_state() {
+    prints_and_keeps_state(&host().await).await;
+}
+
+#[tokio::test]
+async fn local_exceptions_come_back_precisely() {
+    exceptions_come_back_precisely(&host().await).await;
+}
+
+#[tokio::test]
+async fn local_bad_arguments_are_refused() {
+    bad_arguments_are_refused(&host().await).await;
+}
+
+#[tokio::test]
+async fn local_images_come_back_as_image_content() {
+    images_come_back_as_image_content(&host().await).await;
+}
+
+#[tokio::test]
+async fn local_a_timeout_interrupts_and_keeps_the_session() {
+    a_timeout_interrupts_and_keeps_the_session(&host().await).await;
+}
+
+#[tokio::test]
+async fn local_three_megabytes_arrive_complete() {
+    three_megabytes_arrive_complete(&host().await).await;
+}
+
+#[tokio::test]
+async fn local_notebook_sessions_have_their_own_kernel_id() {
+    notebook_sessions_have_their_own_kernel_id(&host().await).await;
+}
+
+#[tokio::test]
+async fn local_a_dead_kernel_says_so_until_restarted() {
+    let host = host().await;
+    let session = create(&host).await;
+    let body = exec_err(&host, &session, "import os; os._exit(1)", 30.0).await;
+    assert_eq!(body["error_type"], "KernelDied", "{body}");
+    // Still dead on the next call, and listed as dead.
+    let body = exec_err(&host, &session, "1", 30.0).await;
+    assert_eq!(body["error_type"], "KernelDied", "{body}");
+    assert!(
+        body["error_message"]
+            .as_str()
+            .unwrap()
+            .contains("jupyter.restart"),
+        "{body}"
+    );
+    let list = ok(&host.call("jupyter.session_list", json!({})).await);
+    assert_eq!(list["sessions"][0]["state"], "dead", "{list}");
+    let done = ok(&host
+        .call("jupyter.restart", json!({ "session_id": session }))
+        .await);
+    assert_eq!(done["action"], "restarted");
+    assert_eq!(exec(&host, &session, "print(2 + 2)").await["stdout"], "4\n");
+}
+
+#[tokio::test]
+async fn local_a_loop_that_ignores_interrupts_gets_the_kernel_restarted() {
+    let host = host().await;
+    let session = create(&host).await;
+    exec(&host, &session, "w = 1").await;
+    let code = "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.05)";
+    let body = exec_err(&host, &session, code, 1.0).await;
+    assert_eq!(body["error_type"], "TimeoutError", "{body}");
+    assert!(
+        body["error_message"]
+            .as_str()
+            .unwrap()
+            .contains("restarted"),
+        "{body}"
+    );
+    // A fresh kernel: the old state is gone, the session works.
+    let body = exec_err(&host, &session, "w", 30.0).await;
+    assert_eq!(body["error_type"], "NameError", "{body}");
+    assert_eq!(
+        exec(&host, &session, "print('back')").await["stdout"],
+        "back\n"
+    );
+}
+
+#[tokio::test]
+async fn local_interrupt_stops_a_running_execution() {
+    let host = host().await;
+    let session = create(&host).await;
+    let running = host.call(
+        "jupyter.execute_code",
+        json!({ "session_id": session, "code": "import time\nfor i in range(600):\n    time.sleep(0.1)" }),
+    );
+    let interrupt = async {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        ok(&host
+            .call("jupyter.interrupt", json!({ "session_id": session }))
+            .await)
+    };
+    let (result, done) = tokio::join!(running, interrupt);
+    assert_eq!(done["action"], "interrupted");
+    let body = structured(&result);
+    assert_eq!(body["error_type"], "KeyboardInterrupt", "{body}");
+}
+
+#[tokio::test]
+async fn local_long_executions_report_progress() {
+    let host = host().await;
+    let session = create(&host).await;
+    let out = exec(&host, &session, "import time; time.sleep(5.5); 'slept'").await;
+    assert_eq!(out["result"], "'slept'");
+    let progress = host.recorder.progress.lock().unwrap().clone();
+    // One report every 2 s: at least two in 5.5 s.
+    assert!(progress.len() >= 2, "{progress:?}");
+    assert!(
+        progress.iter().all(|p| p.total == Some(30.0)),
+        "{progress:?}"
+    );
+}
+
+#[tokio::test]
+async fn local_session_limit_and_idle_expiry() {
+    let host = TestHost::start(&config(", max_sessions = 1, session_ttl_secs = 2")).await;
+    let session = create(&host).await;
+    let result = host.call("jupyter.session_create", json!({})).await;
+    failed(&result, "LIMIT_EXCEEDED", &["max_sessions", &session]);
+    // Idle past the TTL: closed by the pack, its kernel gone.
+    let pid = exec(&host, &session, "import os; os.getpid()").await["result"]
+        .as_str()
+        .unwrap()
+        .parse::<u32>()
+        .unwrap();
+    let started = Instant::now();
+    loop {
+        let list = ok(&host.call("jupyter.session_list", json!({})).await);
+        if list["sessions"].as_array().unwrap().is_empty() {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "not expired: {list}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    wait_gone(pid, Duration::from_secs(10));
+    // Room again.
+    create(&host).await;
+}
+
+#[tokio::test]
+async fn local_missing_ipykernel_names_the_fix() {
+    // A Python without ipykernel: a bare venv of the test interpreter.
+    let dir = tempfile::TempDir::new().unwrap();
+    let status = Command::new(python())
+        .args(["-m", "venv", "--without-pip"])
+        .arg(dir.path().join("bare"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let bare = dir.path().join("bare/bin/python");
+    let host = TestHost::start(&format!(
+        "[packs.jupyter]\nconfig = {{ python = {:?} }}\n",
+        bare.display().to_string()
+    ))
+    .await;
+    let result = host.call("jupyter.session_create", json!({})).await;
+    failed(
+        &result,
+        "NOT_FOUND",
+        &["ipykernel", "pip install ipykernel"],
+    );
+}
+
+/// The kernel's pid, from inside it.
+async fn kernel_pid(host: &TestHost) -> u32 {
+    let session = create(host).await;
+    exec(host, &session, "import os; os.getpid()").await["result"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Whether `pid` runs (a zombie does not count: it waits for its reaper).
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat
+                .rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().chars().next());
+            !matches!(state, Some(Some('Z' | 'X')))
+        }
+        Err(_) => false,
+    }
+}
+
+#[track_caller]
+fn wait_gone(pid: u32, within: Duration) {
+    let started = Instant::now();
+    while alive(pid) {
+        assert!(
+            started.elapsed() < within,
+            "kernel process {pid} still runs {within:?} later"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[tokio::test]
+async fn local_sigterm_of_the_host_shuts_kernels_down() {
+    let host = host().await;
+    let pid = kernel_pid(&host).await;
+    assert!(alive(pid));
+    // SAFETY: signalling the host child this test started.
+    unsafe { libc::kill(host.pid as i32, libc::SIGTERM) };
+    wait_gone(pid, Duration::from_secs(10));
+}
+
+#[tokio::test]
+async fn local_sigkill_of_the_host_leaves_no_kernel_behind() {
+    let host = host().await;
+    let pid = kernel_pid(&host).await;
+    assert!(alive(pid));
+    // SAFETY: signalling the host child this test started.
+    unsafe { libc::kill(host.pid as i32, libc::SIGKILL) };
+    // The kernel polls its parent once a second (JPY_PARENT_PID).
+    wait_gone(pid, Duration::from_secs(10));
+}
+
+// ---- server backend: a real `jupyter server` on loopback ----
+
+/// A `jupyter server` in its own process group; stopped (kernels and all)
+/// on drop.
+struct JupyterServer {
+    child: Child,
+    url: String,
+    token: String,
+    _root: tempfile::TempDir,
+}
+
+impl JupyterServer {
+    fn start() -> Self {
+        let root = tempfile::TempDir::new().unwrap();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let token = format!("t{}", std::process::id());
+        let log = std::fs::File::create(root.path().join("server.log")).unwrap();
+        let mut command = Command::new(python());
+        command
+            .args([
+                "-m",
+                "jupyter_server",
+                "--no-browser",
+                "--ServerApp.ip=127.0.0.1",
+            ])
+            .arg(format!("--ServerApp.port={port}"))
+            .arg("--ServerApp.port_retries=0")
+            .arg(format!("--IdentityProvider.token={token}"))
+            .arg(format!("--ServerApp.root_dir={}", root.path().display()))
+            .env("JUPYTER_CONFIG_DIR", root.path().join("config"))
+            .env("JUPYTER_DATA_DIR", root.path().join("data"))
+            .env("JUPYTER_RUNTIME_DIR", root.path().join("runtime"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log);
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let mut server = Self {
+            child: command.spawn().expect("start jupyter server"),
+            url: format!("http://127.0.0.1:{port}"),
+            token,
+            _root: root,
+        };
+        let started = Instant::now();
+        while !server.answers(port) {
+            if let Ok(Some(status)) = server.child.try_wait() {
+                panic!("jupyter server exited ({status}):\n{}", server.log());
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "jupyter server did not answer within 60 s:\n{}",
+                server.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        server
+    }
+
+    fn answers(&self, port: u16) -> bool {
+        use std::io::{Read, Write};
+        let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+            return false;
+        };
+        let request = format!(
+            "GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: token {}\r\nConnection: close\r\n\r\n",
+            self.token
+        );
+        let mut answer = String::new();
+        stream.write_all(request.as_bytes()).is_ok()
+            && stream.read_to_string(&mut answer).is_ok()
+            && answer.starts_with("HTTP/1.1 200")
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self._root.path().join("server.log")).unwrap_or_default()
+    }
+
+    fn config(&self) -> String {
+        config(&format!(
+            ", backend = \"server\", url = {:?}, token = {:?}",
+            self.url, self.token
+        ))
+    }
+}
+
+impl Drop for JupyterServer {
+    fn drop(&mut self) {
+        let pgid = self.child.id() as i32;
+        // SIGTERM first: the server shuts its kernels down; then the group.
+        // SAFETY: signalling the process group this test started.
+        unsafe { libc::killpg(pgid, libc::SIGTERM) };
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(5) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // SAFETY: as above.
+        unsafe { libc::killpg(pgid, libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn server_core_behaviour() {
+    let server = JupyterServer::start();
+    let host = TestHost::start(&server.config()).await;
+    prints_and_keeps_state(&host).await;
+    exceptions_come_back_precisely(&host).await;
+    bad_arguments_are_refused(&host).await;
+    notebook_sessions_have_their_own_kernel_id(&host).await;
+    let list = ok(&host.call("jupyter.session_list", json!({})).await);
+    assert_eq!(list["backend"], "server");
+}
+
+#[tokio::test]
+async fn server_images_timeouts_and_large_output() {
+    let server = JupyterServer::start();
+    let host = TestHost::start(&server.config()).await;
+    images_come_back_as_image_content(&host).await;
+    a_timeout_interrupts_and_keeps_the_session(&host).await;
+    three_megabytes_arrive_complete(&host).await;
+}
+
+#[tokio::test]
+async fn server_a_wrong_token_is_unauthorized() {
+    let server = JupyterServer::start();
+    let host = TestHost::start(&config(&format!(
+        ", backend = \"server\", url = {:?}, token = \"wrong\"",
+        server.url
+    )))
+    .await;
+    let result = host.call("jupyter.session_create", json!({})).await;
+    failed(&result, "UNAUTHORIZED", &[&server.url, "token"]);
+}

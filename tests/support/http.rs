@@ -1,0 +1,105 @@
+//! The real `packhost serve --http` on a free loopback port, and MCP clients
+//! for it.
+
+use std::{
+    path::Path,
+    process::{Child, Stdio},
+    time::Duration,
+};
+
+use rmcp::{
+    RoleClient, ServiceExt as _,
+    service::RunningService,
+    transport::{
+        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
+    },
+};
+use tempfile::TempDir;
+
+use crate::{Recorder, packhost_command};
+
+/// A running `packhost serve --http 127.0.0.1:0`.
+pub struct HttpHost {
+    /// The host process.
+    pub child: Child,
+    /// `http://127.0.0.1:<port>`.
+    pub base: String,
+    /// Holds `packs.toml` and `stderr.log`.
+    pub dir: TempDir,
+}
+
+impl HttpHost {
+    /// Start on `config` with `args` after `serve --http 127.0.0.1:0`; waits
+    /// until the host says where it listens.
+    pub async fn start(config: &str, args: &[&str]) -> Self {
+        let dir = TempDir::new().expect("temp dir");
+        std::fs::write(dir.path().join("packs.toml"), config).expect("write config");
+        let log = dir.path().join("stderr.log");
+        let child = packhost_command(dir.path())
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log file"))
+            .spawn()
+            .expect("spawn packhost");
+        let base = wait_for_address(&log).await;
+        Self { child, base, dir }
+    }
+
+    /// The MCP endpoint.
+    pub fn url(&self) -> String {
+        format!("{}/mcp", self.base)
+    }
+
+    /// An MCP client, with `token` as bearer when given.
+    pub async fn client(
+        &self,
+        token: Option<&str>,
+    ) -> Result<RunningService<RoleClient, Recorder>, String> {
+        let mut config = StreamableHttpClientTransportConfig::with_uri(self.url());
+        if let Some(token) = token {
+            config = config.auth_header(token);
+        }
+        let transport = StreamableHttpClientTransport::from_config(config);
+        Recorder::default()
+            .serve(transport)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// What the host logged so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("stderr.log")).unwrap_or_default()
+    }
+
+    /// SIGTERM, as a service manager stops it.
+    pub fn terminate(&self) {
+        // SAFETY: sending a signal to our own child.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+        }
+    }
+}
+
+impl Drop for HttpHost {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn wait_for_address(log: &Path) -> String {
+    for _ in 0..200 {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if let Some(rest) = text.split("serving MCP at ").nth(1) {
+            let url = rest.split_whitespace().next().unwrap_or_default();
+            return url.trim_end_matches("/mcp").to_owned();
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!(
+        "packhost never said where it listens:\n{}",
+        std::fs::read_to_string(log).unwrap_or_default()
+    );
+}
