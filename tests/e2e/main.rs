@@ -10,4 +10,5 @@ mod http;
 mod jupyter;
 mod loading;
 mod proj;
+mod robustness;
 mod run_front;
