@@ -46,16 +46,31 @@ pub async fn serve(
         )
         .into());
     }
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let bound = listener.local_addr()?;
     let http = &config.http;
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(Duration::from_secs(http.session_idle_secs));
     let sessions = Arc::new(sessions);
     let stop_sessions = CancellationToken::new();
+    // The server's own address is always a valid Host and Origin (a page it
+    // serves itself); anything else must be configured.
+    let port = bound.port();
     let mut hosts = http.allowed_hosts.clone();
-    hosts.extend([addr.ip().to_string(), addr.to_string()]);
+    hosts.extend([bound.ip().to_string(), bound.to_string()]);
+    let mut origins = http.allowed_origins.clone();
+    origins.push(format!("http://{bound}"));
+    if bound.ip().is_loopback() {
+        origins.extend([
+            format!("http://localhost:{port}"),
+            format!("http://127.0.0.1:{port}"),
+        ]);
+    }
     let transport = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
-        .with_allowed_origins(http.allowed_origins.clone())
+        .with_allowed_origins(origins)
         .enforce_origin_validation()
         .with_max_request_body_bytes(http.max_request_bytes)
         .with_cancellation_token(stop_sessions.clone());
@@ -77,10 +92,6 @@ pub async fn serve(
         .route("/healthz", get(|| async { "ok\n" }))
         .merge(guarded)
         .with_state(state);
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-    let bound = listener.local_addr()?;
     let auth = if state_has_tokens {
         "bearer tokens"
     } else {

@@ -145,6 +145,7 @@ fn help_describes_the_tool_and_every_subcommand() {
             "List the loaded packs, their functions and signatures",
         ),
         ("check", "Check the config and load every pack"),
+        ("token", "Make a bearer token for HTTP"),
     ] {
         assert!(
             text.lines()
@@ -162,7 +163,7 @@ fn help_describes_the_tool_and_every_subcommand() {
     }
     let help = stdout(&packhost_cli("", &["call", "--help"]));
     assert!(
-        help.contains("<COMMAND>  The command, e.g. 'proj.list()'"),
+        help.contains("<COMMAND>") && help.contains("The command, e.g. 'proj.list()'"),
         "{help}"
     );
 }

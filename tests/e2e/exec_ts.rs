@@ -182,14 +182,26 @@ async fn es_modules_and_top_level_await_work() {
     assert_eq!(output["stdout"], "awake\n");
 }
 
+/// Whether process `pid` is gone (or a zombie waiting for its reaper).
+fn process_gone(pid: u64) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
 #[tokio::test]
 async fn a_timeout_kills_the_group_keeps_output_and_returns_in_time() {
     let nb = Notebooks::new();
     let host = nb.host().await;
-    // A child that inherits (and so holds) the pipes must not delay the result.
+    // A child that inherits (and so holds) the pipes must not delay the
+    // result, and must not outlive the call.
     let code = "import { spawn } from 'node:child_process';\n\
-                spawn('sleep', ['30'], { stdio: 'inherit' });\n\
-                console.log('before');\n\
+                const child = spawn('sleep', ['30'], { stdio: 'inherit' });\n\
+                console.log(`before ${child.pid}`);\n\
                 while (true) {}";
     let started = Instant::now();
     let result = execute(
@@ -200,9 +212,21 @@ async fn a_timeout_kills_the_group_keeps_output_and_returns_in_time() {
     let elapsed = started.elapsed();
     let output = failed_run(&result, "TIMEOUT");
     assert_eq!(output["exitCode"], 124);
-    assert_eq!(output["stdout"], "before\n");
+    let stdout = output["stdout"].as_str().unwrap();
+    let pid: u64 = stdout
+        .strip_prefix("before ")
+        .and_then(|rest| rest.trim_end().parse().ok())
+        .unwrap_or_else(|| panic!("stdout: {stdout:?}"));
     assert!(output["executionTime"].as_u64().unwrap() < 2000, "{output}");
     assert!(elapsed < Duration::from_millis(2000), "{elapsed:?}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !process_gone(pid) {
+        assert!(
+            Instant::now() < deadline,
+            "the grandchild {pid} outlived the call"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 #[tokio::test]

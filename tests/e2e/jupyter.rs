@@ -278,14 +278,12 @@ async fn local_notebook_sessions_have_their_own_kernel_id() {
     notebook_sessions_have_their_own_kernel_id(&host().await).await;
 }
 
-#[tokio::test]
-async fn local_a_dead_kernel_says_so_until_restarted() {
-    let host = host().await;
-    let session = create(&host).await;
-    let body = exec_err(&host, &session, "import os; os._exit(1)", 30.0).await;
+async fn a_dead_kernel_says_so_until_restarted(host: &TestHost) {
+    let session = create(host).await;
+    let body = exec_err(host, &session, "import os; os._exit(1)", 30.0).await;
     assert_eq!(body["error_type"], "KernelDied", "{body}");
     // Still dead on the next call, and listed as dead.
-    let body = exec_err(&host, &session, "1", 30.0).await;
+    let body = exec_err(host, &session, "1", 30.0).await;
     assert_eq!(body["error_type"], "KernelDied", "{body}");
     assert!(
         body["error_message"]
@@ -300,7 +298,12 @@ async fn local_a_dead_kernel_says_so_until_restarted() {
         .call("jupyter.restart", json!({ "session_id": session }))
         .await);
     assert_eq!(done["action"], "restarted");
-    assert_eq!(exec(&host, &session, "print(2 + 2)").await["stdout"], "4\n");
+    assert_eq!(exec(host, &session, "print(2 + 2)").await["stdout"], "4\n");
+}
+
+#[tokio::test]
+async fn local_a_dead_kernel_says_so_until_restarted() {
+    a_dead_kernel_says_so_until_restarted(&host().await).await;
 }
 
 #[tokio::test]
@@ -501,7 +504,13 @@ impl JupyterServer {
                 "--ServerApp.ip=127.0.0.1",
             ])
             .arg(format!("--ServerApp.port={port}"))
-            .arg("--ServerApp.port_retries=0")
+            .args(["--ServerApp.port_retries=0", "--allow-root"])
+            // The server's default output rate limit (1 MB/s) drops output;
+            // 3 MB must arrive complete.
+            .args([
+                "--ServerApp.iopub_data_rate_limit=1e12",
+                "--ServerApp.iopub_msg_rate_limit=1e9",
+            ])
             .arg(format!("--IdentityProvider.token={token}"))
             .arg(format!("--ServerApp.root_dir={}", root.path().display()))
             .env("JUPYTER_CONFIG_DIR", root.path().join("config"))
@@ -597,6 +606,13 @@ async fn server_images_timeouts_and_large_output() {
     images_come_back_as_image_content(&host).await;
     a_timeout_interrupts_and_keeps_the_session(&host).await;
     three_megabytes_arrive_complete(&host).await;
+}
+
+#[tokio::test]
+async fn server_a_dead_kernel_says_so_until_restarted() {
+    let server = JupyterServer::start();
+    let host = TestHost::start(&server.config()).await;
+    a_dead_kernel_says_so_until_restarted(&host).await;
 }
 
 #[tokio::test]

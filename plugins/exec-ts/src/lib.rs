@@ -739,10 +739,10 @@ async fn cell_execute(
         .into_result(&what)
 }
 
-/// A not-found error served with the run shape: the message in `stderr`,
-/// exit code 1, no time.
+/// A not-found error served with the run shape: `CODE: message` in
+/// `stderr`, exit code 1, no time.
 fn refused(error: PackError) -> PackError {
-    let output = ExecOutput::refused(error.message());
+    let output = ExecOutput::refused(format!("{}: {}", error.code(), error.message()));
     error.with_result(&output)
 }
 

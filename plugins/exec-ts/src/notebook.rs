@@ -220,7 +220,7 @@ impl Notebooks {
             format!("sessions: {}", ids.join(", "))
         };
         format!(
-            "SESSION_NOT_FOUND: no session `{id}` under {} ({existing})",
+            "no session `{id}` under {} ({existing})",
             self.root.display()
         )
     }
@@ -316,10 +316,7 @@ pub fn cell_not_found(meta: &SessionMeta, cell: &str) -> String {
     } else {
         format!("cells: {}", ids.join(", "))
     };
-    format!(
-        "CELL_NOT_FOUND: session `{}` has no cell `{cell}` ({existing})",
-        meta.id
-    )
+    format!("session `{}` has no cell `{cell}` ({existing})", meta.id)
 }
 
 /// Write a file, naming it in the error.

@@ -312,7 +312,12 @@ fn images(
         MediaType::Svg(_) => 2,
         _ => 3,
     };
-    let Some(best) = data.content.iter().filter(|item| rank(item) < 3).min_by_key(|item| rank(item)) else {
+    let Some(best) = data
+        .content
+        .iter()
+        .filter(|item| rank(item) < 3)
+        .min_by_key(|item| rank(item))
+    else {
         return false;
     };
     {

@@ -16,7 +16,6 @@ mod sessions;
 
 use std::{
     path::PathBuf,
-    process::Stdio,
     sync::{Arc, Weak, atomic::Ordering},
     time::{Duration, Instant, UNIX_EPOCH},
 };
@@ -250,24 +249,23 @@ pub struct Done {
 /// The pack's state.
 pub struct Jupyter {
     config: Config,
-    /// Err: why no kernel can start (every session_create says so).
-    backend: Result<Arc<dyn Backend>, PackError>,
+    backend: Arc<dyn Backend>,
     sessions: Arc<Sessions>,
 }
 
 impl Jupyter {
     fn new(config: Config) -> Result<Self, PackError> {
-        let backend: Result<Arc<dyn Backend>, PackError> = match config.backend {
-            BackendKind::Local => resolve_python(config.python.as_deref()).map(|python| {
+        let backend: Arc<dyn Backend> = match config.backend {
+            BackendKind::Local => {
                 let root =
                     std::env::temp_dir().join(format!("packhost-jupyter-{}", std::process::id()));
                 Arc::new(local::LocalBackend::new(
-                    python,
+                    config.python.clone(),
                     EnvAllowList::new(config.env_allow.clone()),
                     root,
                     Duration::from_secs(config.startup_timeout_secs.max(1)),
-                )) as Arc<dyn Backend>
-            }),
+                ))
+            }
             BackendKind::Server => {
                 let url = config.url.as_deref().ok_or_else(|| {
                     PackError::invalid_argument(
@@ -279,7 +277,7 @@ impl Jupyter {
                         .map_err(|e| {
                             PackError::invalid_argument(format!("config of pack `jupyter`: {e}"))
                         })?;
-                Ok(Arc::new(backend) as Arc<dyn Backend>)
+                Arc::new(backend)
             }
         };
         if config.max_sessions == 0 {
@@ -308,36 +306,6 @@ impl Jupyter {
     }
 }
 
-/// The real interpreter behind `python` (a pyenv shim costs ~300 ms a spawn).
-fn resolve_python(configured: Option<&std::path::Path>) -> Result<PathBuf, PackError> {
-    let program = configured.unwrap_or(std::path::Path::new("python3"));
-    let output = std::process::Command::new(program)
-        .args(["-c", "import sys; print(sys.executable)"])
-        .stdin(Stdio::null())
-        .output();
-    let help = "set `python` in [packs.jupyter] config to an interpreter that has ipykernel (pip install ipykernel)";
-    match output {
-        Ok(output) if output.status.success() => {
-            let path = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-            if path.is_empty() {
-                Ok(program.to_path_buf())
-            } else {
-                Ok(PathBuf::from(path))
-            }
-        }
-        Ok(output) => Err(PackError::not_found(format!(
-            "`{}` failed: {}",
-            program.display(),
-            String::from_utf8_lossy(&output.stderr).trim()
-        ))
-        .with_help(help)),
-        Err(e) => Err(
-            PackError::not_found(format!("cannot run `{}`: {e}", program.display()))
-                .with_help(help),
-        ),
-    }
-}
-
 /// Close sessions idle longer than `ttl`, checking a few times per TTL.
 fn spawn_reaper(sessions: Weak<Sessions>, ttl: Duration) {
     let every = (ttl / 4).clamp(Duration::from_millis(250), Duration::from_secs(60));
@@ -359,7 +327,7 @@ async fn session_create(
     args: CreateArgs,
     _ctx: Context,
 ) -> Result<Created, PackError> {
-    let backend = state.backend.as_ref().map_err(Clone::clone)?;
+    let backend = &state.backend;
     let slot = state.sessions.reserve()?;
     let started = Instant::now();
     let kernel = backend

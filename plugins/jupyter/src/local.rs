@@ -30,8 +30,18 @@ use crate::{
 /// How often the pack checks that a kernel process still runs.
 const LIVENESS_POLL: Duration = Duration::from_millis(100);
 
-/// What every local kernel is launched with.
+/// Launches kernels with the configured Python, resolved on first use.
 pub struct LocalBackend {
+    configured: Option<PathBuf>,
+    resolved: tokio::sync::OnceCell<Result<PathBuf, PackError>>,
+    env: EnvAllowList,
+    root: PathBuf,
+    startup_timeout: Duration,
+}
+
+/// What every local kernel is launched with.
+#[derive(Clone)]
+struct Launcher {
     python: PathBuf,
     env: EnvAllowList,
     root: PathBuf,
@@ -39,20 +49,54 @@ pub struct LocalBackend {
 }
 
 impl LocalBackend {
-    /// Kernels run `python` with the `env` allow-list; their sockets live under
-    /// `root` (short: a socket path is at most 107 bytes).
+    /// Kernels run `python` (default `python3`) with the `env` allow-list;
+    /// their sockets live under `root` (short: a socket path is at most 107
+    /// bytes).
     pub fn new(
-        python: PathBuf,
+        python: Option<PathBuf>,
         env: EnvAllowList,
         root: PathBuf,
         startup_timeout: Duration,
     ) -> Self {
         Self {
-            python,
+            configured: python,
+            resolved: tokio::sync::OnceCell::new(),
             env,
             root,
             startup_timeout,
         }
+    }
+}
+
+/// The real interpreter behind `python` (a pyenv shim costs ~300 ms a
+/// spawn), found once, when the first session starts.
+async fn resolve_python(configured: Option<&Path>) -> Result<PathBuf, PackError> {
+    let program = configured.unwrap_or(Path::new("python3"));
+    let output = Command::new(program)
+        .args(["-c", "import sys; print(sys.executable)"])
+        .stdin(Stdio::null())
+        .output()
+        .await;
+    let help = "set `python` in [packs.jupyter] config to an interpreter that has ipykernel (pip install ipykernel)";
+    match output {
+        Ok(output) if output.status.success() => {
+            let path = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+            Ok(if path.is_empty() {
+                program.to_path_buf()
+            } else {
+                PathBuf::from(path)
+            })
+        }
+        Ok(output) => Err(PackError::not_found(format!(
+            "`{}` failed: {}",
+            program.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))
+        .with_help(help)),
+        Err(e) => Err(
+            PackError::not_found(format!("cannot run `{}`: {e}", program.display()))
+                .with_help(help),
+        ),
     }
 }
 
@@ -73,7 +117,18 @@ impl Backend for LocalBackend {
                 ))
                 .with_help("leave `kernel_name` out, or use the `server` backend for other kernels"));
             }
-            let running = launch(self).await?;
+            let python = self
+                .resolved
+                .get_or_init(|| resolve_python(self.configured.as_deref()))
+                .await
+                .clone()?;
+            let launcher = Launcher {
+                python,
+                env: self.env.clone(),
+                root: self.root.clone(),
+                startup_timeout: self.startup_timeout,
+            };
+            let running = launch(&launcher).await?;
             let kernel_id = uuid::Uuid::new_v4().to_string();
             // A notebook session gets its own id, as on a Jupyter Server.
             let session_id = match notebook_path {
@@ -81,12 +136,7 @@ impl Backend for LocalBackend {
                 None => kernel_id.clone(),
             };
             let kernel = LocalKernel {
-                backend: LocalBackend {
-                    python: self.python.clone(),
-                    env: self.env.clone(),
-                    root: self.root.clone(),
-                    startup_timeout: self.startup_timeout,
-                },
+                launcher,
                 running: Mutex::new(Some(running)),
             };
             Ok(Started {
@@ -117,7 +167,7 @@ impl Drop for Running {
 
 /// A local kernel; a restart swaps the running process.
 pub struct LocalKernel {
-    backend: LocalBackend,
+    launcher: Launcher,
     running: Mutex<Option<Running>>,
 }
 
@@ -160,7 +210,7 @@ impl Kernel for LocalKernel {
         Box::pin(async move {
             // Kill the old one first: its state is gone either way.
             drop(self.lock().take());
-            let running = launch(&self.backend)
+            let running = launch(&self.launcher)
                 .await
                 .map_err(|e| e.message().to_owned())?;
             *self.lock() = Some(running);
@@ -180,7 +230,7 @@ fn startup_error(message: String) -> PackError {
 }
 
 /// Start a kernel and connect to it; returns once it answered `kernel_info`.
-async fn launch(backend: &LocalBackend) -> Result<Running, PackError> {
+async fn launch(backend: &Launcher) -> Result<Running, PackError> {
     std::fs::create_dir_all(&backend.root)?;
     let dir = tempfile::Builder::new()
         .prefix("k")

@@ -266,7 +266,19 @@ impl Kernel for ServerKernel {
             if let Some(old) = self.conn.lock().unwrap_or_else(|e| e.into_inner()).take() {
                 old.close();
             }
-            self.post("restart").await?;
+            // Right after a crash the server restarts the kernel on its own
+            // and refuses a second restart meanwhile (500): retry a few times.
+            let mut attempt = 0;
+            loop {
+                match self.post("restart").await {
+                    Ok(()) => break,
+                    Err(e) if attempt >= 10 => return Err(e),
+                    Err(_) => {
+                        attempt += 1;
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                    }
+                }
+            }
             self.connect().await
         })
     }
