@@ -151,22 +151,13 @@ async fn jupyter_mcp_server(python: &str, calls: usize) -> Result<Vec<Duration>,
         ));
     }
     let command = tokio::process::Command::new(&binary).configure(|c| {
-        c.args([
-            "start",
-            "--transport",
-            "stdio",
-            "--document-id",
-            "bench.ipynb",
-        ])
-        .args([
-            "--jupyter-url",
-            &server.url,
-            "--jupyter-token",
-            &server.token,
-        ])
-        .stderr(Stdio::null());
+        c.args(["start", "--transport", "stdio", "--document-id", "bench.ipynb"])
+            .args(["--jupyter-url", &server.url, "--jupyter-token", &server.token]);
     });
-    let transport = TokioChildProcess::new(command).map_err(|e| e.to_string())?;
+    let (transport, _) = TokioChildProcess::builder(command)
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
     let client = ().serve(transport).await.map_err(|e| e.to_string())?;
     let call = async |code: &str| -> Result<(), String> {
         let params = CallToolRequestParams::new("execute_code").with_arguments(
