@@ -1,6 +1,7 @@
 //! `packhost-bench-jupyter`: `jupyter.execute_code("x+1")` on a warm session
 //! through the real host, beside, in the same run, Python's `jupyter_client`
-//! doing the same directly against its own kernel and the reference
+//! doing the same directly against its own kernel (calls alternate, so both
+//! see the same machine load) and the reference
 //! `jupyter-mcp-server` doing it through its MCP tool (against a Jupyter
 //! Server started here on loopback); and kernel start → first result.
 //!
@@ -18,7 +19,7 @@ use std::{
 
 use packhost_tests::{
     TestHost,
-    bench::{Row, arg, ms, percentile, print_table, ratio, samples},
+    bench::{Row, arg, ms, percentile, print_table, ratio},
     is_error, structured, text,
 };
 use rmcp::{
@@ -27,12 +28,15 @@ use rmcp::{
     transport::{ConfigureCommandExt, TokioChildProcess},
 };
 use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
-/// Python's `jupyter_client` against its own kernel (IPC, like the pack).
+/// Python's `jupyter_client` against its own kernel (IPC, like the pack),
+/// driven line by line so that its calls interleave with the host's: both
+/// see the same machine load. `start` times kernel start → first result;
+/// `exec` times `x+1` on a warm kernel. Each answers with milliseconds.
 const JUPYTER_CLIENT: &str = r#"
-import json, sys, tempfile, time, os
+import sys, tempfile, time, os
 from jupyter_client.manager import KernelManager
-calls, starts = int(sys.argv[1]), int(sys.argv[2])
 os.chdir(tempfile.mkdtemp())
 quiet = lambda msg: None
 def start():
@@ -41,21 +45,60 @@ def start():
     kc = km.client(); kc.start_channels(); kc.wait_for_ready(timeout=60)
     kc.execute_interactive("1", output_hook=quiet, timeout=30)
     return km, kc
-start_ms = []
-for _ in range(starts):
-    t = time.perf_counter(); km, kc = start(); start_ms.append((time.perf_counter() - t) * 1000)
-    kc.stop_channels(); km.shutdown_kernel(now=True)
 km, kc = start()
 kc.execute_interactive("x = 1", output_hook=quiet, timeout=30)
-samples = []
-for i in range(calls + 10):
+print("ready", flush=True)
+for line in sys.stdin:
     t = time.perf_counter()
-    reply = kc.execute_interactive("x+1", output_hook=quiet, timeout=30)
-    if i >= 10: samples.append((time.perf_counter() - t) * 1000)
-    assert reply["content"]["status"] == "ok"
+    if line.strip() == "start":
+        km2, kc2 = start()
+        ms = (time.perf_counter() - t) * 1000
+        kc2.stop_channels(); km2.shutdown_kernel(now=True)
+    else:
+        reply = kc.execute_interactive("x+1", output_hook=quiet, timeout=30)
+        ms = (time.perf_counter() - t) * 1000
+        assert reply["content"]["status"] == "ok"
+    print(ms, flush=True)
 kc.stop_channels(); km.shutdown_kernel(now=True)
-print(json.dumps({"start_ms": start_ms, "samples_ms": samples}))
 "#;
+
+/// The running reference.
+struct Reference {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+}
+
+impl Reference {
+    async fn start(python: &str) -> Self {
+        let mut child = tokio::process::Command::new(python)
+            .args(["-c", JUPYTER_CLIENT])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("run the jupyter_client reference");
+        let stdin = child.stdin.take().expect("stdin");
+        let mut lines = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let ready = lines.next_line().await.expect("read").expect("a line");
+        assert_eq!(ready, "ready", "the jupyter_client reference did not start");
+        Self {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    /// Run `command` and return the time it measured.
+    async fn time(&mut self, command: &str) -> Duration {
+        self.stdin
+            .write_all(format!("{command}\n").as_bytes())
+            .await
+            .expect("write");
+        let line = self.lines.next_line().await.expect("read").expect("a line");
+        Duration::from_secs_f64(line.trim().parse::<f64>().expect("milliseconds") / 1000.0)
+    }
+}
 
 fn python() -> String {
     std::env::var("PACKHOST_TEST_PYTHON").unwrap_or_else(|_| {
@@ -64,16 +107,6 @@ fn python() -> String {
             .display()
             .to_string()
     })
-}
-
-fn millis(values: &Value) -> Vec<Duration> {
-    values
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_f64)
-        .map(|ms| Duration::from_secs_f64(ms / 1000.0))
-        .collect()
 }
 
 async fn call_ok(host: &TestHost, name: &str, args: Value) -> Value {
@@ -151,8 +184,19 @@ async fn jupyter_mcp_server(python: &str, calls: usize) -> Result<Vec<Duration>,
         ));
     }
     let command = tokio::process::Command::new(&binary).configure(|c| {
-        c.args(["start", "--transport", "stdio", "--document-id", "bench.ipynb"])
-            .args(["--jupyter-url", &server.url, "--jupyter-token", &server.token]);
+        c.args([
+            "start",
+            "--transport",
+            "stdio",
+            "--document-id",
+            "bench.ipynb",
+        ])
+        .args([
+            "--jupyter-url",
+            &server.url,
+            "--jupyter-token",
+            &server.token,
+        ]);
     });
     let (transport, _) = TokioChildProcess::builder(command)
         .stderr(Stdio::null())
@@ -193,30 +237,13 @@ async fn main() {
     let mcp_calls = arg("--mcp-calls", 20);
     let python = python();
 
-    // Python's jupyter_client, its own kernel.
-    let output = tokio::process::Command::new(&python)
-        .args(["-c", JUPYTER_CLIENT])
-        .arg(calls.to_string())
-        .arg(starts.to_string())
-        .stderr(Stdio::inherit())
-        .output()
-        .await
-        .expect("run the jupyter_client reference");
-    assert!(
-        output.status.success(),
-        "the jupyter_client reference failed"
-    );
-    let reference: Value = serde_json::from_slice(&output.stdout).expect("its JSON");
-    let (raw, raw_start) = (
-        millis(&reference["samples_ms"]),
-        millis(&reference["start_ms"]),
-    );
-
-    // packhost: start → first result, then a warm session.
+    let mut reference = Reference::start(&python).await;
     let config =
         format!("[packs.jupyter]\ntimeout_ms = 600000\nconfig = {{ python = {python:?} }}\n");
     let host = TestHost::start(&config).await;
-    let mut start = Vec::with_capacity(starts);
+
+    // Kernel start → first result, alternating with the reference.
+    let (mut start, mut raw_start) = (Vec::new(), Vec::new());
     for _ in 0..starts {
         let started = Instant::now();
         let session = call_ok(&host, "jupyter.session_create", json!({})).await;
@@ -230,7 +257,10 @@ async fn main() {
         start.push(started.elapsed());
         assert_eq!(out["result"], "1");
         call_ok(&host, "jupyter.session_close", json!({"session_id": id})).await;
+        raw_start.push(reference.time("start").await);
     }
+
+    // Warm sessions: one call each, in turn.
     let session = call_ok(&host, "jupyter.session_create", json!({})).await["session_id"].clone();
     call_ok(
         &host,
@@ -238,17 +268,26 @@ async fn main() {
         json!({"session_id": session, "code": "x = 1"}),
     )
     .await;
-    let warm = samples(10, calls, async || {
+    let (mut warm, mut raw) = (Vec::new(), Vec::new());
+    for i in 0..calls + 10 {
+        let started = Instant::now();
         let out = call_ok(
             &host,
             "jupyter.execute_code",
             json!({"session_id": session, "code": "x+1"}),
         )
         .await;
+        let elapsed = started.elapsed();
         assert_eq!(out["result"], "2");
-    })
-    .await;
+        let theirs = reference.time("exec").await;
+        if i >= 10 {
+            warm.push(elapsed);
+            raw.push(theirs);
+        }
+    }
     host.client.cancel().await.expect("stop client");
+    drop(reference.stdin);
+    let _ = reference.child.wait().await;
 
     let mcp = jupyter_mcp_server(&python, mcp_calls).await;
 

@@ -251,10 +251,8 @@ fn collect(
         JupyterMessageContent::ErrorOutput(error) => {
             c.error = Some((error.ename, error.evalue, error.traceback));
         }
-        JupyterMessageContent::Status(status) => {
-            if status.execution_state == ExecutionState::Idle {
-                *idle = true;
-            }
+        JupyterMessageContent::Status(status) if status.execution_state == ExecutionState::Idle => {
+            *idle = true;
         }
         JupyterMessageContent::ExecuteReply(reply) => {
             *replied = true;

@@ -257,8 +257,8 @@ impl Jupyter {
     fn new(config: Config) -> Result<Self, PackError> {
         let backend: Arc<dyn Backend> = match config.backend {
             BackendKind::Local => {
-                let root =
-                    std::env::temp_dir().join(format!("packhost-jupyter-{}", std::process::id()));
+                // One folder per kernel inside (removed with it).
+                let root = std::env::temp_dir().join("packhost-jupyter");
                 Arc::new(local::LocalBackend::new(
                     config.python.clone(),
                     EnvAllowList::new(config.env_allow.clone()),

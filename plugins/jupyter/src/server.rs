@@ -267,16 +267,13 @@ impl Kernel for ServerKernel {
                 old.close();
             }
             // Right after a crash the server restarts the kernel on its own
-            // and refuses a second restart meanwhile (500): retry a few times.
-            let mut attempt = 0;
+            // and refuses a second restart meanwhile (500): retry for a while.
+            let deadline = tokio::time::Instant::now() + READY_TIMEOUT / 2;
             loop {
                 match self.post("restart").await {
                     Ok(()) => break,
-                    Err(e) if attempt >= 10 => return Err(e),
-                    Err(_) => {
-                        attempt += 1;
-                        tokio::time::sleep(Duration::from_millis(500)).await;
-                    }
+                    Err(e) if tokio::time::Instant::now() >= deadline => return Err(e),
+                    Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
                 }
             }
             self.connect().await

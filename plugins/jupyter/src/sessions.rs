@@ -110,7 +110,7 @@ impl Sessions {
         if map.len() + starting >= self.max {
             let ids: Vec<&str> = map.keys().map(String::as_str).collect();
             return Err(PackError::new(
-                "LIMIT_EXCEEDED",
+                codes::LIMIT_EXCEEDED,
                 format!(
                     "{} session(s) are open, the maximum is {} (`max_sessions`): {}",
                     map.len(),

@@ -118,4 +118,6 @@ pub mod codes {
     pub const CELL_NOT_FOUND: &str = "CELL_NOT_FOUND";
     /// User code raised an error or its process died.
     pub const EXECUTION_ERROR: &str = "EXECUTION_ERROR";
+    /// A configured limit (sessions, sizes) would be exceeded.
+    pub const LIMIT_EXCEEDED: &str = "LIMIT_EXCEEDED";
 }
