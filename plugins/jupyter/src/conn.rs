@@ -8,7 +8,7 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use jupyter_protocol::{ExecutionState, JupyterMessage, JupyterMessageContent};
+use jupyter_protocol::{ExecutionState, JupyterMessage, JupyterMessageContent, KernelInfoRequest};
 use tokio::sync::{mpsc, watch};
 use tokio::task::AbortHandle;
 
@@ -137,6 +137,26 @@ impl Conn {
             Ok(reason) => reason.clone().unwrap_or_default(),
             Err(_) => "the connection closed".to_owned(),
         }
+    }
+
+    /// Ask for `kernel_info` and wait until the kernel answers on shell: then
+    /// it runs code. `Err` says why not (gone, or no answer by `deadline`).
+    pub async fn ready(self: &Arc<Self>, deadline: tokio::time::Instant) -> Result<(), String> {
+        let mut inbox = self.request(KernelInfoRequest {});
+        let answered = tokio::time::timeout_at(deadline, async {
+            loop {
+                tokio::select! {
+                    message = inbox.recv() => match message {
+                        Some(m) if matches!(m.content, JupyterMessageContent::KernelInfoReply(_)) => return Ok(()),
+                        Some(_) => {}
+                        None => return Err("the connection closed".to_owned()),
+                    },
+                    reason = self.died() => return Err(reason),
+                }
+            }
+        })
+        .await;
+        answered.unwrap_or_else(|_| Err("no answer to kernel_info in time".to_owned()))
     }
 
     /// Stop the transport's tasks (the kernel itself is its owner's business).

@@ -15,7 +15,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use jupyter_protocol::{ConnectionInfo, JupyterMessageContent, KernelInfoRequest, Transport};
+use jupyter_protocol::{ConnectionInfo, Transport};
 use jupyter_zmq_client as zmq;
 use pack_process::{EnvAllowList, ProcessGroup};
 use pack_sdk::PackError;
@@ -441,26 +441,10 @@ async fn launch(backend: &Launcher) -> Result<Running, PackError> {
         _dir: dir,
     };
     // Ready when it answers on shell.
-    let mut inbox = conn.request(KernelInfoRequest {});
-    let ready = tokio::time::timeout_at(deadline.into(), async {
-        loop {
-            tokio::select! {
-                message = inbox.recv() => match message {
-                    Some(m) if matches!(m.content, JupyterMessageContent::KernelInfoReply(_)) => return Ok(()),
-                    Some(_) => {}
-                    None => return Err("the connection closed".to_owned()),
-                },
-                reason = conn.died() => return Err(reason),
-            }
-        }
-    })
-    .await;
-    drop(inbox);
-    match ready {
-        Ok(Ok(())) => Ok(running),
-        Ok(Err(reason)) => Err(failed(&reason)),
-        Err(_) => Err(failed(&format!(
-            "no answer to kernel_info within {} s",
+    match conn.ready(deadline.into()).await {
+        Ok(()) => Ok(running),
+        Err(reason) => Err(failed(&format!(
+            "{reason} (start-up limit {} s)",
             backend.startup_timeout.as_secs()
         ))),
     }

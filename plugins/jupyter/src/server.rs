@@ -8,7 +8,7 @@ use std::{
 };
 
 use futures::{SinkExt as _, StreamExt as _};
-use jupyter_protocol::{Channel, JupyterMessageContent, KernelInfoRequest};
+use jupyter_protocol::Channel;
 use jupyter_websocket_client::RemoteServer;
 use pack_sdk::{PackError, codes};
 use serde_json::{Value, json};
@@ -204,28 +204,15 @@ impl ServerKernel {
         {
             old.close();
         }
-        let mut inbox = conn.request(KernelInfoRequest {});
-        let ready = tokio::time::timeout(READY_TIMEOUT, async {
-            loop {
-                tokio::select! {
-                    message = inbox.recv() => match message {
-                        Some(m) if matches!(m.content, JupyterMessageContent::KernelInfoReply(_)) => return Ok(()),
-                        Some(_) => {}
-                        None => return Err("the websocket closed".to_owned()),
-                    },
-                    reason = conn.died() => return Err(reason),
-                }
-            }
-        })
-        .await;
-        match ready {
-            Ok(result) => result,
-            Err(_) => Err(format!(
-                "kernel {} did not answer kernel_info within {} s",
-                self.kernel_id,
-                READY_TIMEOUT.as_secs()
-            )),
-        }
+        conn.ready(tokio::time::Instant::now() + READY_TIMEOUT)
+            .await
+            .map_err(|reason| {
+                format!(
+                    "kernel {} is not ready: {reason} (limit {} s)",
+                    self.kernel_id,
+                    READY_TIMEOUT.as_secs()
+                )
+            })
     }
 
     async fn post(&self, action: &str) -> Result<(), String> {
