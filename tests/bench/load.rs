@@ -1,0 +1,154 @@
+//! `packhost-load`: many concurrent HTTP clients making a mix of `run` calls
+//! (`proj.list()`, a Python block through `exec_py`, `jupyter.execute_code`
+//! on a shared session), twice; prints errors, throughput, latency and the
+//! host's RSS after each round (it must not keep growing).
+//!
+//! Usage: `packhost-load [--clients 100] [--calls 100]`. Needs a Python with
+//! ipykernel in `PACKHOST_TEST_PYTHON` (`./dev test` makes one).
+
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use packhost_tests::{
+    bench::{arg, ms, percentile},
+    http::HttpHost,
+    is_error, structured, text,
+};
+use rmcp::model::CallToolRequestParams;
+use serde_json::{Value, json};
+
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+fn args(value: Value) -> serde_json::Map<String, Value> {
+    value.as_object().cloned().unwrap_or_default()
+}
+
+struct Round {
+    latencies: [Vec<Duration>; 3],
+    errors: Vec<String>,
+    wall: Duration,
+}
+
+async fn round(host: &HttpHost, clients: usize, calls: usize, session: &str) -> Round {
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..clients {
+        let client = Arc::new(host.client(None).await.expect("connect"));
+        let session = session.to_owned();
+        tasks.push(tokio::spawn(async move {
+            let mut latencies: [Vec<Duration>; 3] = Default::default();
+            let mut errors = Vec::new();
+            for i in 0..calls {
+                let kind = (c + i) % 3;
+                let (name, arguments) = match kind {
+                    0 => ("run", json!({"command": "proj.list()"})),
+                    1 => ("run", json!({"command": format!("x = {i}\nx * 2")})),
+                    _ => (
+                        "jupyter.execute_code",
+                        json!({"session_id": session, "code": format!("{i} + 1")}),
+                    ),
+                };
+                let call_started = Instant::now();
+                match client
+                    .call_tool(CallToolRequestParams::new(name).with_arguments(args(arguments)))
+                    .await
+                {
+                    Ok(result) if !is_error(&result) => {
+                        latencies[kind].push(call_started.elapsed())
+                    }
+                    Ok(result) => errors.push(text(&result)),
+                    Err(e) => errors.push(e.to_string()),
+                }
+            }
+            (latencies, errors)
+        }));
+    }
+    let mut all = Round {
+        latencies: Default::default(),
+        errors: Vec::new(),
+        wall: Duration::ZERO,
+    };
+    for task in tasks {
+        let (latencies, errors) = task.await.expect("client task");
+        for (kind, samples) in latencies.into_iter().enumerate() {
+            all.latencies[kind].extend(samples);
+        }
+        all.errors.extend(errors);
+    }
+    all.wall = started.elapsed();
+    all
+}
+
+#[tokio::main]
+async fn main() {
+    let clients = arg("--clients", 100);
+    let calls = arg("--calls", 100);
+    let python = std::env::var("PACKHOST_TEST_PYTHON").unwrap_or_else(|_| {
+        format!(
+            "{}/.cache/packhost-venv/bin/python",
+            std::env::var("HOME").unwrap_or_default()
+        )
+    });
+    let config = format!(
+        "[packs.proj]\n[packs.exec_py]\nconfig = {{ pool_size = 4 }}\n[packs.jupyter]\nconfig = {{ python = \"{python}\" }}\n\
+         [projects]\nload = \"{}\"\n[http]\nmax_sessions = {}\n",
+        env!("CARGO_MANIFEST_DIR"),
+        clients * 2 + 10
+    );
+    let host = HttpHost::start(&config, &[]).await;
+    let setup = host.client(None).await.expect("connect");
+    let created = setup
+        .call_tool(
+            CallToolRequestParams::new("jupyter.session_create").with_arguments(args(json!({}))),
+        )
+        .await
+        .expect("session_create");
+    assert!(!is_error(&created), "{}", text(&created));
+    let session = structured(&created)["session_id"]
+        .as_str()
+        .expect("session id")
+        .to_owned();
+    let pid = host.child.id();
+    println!("packhost load: {clients} HTTP clients × {calls} `run`/jupyter calls, two rounds");
+    println!(
+        "| round | calls | errors | calls/s | proj.list() p50/p99 | Python block p50/p99 | jupyter p50/p99 | host RSS after |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    let mut rss = Vec::new();
+    for n in 1..=2 {
+        let result = round(&host, clients, calls, &session).await;
+        rss.push(rss_kib(pid));
+        let done: usize = result.latencies.iter().map(Vec::len).sum();
+        let cell = |samples: &Vec<Duration>| {
+            format!(
+                "{} / {}",
+                ms(percentile(samples, 0.5)),
+                ms(percentile(samples, 0.99))
+            )
+        };
+        println!(
+            "| {n} | {} | {} | {:.0} | {} | {} | {} | {:.1} MiB |",
+            done + result.errors.len(),
+            result.errors.len(),
+            (done + result.errors.len()) as f64 / result.wall.as_secs_f64(),
+            cell(&result.latencies[0]),
+            cell(&result.latencies[1]),
+            cell(&result.latencies[2]),
+            rss[n - 1] as f64 / 1024.0
+        );
+        for error in result.errors.iter().take(5) {
+            eprintln!("error: {error}");
+        }
+    }
+    let growth = (rss[1] as f64 - rss[0] as f64) / rss[0] as f64 * 100.0;
+    println!("\nRSS growth from round 1 to round 2: {growth:.1}% (target ≤ 10%)");
+}
