@@ -77,7 +77,11 @@ pub async fn serve(
     let server = PackhostServer::new(Arc::clone(executor), config.identity.clone());
     let mcp =
         StreamableHttpService::new(move || Ok(server.clone()), Arc::clone(&sessions), transport);
-    let state_has_tokens = !tokens.is_empty();
+    let auth = if tokens.is_empty() {
+        "none"
+    } else {
+        "bearer tokens"
+    };
     let state = AppState {
         executor: Arc::clone(executor),
         tokens,
@@ -92,11 +96,6 @@ pub async fn serve(
         .route("/healthz", get(|| async { "ok\n" }))
         .merge(guarded)
         .with_state(state);
-    let auth = if state_has_tokens {
-        "bearer tokens"
-    } else {
-        "none"
-    };
     tracing::info!("serving MCP at http://{bound}/mcp (auth: {auth})");
     let grace = Duration::from_secs(http.shutdown_grace_secs);
     let executor = Arc::clone(executor);
