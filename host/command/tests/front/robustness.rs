@@ -136,3 +136,19 @@ fn big_valid_arguments_parse() {
         Ok(Plan::Call(_))
     ));
 }
+
+/// Found by the `parse_call` fuzz target: a float must reach the pack with
+/// the very same value after the JSON text between host and pack
+/// (serde_json's `float_roundtrip`).
+#[test]
+fn floats_survive_the_json_text_between_host_and_pack() {
+    let call =
+        packhost_command::parse_call("heol.lecHo(1.1111222222222222222, 0.1, 1e-300, 2.5e+300)")
+            .unwrap()
+            .unwrap();
+    for value in &call.args {
+        let text = serde_json::to_string(value).unwrap();
+        let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(&back, value, "{text}");
+    }
+}
