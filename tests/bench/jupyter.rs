@@ -11,16 +11,17 @@
 //! `~/.cache/packhost-venv/bin/python`.
 
 use std::{
-    net::TcpListener,
     path::PathBuf,
-    process::{Child, Command, Stdio},
+    process::Stdio,
     time::{Duration, Instant},
 };
 
 use packhost_tests::{
     TestHost,
     bench::{Row, arg, ms, percentile, print_table, ratio},
-    is_error, structured, text,
+    is_error,
+    jupyter::JupyterServer,
+    structured, text,
 };
 use rmcp::{
     ServiceExt,
@@ -113,64 +114,6 @@ async fn call_ok(host: &TestHost, name: &str, args: Value) -> Value {
     let result = host.call(name, args).await;
     assert!(!is_error(&result), "{name}: {}", text(&result));
     structured(&result)
-}
-
-/// A `jupyter server` on loopback, killed (group and all) on drop.
-struct JupyterServer {
-    child: Child,
-    url: String,
-    token: String,
-    _root: tempfile::TempDir,
-}
-
-impl JupyterServer {
-    fn start(python: &str) -> Result<Self, String> {
-        let root = tempfile::TempDir::new().map_err(|e| e.to_string())?;
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(|e| e.to_string())?
-            .port();
-        let token = format!("bench{}", std::process::id());
-        let mut command = Command::new(python);
-        command
-            .args(["-m", "jupyter_server", "--no-browser", "--allow-root"])
-            .arg("--ServerApp.ip=127.0.0.1")
-            .arg(format!("--ServerApp.port={port}"))
-            .arg(format!("--IdentityProvider.token={token}"))
-            .arg(format!("--ServerApp.root_dir={}", root.path().display()))
-            .env("JUPYTER_CONFIG_DIR", root.path().join("config"))
-            .env("JUPYTER_RUNTIME_DIR", root.path().join("runtime"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        let server = Self {
-            child: command.spawn().map_err(|e| e.to_string())?,
-            url: format!("http://127.0.0.1:{port}"),
-            token,
-            _root: root,
-        };
-        let started = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if started.elapsed() > Duration::from_secs(60) {
-                return Err("jupyter server did not listen within 60 s".into());
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Ok(server)
-    }
-}
-
-impl Drop for JupyterServer {
-    fn drop(&mut self) {
-        let pgid = self.child.id() as i32;
-        // SAFETY: signalling the process group started above.
-        unsafe { libc::killpg(pgid, libc::SIGTERM) };
-        std::thread::sleep(Duration::from_secs(2));
-        // SAFETY: as above.
-        unsafe { libc::killpg(pgid, libc::SIGKILL) };
-        let _ = self.child.wait();
-    }
 }
 
 /// `execute_code("x+1")` through jupyter-mcp-server's MCP tool.

@@ -7,13 +7,12 @@
 //! makes in `~/.cache/packhost-venv`.
 
 use std::{
-    net::TcpListener,
     path::PathBuf,
-    process::{Child, Command, Stdio},
+    process::Command,
     time::{Duration, Instant},
 };
 
-use packhost_tests::{TestHost, failed, is_error, ok, structured, text};
+use packhost_tests::{TestHost, failed, is_error, jupyter::JupyterServer, ok, structured, text};
 use serde_json::{Value, json};
 
 fn python() -> String {
@@ -476,121 +475,23 @@ async fn local_sigkill_of_the_host_leaves_no_kernel_behind() {
 
 // ---- server backend: a real `jupyter server` on loopback ----
 
-/// A `jupyter server` in its own process group; stopped (kernels and all)
-/// on drop.
-struct JupyterServer {
-    child: Child,
-    url: String,
-    token: String,
-    _root: tempfile::TempDir,
+/// A real `jupyter server` for this test's host.
+fn jupyter_server() -> JupyterServer {
+    JupyterServer::start(&python()).unwrap_or_else(|e| panic!("{e}"))
 }
 
-impl JupyterServer {
-    fn start() -> Self {
-        let root = tempfile::TempDir::new().unwrap();
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let token = format!("t{}", std::process::id());
-        let log = std::fs::File::create(root.path().join("server.log")).unwrap();
-        let mut command = Command::new(python());
-        command
-            .args([
-                "-m",
-                "jupyter_server",
-                "--no-browser",
-                "--ServerApp.ip=127.0.0.1",
-            ])
-            .arg(format!("--ServerApp.port={port}"))
-            .args(["--ServerApp.port_retries=0", "--allow-root"])
-            // The server's default output rate limit (1 MB/s) drops output;
-            // 3 MB must arrive complete.
-            .args([
-                "--ServerApp.iopub_data_rate_limit=1e12",
-                "--ServerApp.iopub_msg_rate_limit=1e9",
-            ])
-            .arg(format!("--IdentityProvider.token={token}"))
-            .arg(format!("--ServerApp.root_dir={}", root.path().display()))
-            .env("JUPYTER_CONFIG_DIR", root.path().join("config"))
-            .env("JUPYTER_DATA_DIR", root.path().join("data"))
-            .env("JUPYTER_RUNTIME_DIR", root.path().join("runtime"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log);
-        std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        let mut server = Self {
-            child: command.spawn().expect("start jupyter server"),
-            url: format!("http://127.0.0.1:{port}"),
-            token,
-            _root: root,
-        };
-        let started = Instant::now();
-        while !server.answers(port) {
-            if let Ok(Some(status)) = server.child.try_wait() {
-                panic!("jupyter server exited ({status}):\n{}", server.log());
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(60),
-                "jupyter server did not answer within 60 s:\n{}",
-                server.log()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        server
-    }
-
-    fn answers(&self, port: u16) -> bool {
-        use std::io::{Read, Write};
-        let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
-            return false;
-        };
-        let request = format!(
-            "GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: token {}\r\nConnection: close\r\n\r\n",
-            self.token
-        );
-        let mut answer = String::new();
-        stream.write_all(request.as_bytes()).is_ok()
-            && stream.read_to_string(&mut answer).is_ok()
-            && answer.starts_with("HTTP/1.1 200")
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self._root.path().join("server.log")).unwrap_or_default()
-    }
-
-    fn config(&self) -> String {
-        config(&format!(
-            ", backend = \"server\", url = {:?}, token = {:?}",
-            self.url, self.token
-        ))
-    }
-}
-
-impl Drop for JupyterServer {
-    fn drop(&mut self) {
-        let pgid = self.child.id() as i32;
-        // SIGTERM first: the server shuts its kernels down; then the group.
-        // SAFETY: signalling the process group this test started.
-        unsafe { libc::killpg(pgid, libc::SIGTERM) };
-        let started = Instant::now();
-        while started.elapsed() < Duration::from_secs(5) {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        // SAFETY: as above.
-        unsafe { libc::killpg(pgid, libc::SIGKILL) };
-        let _ = self.child.wait();
-    }
+/// The host config using `server` as the jupyter backend.
+fn server_config(server: &JupyterServer) -> String {
+    config(&format!(
+        ", backend = \"server\", url = {:?}, token = {:?}",
+        server.url, server.token
+    ))
 }
 
 #[tokio::test]
 async fn server_core_behaviour() {
-    let server = JupyterServer::start();
-    let host = TestHost::start(&server.config()).await;
+    let server = jupyter_server();
+    let host = TestHost::start(&server_config(&server)).await;
     prints_and_keeps_state(&host).await;
     exceptions_come_back_precisely(&host).await;
     bad_arguments_are_refused(&host).await;
@@ -601,8 +502,8 @@ async fn server_core_behaviour() {
 
 #[tokio::test]
 async fn server_images_timeouts_and_large_output() {
-    let server = JupyterServer::start();
-    let host = TestHost::start(&server.config()).await;
+    let server = jupyter_server();
+    let host = TestHost::start(&server_config(&server)).await;
     images_come_back_as_image_content(&host).await;
     a_timeout_interrupts_and_keeps_the_session(&host).await;
     three_megabytes_arrive_complete(&host).await;
@@ -610,14 +511,14 @@ async fn server_images_timeouts_and_large_output() {
 
 #[tokio::test]
 async fn server_a_dead_kernel_says_so_until_restarted() {
-    let server = JupyterServer::start();
-    let host = TestHost::start(&server.config()).await;
+    let server = jupyter_server();
+    let host = TestHost::start(&server_config(&server)).await;
     a_dead_kernel_says_so_until_restarted(&host).await;
 }
 
 #[tokio::test]
 async fn server_a_wrong_token_is_unauthorized() {
-    let server = JupyterServer::start();
+    let server = jupyter_server();
     let host = TestHost::start(&config(&format!(
         ", backend = \"server\", url = {:?}, token = \"wrong\"",
         server.url

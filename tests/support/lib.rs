@@ -12,6 +12,7 @@
 
 pub mod bench;
 pub mod http;
+pub mod jupyter;
 
 use std::{
     collections::HashMap,
