@@ -12,6 +12,7 @@ use crate::{
     loader::{self, LoadError},
     mcp::PackhostServer,
     render::value_text,
+    servers,
 };
 
 /// An MCP tool server whose tools come from pack libraries.
@@ -65,6 +66,8 @@ pub enum Command {
     /// Check the config and load every pack; exit 1 when a pack fails to load,
     /// 2 when the config itself is wrong.
     Check,
+    /// Manage the MCP servers organisations registered for `remote_mcp`.
+    Integrations(crate::integrations::IntegrationsCommand),
 }
 
 /// `packhost token ...`.
@@ -96,11 +99,17 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
     if let Some(file) = &loaded.file {
         tracing::debug!(file = %file.display(), "config");
     }
-    let (packs, errors) = loader::load_all(&loaded.config);
+    if let Command::Integrations(command) = cli.command {
+        return command.run(&loaded.config).await;
+    }
+    let (mut packs, errors) = loader::load_all(&loaded.config);
     for error in &errors {
         tracing::error!("{error}");
     }
+    let (server_packs, servers) = servers::connect_all(&loaded.config).await;
+    packs.extend(server_packs);
     let executor = Executor::new(packs, &loaded.config);
+    servers.watch(&executor);
     executor.metrics().set_load_failures(errors.len());
     let code = match cli.command {
         Command::Serve {
@@ -111,7 +120,9 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
             ExitCode::SUCCESS
         }
         Command::Serve { http: None, .. } => serve(&executor, &loaded).await?,
-        Command::Token { .. } => unreachable!("handled before loading the config"),
+        Command::Token { .. } | Command::Integrations(_) => {
+            unreachable!("handled before loading the packs")
+        }
         Command::Call { command } => call(&executor, &loaded, &command).await,
         Command::Packs => {
             print_packs(&executor);
@@ -200,10 +211,7 @@ fn print_packs(executor: &Executor) {
         any = true;
         println!(
             "{} {} — {}\n  {}",
-            pack.name,
-            pack.manifest.version,
-            pack.manifest.description,
-            pack.path.display()
+            pack.name, pack.manifest.version, pack.manifest.description, pack.origin
         );
         for signature in signatures {
             println!("    {signature}");
@@ -224,7 +232,7 @@ fn check(executor: &Executor, loaded: &Loaded, errors: &[LoadError]) -> ExitCode
             "ok    {} ({} functions) {}",
             pack.name,
             signatures.len(),
-            pack.path.display()
+            pack.origin
         );
     }
     for error in errors {
@@ -240,7 +248,7 @@ fn check(executor: &Executor, loaded: &Loaded, errors: &[LoadError]) -> ExitCode
 
 /// Let every pack release its child processes; a pack gets 5 s.
 async fn shutdown(executor: &Executor) {
-    let all = executor.packs().map(|(pack, _)| {
+    let all = executor.packs().into_iter().map(|(pack, _)| {
         let name = pack.name.clone();
         let done = pack.instance.shutdown();
         async move {

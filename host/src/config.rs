@@ -160,9 +160,24 @@ impl Default for Identity {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct PackConfig {
+    /// What serves the pack: a library (default) or another MCP server.
+    #[serde(default)]
+    pub kind: PackKind,
     /// The library file; default: `lib<name>.so` in `server.pack_dirs`.
     #[serde(default)]
     pub path: Option<PathBuf>,
+    /// `kind = "mcp"`: the server's program and arguments (stdio).
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    /// `kind = "mcp"`: the server's streamable HTTP endpoint.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// `kind = "mcp"`: added to a stdio server's environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// `kind = "mcp"`: sent with every HTTP request (credentials).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
     /// Set to false to keep the section but not load the pack.
     #[serde(default = "yes")]
     pub enabled: bool,
@@ -174,12 +189,74 @@ pub struct PackConfig {
     pub config: Value,
 }
 
+/// `[packs.<name>] kind`.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum PackKind {
+    /// A pack library (`path`, or `lib<name>.so` in `server.pack_dirs`).
+    #[default]
+    Library,
+    /// Another MCP server (`command` or `url`): its tools are the functions.
+    Mcp,
+}
+
 fn yes() -> bool {
     true
 }
 
 fn empty_table() -> Value {
     Value::Object(Default::default())
+}
+
+impl PackConfig {
+    /// The keys of one kind used with the other, or a server pack that does
+    /// not say where its server is.
+    fn kind_problems(&self, name: &str) -> Vec<String> {
+        let mut problems = Vec::new();
+        match self.kind {
+            PackKind::Library => {
+                let server_keys = [
+                    ("command", self.command.is_some()),
+                    ("url", self.url.is_some()),
+                    ("env", !self.env.is_empty()),
+                    ("headers", !self.headers.is_empty()),
+                ];
+                for (key, set) in server_keys {
+                    if set {
+                        problems.push(format!(
+                            "`packs.{name}.{key}` is for MCP server packs; add `kind = \"mcp\"` \
+                             to the section, or remove `{key}`"
+                        ));
+                    }
+                }
+            }
+            PackKind::Mcp => {
+                if self.path.is_some() {
+                    problems.push(format!(
+                        "`packs.{name}.path` names a library, but the pack is `kind = \"mcp\"`; \
+                         give `command` or `url` instead"
+                    ));
+                }
+                match (&self.command, &self.url) {
+                    (Some(command), None) if command.first().is_some_and(|c| !c.is_empty()) => {}
+                    (Some(_), None) => problems.push(format!(
+                        "`packs.{name}.command` is empty; give the program and its arguments, \
+                         e.g. [\"npx\", \"-y\", \"@modelcontextprotocol/server-everything\"]"
+                    )),
+                    (None, Some(url)) => {
+                        if let Err(e) = mcp_downstream::check_url(url) {
+                            problems.push(format!("`packs.{name}.url`: {e}"));
+                        }
+                    }
+                    _ => problems.push(format!(
+                        "`packs.{name}` is `kind = \"mcp\"`: give exactly one of `command` \
+                         (a stdio server) or `url` (streamable HTTP)"
+                    )),
+                }
+            }
+        }
+        problems
+    }
 }
 
 /// A configuration problem, with where it is.
@@ -336,6 +413,7 @@ impl Config {
                     "`packs.{name}.timeout_ms` must be at least 1 (milliseconds)"
                 ));
             }
+            problems.extend(pack.kind_problems(name));
         }
         for (i, token) in self.auth.tokens.iter().enumerate() {
             let hex =

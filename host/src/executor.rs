@@ -6,8 +6,8 @@ use std::{
     collections::BTreeMap,
     panic::{AssertUnwindSafe, catch_unwind},
     sync::{
-        Arc,
-        atomic::{AtomicUsize, Ordering},
+        Arc, RwLock,
+        atomic::{AtomicU64, AtomicUsize, Ordering},
     },
     time::{Duration, Instant},
 };
@@ -114,19 +114,48 @@ struct Function {
 }
 
 struct PackEntry {
-    loaded: LoadedPack,
+    loaded: Arc<LoadedPack>,
     functions: Vec<Function>,
+}
+
+/// The packs and what code mode can reach. Replaced whole when a server
+/// pack's tools become known, so a call works on one consistent snapshot.
+struct Registry {
+    packs: BTreeMap<String, Arc<PackEntry>>,
+    catalog: Catalog,
+    /// `catalog` as JSON, for callers that may use every tool.
+    catalog_json: Arc<str>,
+}
+
+impl Registry {
+    fn new(packs: BTreeMap<String, Arc<PackEntry>>, config: &CatalogConfig) -> Self {
+        let catalog = catalog(&packs, config);
+        let catalog_json = serde_json::to_string(&catalog)
+            .expect("a catalog is serialisable")
+            .into();
+        Self {
+            packs,
+            catalog,
+            catalog_json,
+        }
+    }
+}
+
+/// What the catalog takes from the config besides the packs.
+struct CatalogConfig {
+    aliases: BTreeMap<String, String>,
+    projects: BTreeMap<String, String>,
 }
 
 /// Holds the loaded packs and dispatches every call.
 pub struct Executor {
-    packs: BTreeMap<String, PackEntry>,
+    registry: RwLock<Arc<Registry>>,
+    /// Bumped whenever the registry is replaced: tool lists cached elsewhere
+    /// are stale when it moved.
+    generation: AtomicU64,
+    catalog_config: CatalogConfig,
     front: Front,
     code_pack: String,
-    /// What code mode can reach; fixed once the packs are loaded.
-    catalog: Catalog,
-    /// `catalog` as JSON, for callers that may use every tool.
-    catalog_json: Arc<str>,
     /// Counters for `/metrics`.
     metrics: Metrics,
     /// Calls under way (graceful shutdown waits for them).
@@ -141,23 +170,26 @@ impl Executor {
         let packs = loaded
             .into_iter()
             .map(|loaded| {
-                let functions = loaded
-                    .manifest
-                    .functions
-                    .iter()
-                    .map(|spec| function_entry(&loaded.name, spec))
-                    .collect();
-                (loaded.name.clone(), PackEntry { loaded, functions })
+                let functions = functions_of(&loaded.name, &loaded.manifest.functions);
+                let entry = PackEntry {
+                    loaded: Arc::new(loaded),
+                    functions,
+                };
+                (entry.loaded.name.clone(), Arc::new(entry))
             })
             .collect();
-        let catalog = catalog(&packs, config);
-        let catalog_json = serde_json::to_string(&catalog)
-            .expect("a catalog is serialisable")
-            .into();
+        let catalog_config = CatalogConfig {
+            aliases: config.aliases.clone(),
+            projects: config
+                .projects
+                .iter()
+                .map(|(name, path)| (name.clone(), path.display().to_string()))
+                .collect(),
+        };
         Arc::new(Self {
-            packs,
-            catalog,
-            catalog_json,
+            registry: RwLock::new(Arc::new(Registry::new(packs, &catalog_config))),
+            generation: AtomicU64::new(0),
+            catalog_config,
             metrics: Metrics::default(),
             running: AtomicUsize::new(0),
             front: Front {
@@ -169,11 +201,38 @@ impl Executor {
         })
     }
 
+    fn registry(&self) -> Arc<Registry> {
+        Arc::clone(&self.registry.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Give pack `name` these functions (a server pack whose tools became
+    /// known); calls under way finish on the snapshot they started with.
+    pub fn set_functions(&self, name: &str, specs: &[FunctionSpec]) {
+        let mut registry = self.registry.write().unwrap_or_else(|e| e.into_inner());
+        let mut packs = registry.packs.clone();
+        let Some(entry) = packs.get(name) else {
+            return;
+        };
+        let entry = PackEntry {
+            loaded: Arc::clone(&entry.loaded),
+            functions: functions_of(name, specs),
+        };
+        packs.insert(name.to_owned(), Arc::new(entry));
+        *registry = Arc::new(Registry::new(packs, &self.catalog_config));
+        self.generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Changes whenever the set of tools does.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
     /// Every tool: `run` first, then each pack function.
     pub fn tools(&self) -> Vec<ToolInfo> {
+        let registry = self.registry();
         let run = ToolInfo {
             name: RUN_TOOL.to_owned(),
-            description: self.run_description(),
+            description: self.run_description(&registry),
             input_schema: json!({
                 "type": "object",
                 "properties": {
@@ -187,7 +246,7 @@ impl Executor {
             }),
             output_schema: None,
         };
-        let functions = self.packs.values().flat_map(|pack| {
+        let functions = registry.packs.values().flat_map(|pack| {
             pack.functions.iter().map(move |f| ToolInfo {
                 name: format!("{}.{}", pack.loaded.name, f.spec.name),
                 description: f.spec.description.clone(),
@@ -200,14 +259,14 @@ impl Executor {
 
     /// What `run` accepts and what it can reach, compactly: the list a model
     /// reads to know what exists.
-    fn run_description(&self) -> String {
+    fn run_description(&self, registry: &Registry) -> String {
         let mut text = String::from(
             "Run a command the way you would write it: a call `pack.function(arg, key=value)` \
              with Python literals, an alias call, a snippet `$name key=value`, or a block of \
              Python (handed to the code pack). Markdown fences and a `>>>` prompt are stripped.\n",
         );
         text.push_str("\nFunctions:\n");
-        for pack in self.packs.values() {
+        for pack in registry.packs.values() {
             for f in &pack.functions {
                 text.push_str(&format!("- {}\n", f.signature));
             }
@@ -247,10 +306,11 @@ impl Executor {
 
     /// The catalog `caller` sees in code mode, as JSON.
     fn catalog_for(&self, caller: &Caller) -> RString {
+        let registry = self.registry();
         if caller.allowed.is_none() {
-            return RString::from(&*self.catalog_json);
+            return RString::from(&*registry.catalog_json);
         }
-        let mut catalog = self.catalog.clone();
+        let mut catalog = registry.catalog.clone();
         catalog
             .tools
             .retain(|t| caller.may_call(&format!("{}.{}", t.pack, t.function)));
@@ -270,14 +330,18 @@ impl Executor {
         self.running.load(Ordering::SeqCst)
     }
 
-    /// The loaded packs, in name order.
-    pub fn packs(&self) -> impl Iterator<Item = (&LoadedPack, Vec<&str>)> {
-        self.packs.values().map(|p| {
-            (
-                &p.loaded,
-                p.functions.iter().map(|f| f.signature.as_str()).collect(),
-            )
-        })
+    /// The loaded packs in name order, with their functions' signatures.
+    pub fn packs(&self) -> Vec<(Arc<LoadedPack>, Vec<String>)> {
+        self.registry()
+            .packs
+            .values()
+            .map(|p| {
+                (
+                    Arc::clone(&p.loaded),
+                    p.functions.iter().map(|f| f.signature.clone()).collect(),
+                )
+            })
+            .collect()
     }
 
     /// Serve one MCP `tools/call`.
@@ -303,7 +367,8 @@ impl Executor {
             };
             return self.run(command, caller).await;
         }
-        let (pack, function) = self.resolve(name)?;
+        let registry = self.registry();
+        let (pack, function) = resolve(&registry, &self.front, name)?;
         self.dispatch(pack, function, args, caller).await
     }
 
@@ -313,14 +378,15 @@ impl Executor {
             .front
             .interpret(command)
             .map_err(|e| Failure::new(e.code(), e.to_string()))?;
+        let registry = self.registry();
         match plan {
             Plan::Call(call) => {
-                let (pack, function) = self.resolve(&call.target)?;
+                let (pack, function) = resolve(&registry, &self.front, &call.target)?;
                 let args = bind(function, call)?;
                 self.dispatch(pack, function, args, caller).await
             }
             Plan::Code(code) => {
-                let Some(pack) = self.packs.get(&self.code_pack) else {
+                let Some(pack) = registry.packs.get(&self.code_pack) else {
                     return Err(Failure::new(
                         codes::UNKNOWN_PACK,
                         format!(
@@ -340,49 +406,6 @@ impl Executor {
                     .await
             }
         }
-    }
-
-    /// `alias`, or `pack.function` → the pack and its function, or an error
-    /// that lists what exists.
-    fn resolve(&self, name: &str) -> Result<(&PackEntry, &Function), Failure> {
-        self.lookup(name).inspect_err(|failure| {
-            tracing::info!(tool = name, outcome = failure.code(), "call refused");
-        })
-    }
-
-    fn lookup(&self, name: &str) -> Result<(&PackEntry, &Function), Failure> {
-        let target = self
-            .front
-            .aliases
-            .get(name)
-            .map(String::as_str)
-            .unwrap_or(name);
-        let Some((pack_name, function_name)) = target.split_once('.') else {
-            let mut tools: Vec<String> = vec![RUN_TOOL.to_owned()];
-            tools.extend(self.front.aliases.keys().cloned());
-            tools.extend(self.packs.keys().map(|p| format!("{p}.*")));
-            let hint = suggestion(name, self.front.aliases.keys().map(String::as_str))
-                .map(|s| format!("did you mean `{s}`? "))
-                .unwrap_or_default();
-            return Err(Failure::new(
-                codes::UNKNOWN_FUNCTION,
-                format!("unknown tool `{name}`; {hint}tools: {}", list(tools)),
-            )
-            .with_help("call a pack function as `pack.function(...)` or a configured alias"));
-        };
-        let Some(pack) = self.packs.get(pack_name) else {
-            let hint = suggestion(pack_name, self.packs.keys().map(String::as_str))
-                .map(|s| format!("did you mean `{s}`? "))
-                .unwrap_or_default();
-            return Err(Failure::new(
-                codes::UNKNOWN_PACK,
-                format!(
-                    "unknown pack `{pack_name}`; {hint}loaded packs: {}",
-                    list(self.packs.keys())
-                ),
-            ));
-        };
-        Ok((pack, function_of(pack, function_name)?))
     }
 
     async fn dispatch(
@@ -475,7 +498,53 @@ impl Executor {
     }
 }
 
-fn catalog(packs: &BTreeMap<String, PackEntry>, config: &Config) -> Catalog {
+/// `alias`, or `pack.function` → the pack and its function, or an error
+/// that lists what exists.
+fn resolve<'r>(
+    registry: &'r Registry,
+    front: &Front,
+    name: &str,
+) -> Result<(&'r PackEntry, &'r Function), Failure> {
+    lookup(registry, front, name).inspect_err(|failure| {
+        tracing::info!(tool = name, outcome = failure.code(), "call refused");
+    })
+}
+
+fn lookup<'r>(
+    registry: &'r Registry,
+    front: &Front,
+    name: &str,
+) -> Result<(&'r PackEntry, &'r Function), Failure> {
+    let target = front.aliases.get(name).map(String::as_str).unwrap_or(name);
+    let Some((pack_name, function_name)) = target.split_once('.') else {
+        let mut tools: Vec<String> = vec![RUN_TOOL.to_owned()];
+        tools.extend(front.aliases.keys().cloned());
+        tools.extend(registry.packs.keys().map(|p| format!("{p}.*")));
+        let hint = suggestion(name, front.aliases.keys().map(String::as_str))
+            .map(|s| format!("did you mean `{s}`? "))
+            .unwrap_or_default();
+        return Err(Failure::new(
+            codes::UNKNOWN_FUNCTION,
+            format!("unknown tool `{name}`; {hint}tools: {}", list(tools)),
+        )
+        .with_help("call a pack function as `pack.function(...)` or a configured alias"));
+    };
+    let Some(pack) = registry.packs.get(pack_name) else {
+        let hint = suggestion(pack_name, registry.packs.keys().map(String::as_str))
+            .map(|s| format!("did you mean `{s}`? "))
+            .unwrap_or_default();
+        return Err(Failure::new(
+            codes::UNKNOWN_PACK,
+            format!(
+                "unknown pack `{pack_name}`; {hint}loaded packs: {}",
+                list(registry.packs.keys())
+            ),
+        ));
+    };
+    Ok((pack, function_of(pack, function_name)?))
+}
+
+fn catalog(packs: &BTreeMap<String, Arc<PackEntry>>, config: &CatalogConfig) -> Catalog {
     Catalog {
         tools: packs
             .values()
@@ -490,11 +559,7 @@ fn catalog(packs: &BTreeMap<String, PackEntry>, config: &Config) -> Catalog {
             })
             .collect(),
         aliases: config.aliases.clone(),
-        projects: config
-            .projects
-            .iter()
-            .map(|(name, path)| (name.clone(), path.display().to_string()))
-            .collect(),
+        projects: config.projects.clone(),
     }
 }
 
@@ -532,6 +597,13 @@ fn human(d: Duration) -> String {
     }
 }
 
+fn functions_of(pack: &str, specs: &[FunctionSpec]) -> Vec<Function> {
+    specs
+        .iter()
+        .map(|spec| function_entry(pack, spec))
+        .collect()
+}
+
 fn function_entry(pack: &str, spec: &FunctionSpec) -> Function {
     let tool = format!("{pack}.{}", spec.name);
     let validator = jsonschema::validator_for(&spec.input_schema)
@@ -553,6 +625,16 @@ fn function_of<'p>(pack: &'p PackEntry, name: &str) -> Result<&'p Function, Fail
         .iter()
         .find(|f| f.spec.name == name)
         .ok_or_else(|| {
+            if pack.functions.is_empty() {
+                return Failure::new(
+                    codes::UNKNOWN_FUNCTION,
+                    format!(
+                        "pack `{}` has no functions yet: its server ({}) has not answered; its \
+                         tools appear when it does",
+                        pack.loaded.name, pack.loaded.origin
+                    ),
+                );
+            }
             let names = pack.functions.iter().map(|f| f.spec.name.as_str());
             let hint = suggestion(name, names.clone())
                 .map(|s| format!("did you mean `{s}`? "))

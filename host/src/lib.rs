@@ -3,12 +3,13 @@
 //! The binary is CLI + glue (`main.rs`); the pieces live here:
 //! - [`config`]: `packs.toml` with env overrides, errors with file and line;
 //! - [`loader`]: find and load pack libraries through the stable ABI;
+//!   [`servers`]: other MCP servers as packs (`kind = "mcp"`);
 //! - [`executor`]: the one path of every call (resolve, validate, time limit,
 //!   cancellation, errors as results); the `run` command front is the
 //!   `packhost-command` crate;
 //! - [`mcp`]: the rmcp server over the executor; [`http`] serves it over
 //!   streamable HTTP with [`auth`];
-//! - [`cli`]: the subcommands.
+//! - [`cli`]: the subcommands; [`integrations`]: `packhost integrations`.
 #![deny(missing_docs)]
 
 pub mod auth;
@@ -17,8 +18,10 @@ pub mod config;
 pub mod executor;
 pub mod failure;
 pub mod http;
+pub mod integrations;
 pub mod loader;
 pub mod logging;
 pub mod mcp;
 pub mod metrics;
 pub mod render;
+pub mod servers;

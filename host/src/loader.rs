@@ -20,7 +20,7 @@ use abi_stable::{
 use pack_api::{Host, Host_TO, LogLevel, Manifest, PackBox, PackModule_Ref};
 
 use crate::{
-    config::{Config, PackConfig},
+    config::{Config, PackConfig, PackKind},
     failure::Failure,
 };
 
@@ -28,8 +28,8 @@ use crate::{
 pub struct LoadedPack {
     /// Call name (the `[packs.<name>]` key).
     pub name: String,
-    /// The library it came from.
-    pub path: PathBuf,
+    /// Where it came from: the library file, or the server.
+    pub origin: String,
     /// What the pack says about itself.
     pub manifest: Manifest,
     /// The constructed pack.
@@ -64,16 +64,21 @@ impl fmt::Display for LoadError {
     }
 }
 
-/// Load every enabled pack of `config`, in name order.
+/// Load every enabled library pack of `config`, in name order (server packs
+/// are [`crate::servers`]' work).
 pub fn load_all(config: &Config) -> (Vec<LoadedPack>, Vec<LoadError>) {
     let projects: Arc<str> = serde_json::to_string(&config.projects)
         .expect("paths are serialisable")
         .into();
-    let mut loaded: Vec<LoadedPack> = Vec::new();
+    let mut loaded: Vec<(PathBuf, LoadedPack)> = Vec::new();
     let mut errors = Vec::new();
-    for (name, pack) in config.packs.iter().filter(|(_, p)| p.enabled) {
+    let libraries = config
+        .packs
+        .iter()
+        .filter(|(_, p)| p.enabled && p.kind == PackKind::Library);
+    for (name, pack) in libraries {
         let result = locate(name, pack, &config.server.pack_dirs).and_then(|path| {
-            if let Some(twin) = loaded.iter().find(|l| same_file(&l.path, &path)) {
+            if let Some((_, twin)) = loaded.iter().find(|(file, _)| same_file(file, &path)) {
                 return Err(error(
                     name,
                     Some(&path),
@@ -84,14 +89,15 @@ pub fn load_all(config: &Config) -> (Vec<LoadedPack>, Vec<LoadError>) {
                     ),
                 ));
             }
-            load_one(name, pack, &path, &projects, config.server.timeout_ms)
+            let pack = load_one(name, pack, &path, &projects, config.server.timeout_ms)?;
+            Ok((path, pack))
         });
         match result {
             Ok(pack) => loaded.push(pack),
             Err(e) => errors.push(e),
         }
     }
-    (loaded, errors)
+    (loaded.into_iter().map(|(_, pack)| pack).collect(), errors)
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {
@@ -173,7 +179,7 @@ fn load_one(
     };
     Ok(LoadedPack {
         name: name.to_owned(),
-        path: path.to_path_buf(),
+        origin: path.display().to_string(),
         manifest,
         instance,
         timeout: Duration::from_millis(pack.timeout_ms.unwrap_or(default_timeout_ms)),

@@ -2,7 +2,7 @@
 //! A tool failure is always a result with `isError: true`, never a protocol
 //! error.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
@@ -28,28 +28,43 @@ use crate::{
 #[derive(Clone)]
 pub struct PackhostServer {
     executor: Arc<Executor>,
-    tools: Arc<Vec<Tool>>,
     identity: Identity,
+    /// The tools as of an executor generation (a server pack's tools can
+    /// appear later).
+    tools: Arc<Mutex<(u64, Arc<Vec<Tool>>)>>,
 }
 
 impl PackhostServer {
     /// Serve `executor`'s tools; calls run as `identity`.
     pub fn new(executor: Arc<Executor>, identity: Identity) -> Self {
-        let tools = executor
-            .tools()
-            .into_iter()
-            .map(|info| {
-                let mut tool = Tool::new(info.name, info.description, object(info.input_schema));
-                tool.output_schema = info.output_schema.map(|schema| Arc::new(object(schema)));
-                tool
-            })
-            .collect();
+        let tools = (executor.generation(), Arc::new(tools_of(&executor)));
         Self {
             executor,
-            tools: Arc::new(tools),
             identity,
+            tools: Arc::new(Mutex::new(tools)),
         }
     }
+
+    fn tools(&self) -> Arc<Vec<Tool>> {
+        let mut cached = self.tools.lock().unwrap_or_else(|e| e.into_inner());
+        let generation = self.executor.generation();
+        if cached.0 != generation {
+            *cached = (generation, Arc::new(tools_of(&self.executor)));
+        }
+        Arc::clone(&cached.1)
+    }
+}
+
+fn tools_of(executor: &Executor) -> Vec<Tool> {
+    executor
+        .tools()
+        .into_iter()
+        .map(|info| {
+            let mut tool = Tool::new(info.name, info.description, object(info.input_schema));
+            tool.output_schema = info.output_schema.map(|schema| Arc::new(object(schema)));
+            tool
+        })
+        .collect()
 }
 
 impl PackhostServer {
@@ -160,9 +175,9 @@ impl ServerHandler for PackhostServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let tools = match self.identity_of(&context).allowed {
-            None => self.tools.as_ref().clone(),
+            None => self.tools().as_ref().clone(),
             Some(filter) => self
-                .tools
+                .tools()
                 .iter()
                 .filter(|t| filter.allows(&t.name))
                 .cloned()
@@ -172,7 +187,7 @@ impl ServerHandler for PackhostServer {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.tools.iter().find(|t| t.name == name).cloned()
+        self.tools().iter().find(|t| t.name == name).cloned()
     }
 
     async fn call_tool(

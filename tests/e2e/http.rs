@@ -10,7 +10,7 @@ use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 
 /// `ph_` + 64 hex digits and its SHA-256, made with `packhost token new`.
-fn token(user: &str, org: &str, tools: &[&str]) -> (String, String) {
+pub(crate) fn token(user: &str, org: &str, tools: &[&str]) -> (String, String) {
     let mut args = vec!["token", "new", "--user", user, "--org", org];
     for tool in tools {
         args.extend(["--tool", tool]);
@@ -43,7 +43,7 @@ fn token(user: &str, org: &str, tools: &[&str]) -> (String, String) {
     (token, entry)
 }
 
-async fn call(
+pub(crate) async fn call(
     client: &rmcp::service::RunningService<rmcp::RoleClient, packhost_tests::Recorder>,
     name: &str,
     args: Value,

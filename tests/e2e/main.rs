@@ -10,5 +10,6 @@ mod http;
 mod jupyter;
 mod loading;
 mod proj;
+mod remote_mcp;
 mod robustness;
 mod run_front;

@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 
 pub mod bench;
+pub mod downstream;
 pub mod http;
 pub mod jupyter;
 

@@ -1,0 +1,218 @@
+//! `packhost integrations ...`: an admin's view of the integrations the
+//! `remote_mcp` pack serves, in the same database the pack uses.
+
+use std::{collections::BTreeMap, process::ExitCode};
+
+use clap::{Args, Subcommand};
+use integrations_store::{Auth, NewIntegration, Transport};
+
+use crate::{cli::Error, config::Config};
+
+/// `packhost integrations ...`.
+#[derive(Debug, Args)]
+pub struct IntegrationsCommand {
+    /// The database (SQLite file or `postgres://` URL); default: `database`
+    /// in `[packs.remote_mcp] config`, else
+    /// `~/.local/share/packhost/integrations.db`.
+    #[arg(long, global = true, env = "PACKHOST_INTEGRATIONS_DATABASE")]
+    database: Option<String>,
+    /// What to do.
+    #[command(subcommand)]
+    action: Action,
+}
+
+/// The actions.
+#[derive(Debug, Subcommand)]
+enum Action {
+    /// Register an MCP server for an organisation; prints its id. A stdio
+    /// server's command goes after `--`: `add --org acme --name fs -- npx -y server`.
+    Add {
+        /// The organisation.
+        #[arg(long)]
+        org: String,
+        /// A name unique in the organisation (letters, digits, `_`, `.`, `-`).
+        #[arg(long)]
+        name: String,
+        /// The streamable HTTP endpoint (instead of a command).
+        #[arg(long, conflicts_with = "command")]
+        url: Option<String>,
+        /// `NAME=VALUE` added to a stdio server's environment; repeatable.
+        #[arg(long = "env", value_name = "NAME=VALUE", value_parser = pair)]
+        env: Vec<(String, String)>,
+        /// `NAME=VALUE` sent with every HTTP request; repeatable.
+        #[arg(long = "header", value_name = "NAME=VALUE", value_parser = pair)]
+        headers: Vec<(String, String)>,
+        /// Send `Authorization: Bearer <token>`, the token read from this
+        /// environment variable (so it stays out of shell history).
+        #[arg(long, value_name = "VAR")]
+        bearer_token_env: Option<String>,
+        /// Send this header, its value read from `--auth-value-env`.
+        #[arg(
+            long,
+            value_name = "NAME",
+            requires = "auth_value_env",
+            conflicts_with = "bearer_token_env"
+        )]
+        auth_header: Option<String>,
+        /// The environment variable holding `--auth-header`'s value.
+        #[arg(long, value_name = "VAR", requires = "auth_header")]
+        auth_value_env: Option<String>,
+        /// Time limit of one call to this server.
+        #[arg(long)]
+        timeout_ms: Option<u64>,
+        /// A stdio server's program and arguments.
+        #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// The organisation's integrations (secrets are never shown).
+    List {
+        /// The organisation.
+        #[arg(long)]
+        org: String,
+        /// One JSON object per line instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Let calls reach an integration again.
+    Enable {
+        /// The organisation.
+        #[arg(long)]
+        org: String,
+        /// The integration's id.
+        id: String,
+    },
+    /// Refuse calls to an integration (they get `DISABLED`).
+    Disable {
+        /// The organisation.
+        #[arg(long)]
+        org: String,
+        /// The integration's id.
+        id: String,
+    },
+    /// Delete an integration.
+    Remove {
+        /// The organisation.
+        #[arg(long)]
+        org: String,
+        /// The integration's id.
+        id: String,
+    },
+}
+
+fn pair(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .ok_or_else(|| format!("`{text}` is not NAME=VALUE"))
+}
+
+fn secret_from(var: &str) -> Result<String, Error> {
+    std::env::var(var).map_err(|_| format!("environment variable `{var}` is not set").into())
+}
+
+impl IntegrationsCommand {
+    /// Run it against the database `config` names (or `--database`).
+    pub async fn run(self, config: &Config) -> Result<ExitCode, Error> {
+        let database = self
+            .database
+            .or_else(|| {
+                let pack = config.packs.get("remote_mcp")?;
+                pack.config.get("database")?.as_str().map(str::to_owned)
+            })
+            .unwrap_or_else(|| integrations_store::default_database().display().to_string());
+        let store = integrations_store::open(&database).await?;
+        match self.action {
+            Action::Add {
+                org,
+                name,
+                url,
+                env,
+                headers,
+                bearer_token_env,
+                auth_header,
+                auth_value_env,
+                timeout_ms,
+                command,
+            } => {
+                let transport = match (url, command.split_first()) {
+                    (Some(url), None) => Transport::Http {
+                        url,
+                        headers: headers.into_iter().collect(),
+                    },
+                    (None, Some((program, args))) => Transport::Stdio {
+                        command: program.clone(),
+                        args: args.to_vec(),
+                        env: env.into_iter().collect::<BTreeMap<_, _>>(),
+                    },
+                    _ => {
+                        return Err("give the server as `--url URL` or as a command after `--` \
+                                    (e.g. `-- npx -y @modelcontextprotocol/server-everything`)"
+                            .into());
+                    }
+                };
+                let auth = match (bearer_token_env, auth_header, auth_value_env) {
+                    (Some(var), _, _) => Some(Auth::Bearer {
+                        token: secret_from(&var)?,
+                    }),
+                    (None, Some(name), Some(var)) => Some(Auth::Header {
+                        name,
+                        value: secret_from(&var)?,
+                    }),
+                    _ => None,
+                };
+                let added = store
+                    .add(NewIntegration {
+                        organization_id: org,
+                        name,
+                        transport,
+                        auth,
+                        timeout_ms,
+                    })
+                    .await?;
+                println!("{}", added.id);
+            }
+            Action::List { org, json } => {
+                let all = store.list(&org).await?;
+                if json {
+                    for integration in &all {
+                        println!("{}", integration.summary());
+                    }
+                } else if all.is_empty() {
+                    println!("organisation `{org}` has no integrations");
+                } else {
+                    for integration in &all {
+                        let summary = integration.summary();
+                        let target = summary
+                            .get("url")
+                            .or_else(|| summary.get("command"))
+                            .and_then(|v| v.as_str())
+                            .unwrap_or_default();
+                        println!(
+                            "{}  {:<20} {:<5} {:<8} {target}",
+                            integration.id,
+                            integration.name,
+                            summary["transport"].as_str().unwrap_or_default(),
+                            if integration.enabled {
+                                "enabled"
+                            } else {
+                                "disabled"
+                            },
+                        );
+                    }
+                }
+            }
+            Action::Enable { org, id } => {
+                store.set_enabled(&org, &id, true).await?;
+                println!("enabled {id}");
+            }
+            Action::Disable { org, id } => {
+                store.set_enabled(&org, &id, false).await?;
+                println!("disabled {id}");
+            }
+            Action::Remove { org, id } => {
+                store.remove(&org, &id).await?;
+                println!("removed {id}");
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}

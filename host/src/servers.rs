@@ -1,0 +1,298 @@
+//! Server packs: `[packs.<name>] kind = "mcp"` makes another MCP server a
+//! pack. Its tools are the pack's functions (`<name>.<tool>` in `tools/list`,
+//! `run` and code mode), called through one connection pool.
+//!
+//! A server that is down at start-up does not hold the host: its pack loads
+//! with no functions, a call to it says why, and a background task keeps
+//! trying; once the server answers, its tools appear.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, RwLock, Weak},
+    time::Duration,
+};
+
+use abi_stable::{
+    sabi_trait::TD_Opaque,
+    std_types::{RResult, RStr},
+};
+use async_ffi::{FfiFuture, FutureExt as _};
+use mcp_downstream::{
+    CallToolResult, Endpoint, Failure as Downstream, Level, Pool, PoolSettings, Tool,
+};
+use pack_api::{CallContextBox, CallResult, FunctionSpec, Manifest, Pack, Pack_TO, codes};
+use serde_json::{Value, json};
+
+use crate::{
+    config::{Config, PackConfig, PackKind},
+    executor::Executor,
+    failure::Failure,
+    loader::LoadedPack,
+};
+
+/// How long start-up waits for a server's tool list before going on
+/// without it.
+const STARTUP_WAIT: Duration = Duration::from_secs(10);
+
+/// Retries of a server that was down: from 1 s, doubling, up to this.
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(30);
+
+/// The server packs' connections.
+pub struct Servers {
+    pool: Arc<Pool>,
+    /// Packs whose tools are not known yet.
+    pending: Vec<Pending>,
+}
+
+struct Pending {
+    name: String,
+    endpoint: Endpoint,
+    names: Names,
+}
+
+/// Function name → the server's tool name (tool names that are not
+/// identifiers get `_` for the odd characters, so `run` can call them).
+type Names = Arc<RwLock<HashMap<String, String>>>;
+
+/// A server pack as the executor sees it.
+struct ServerPack {
+    name: String,
+    endpoint: Endpoint,
+    pool: Arc<Pool>,
+    names: Names,
+    timeout: Duration,
+}
+
+/// Connect every enabled server pack of `config` (all at once, each for at
+/// most [`STARTUP_WAIT`]).
+pub async fn connect_all(config: &Config) -> (Vec<LoadedPack>, Servers) {
+    let pool = Pool::new(PoolSettings {
+        log: Arc::new(|level, message| match level {
+            Level::Debug => tracing::debug!(target: "packhost::servers", "{message}"),
+            Level::Info => tracing::info!(target: "packhost::servers", "{message}"),
+            Level::Warn => tracing::warn!(target: "packhost::servers", "{message}"),
+        }),
+        ..PoolSettings::default()
+    });
+    let servers = config
+        .packs
+        .iter()
+        .filter(|(_, p)| p.enabled && p.kind == PackKind::Mcp);
+    let connecting = servers.map(|(name, pack)| {
+        let pool = Arc::clone(&pool);
+        let timeout = Duration::from_millis(pack.timeout_ms.unwrap_or(config.server.timeout_ms));
+        async move {
+            let endpoint = endpoint(pack);
+            let tools =
+                tokio::time::timeout(STARTUP_WAIT, pool.list_tools(name, &endpoint, timeout))
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(Downstream::Upstream(format!(
+                            "no tool list within {} s",
+                            STARTUP_WAIT.as_secs()
+                        )))
+                    });
+            (name.clone(), endpoint, timeout, tools)
+        }
+    });
+    let mut loaded = Vec::new();
+    let mut pending = Vec::new();
+    for (name, endpoint, timeout, tools) in futures_util::future::join_all(connecting).await {
+        let names = Names::default();
+        let functions = match tools {
+            Ok(tools) => functions(&tools, &names),
+            Err(failure) => {
+                tracing::warn!(
+                    pack = %name,
+                    "server {} is not answering ({}); its tools appear once it does",
+                    endpoint.describe(),
+                    reason(&failure)
+                );
+                pending.push(Pending {
+                    name: name.clone(),
+                    endpoint: endpoint.clone(),
+                    names: Arc::clone(&names),
+                });
+                Vec::new()
+            }
+        };
+        let pack = ServerPack {
+            name: name.clone(),
+            endpoint: endpoint.clone(),
+            pool: Arc::clone(&pool),
+            names,
+            timeout,
+        };
+        loaded.push(LoadedPack {
+            name: name.clone(),
+            origin: endpoint.describe(),
+            manifest: Manifest {
+                name,
+                version: "mcp".to_owned(),
+                description: format!("Tools of the MCP server {}", endpoint.describe()),
+                functions,
+            },
+            instance: Pack_TO::from_value(pack, TD_Opaque),
+            timeout,
+        });
+    }
+    (loaded, Servers { pool, pending })
+}
+
+impl Servers {
+    /// Keep asking the servers that were down for their tools, and hand
+    /// them to `executor` once they answer.
+    pub fn watch(self, executor: &Arc<Executor>) {
+        for pending in self.pending {
+            tokio::spawn(retry(
+                pending,
+                Arc::clone(&self.pool),
+                Arc::downgrade(executor),
+            ));
+        }
+    }
+}
+
+async fn retry(pending: Pending, pool: Arc<Pool>, executor: Weak<Executor>) {
+    let mut delay = Duration::from_secs(1);
+    loop {
+        tokio::time::sleep(delay).await;
+        if executor.strong_count() == 0 {
+            return;
+        }
+        if let Ok(tools) = pool
+            .list_tools(&pending.name, &pending.endpoint, STARTUP_WAIT)
+            .await
+        {
+            let specs = functions(&tools, &pending.names);
+            let Some(executor) = executor.upgrade() else {
+                return;
+            };
+            tracing::info!(pack = %pending.name, tools = specs.len(), "server answers; its tools are served");
+            executor.set_functions(&pending.name, &specs);
+            return;
+        }
+        delay = (delay * 2).min(MAX_RETRY_DELAY);
+    }
+}
+
+fn endpoint(pack: &PackConfig) -> Endpoint {
+    match (&pack.command, &pack.url) {
+        (Some(command), _) => Endpoint::Stdio {
+            command: command.first().cloned().unwrap_or_default(),
+            args: command.iter().skip(1).cloned().collect(),
+            env: pack.env.clone(),
+        },
+        (None, url) => Endpoint::Http {
+            url: url.clone().unwrap_or_default(),
+            headers: pack.headers.clone(),
+        },
+    }
+}
+
+fn reason(failure: &Downstream) -> &str {
+    match failure {
+        Downstream::Rejected(message) | Downstream::Upstream(message) => message,
+    }
+}
+
+/// The server's tools as functions; records the name each stands for.
+fn functions(tools: &[Tool], names: &Names) -> Vec<FunctionSpec> {
+    let mut map = names.write().unwrap_or_else(|e| e.into_inner());
+    map.clear();
+    tools
+        .iter()
+        .map(|tool| {
+            let function: String = tool
+                .name
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                .collect();
+            map.insert(function.clone(), tool.name.to_string());
+            FunctionSpec {
+                name: function,
+                description: tool.description.as_deref().unwrap_or_default().to_owned(),
+                input_schema: Value::Object((*tool.input_schema).clone()),
+                output_schema: tool.output_schema.as_ref().map_or_else(
+                    || json!({"type": "object"}),
+                    |s| Value::Object((**s).clone()),
+                ),
+            }
+        })
+        .collect()
+}
+
+/// A downstream result as a pack value: its structured content when it has
+/// one, else its text, with images in the host's `images` form (served as
+/// image blocks) and other blocks as they are.
+fn value_of(result: CallToolResult) -> Value {
+    if let Some(structured) = result.structured_content.filter(Value::is_object) {
+        return structured;
+    }
+    let mut text = Vec::new();
+    let mut images = Vec::new();
+    let mut other = Vec::new();
+    for block in result.content {
+        match block {
+            mcp_downstream::ContentBlock::Text(t) => text.push(t.text),
+            mcp_downstream::ContentBlock::Image(i) => {
+                images.push(json!({"mime": i.mime_type, "data_base64": i.data}));
+            }
+            block => other.push(serde_json::to_value(block).unwrap_or(Value::Null)),
+        }
+    }
+    let mut value = json!({ "text": text.join("\n") });
+    if !images.is_empty() {
+        value["images"] = Value::Array(images);
+    }
+    if !other.is_empty() {
+        value["content"] = Value::Array(other);
+    }
+    value
+}
+
+impl Pack for ServerPack {
+    fn call(
+        &self,
+        function: RStr<'_>,
+        args_json: RStr<'_>,
+        _ctx: CallContextBox,
+    ) -> FfiFuture<CallResult> {
+        let tool = self
+            .names
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(function.as_str())
+            .cloned()
+            .unwrap_or_else(|| function.as_str().to_owned());
+        let args = serde_json::from_str(args_json.as_str()).unwrap_or_default();
+        let (pool, endpoint, name, timeout) = (
+            Arc::clone(&self.pool),
+            self.endpoint.clone(),
+            self.name.clone(),
+            self.timeout,
+        );
+        async move {
+            let failure = match pool.call_tool(&name, &endpoint, &tool, args, timeout).await {
+                Ok(result) if result.is_error != Some(true) => {
+                    return RResult::ROk(value_of(result).to_string().into());
+                }
+                Ok(result) => {
+                    Failure::new(codes::EXECUTION_ERROR, mcp_downstream::text_of(&result))
+                }
+                Err(Downstream::Rejected(message)) => Failure::new(codes::EXECUTION_ERROR, message),
+                Err(Downstream::Upstream(reason)) => Failure::new(codes::UPSTREAM_ERROR, reason)
+                    .with_help(format!(
+                        "check the server of `[packs.{name}]`; the next call reconnects"
+                    )),
+            };
+            RResult::RErr(failure.to_json().into())
+        }
+        .into_ffi()
+    }
+
+    fn shutdown(&self) -> FfiFuture<()> {
+        self.pool.close_all();
+        async {}.into_ffi()
+    }
+}

@@ -1,0 +1,205 @@
+//! Where a downstream MCP server is, and the outbound-address rules.
+
+use std::{
+    collections::BTreeMap,
+    net::{IpAddr, SocketAddr},
+};
+
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+
+/// A downstream MCP server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// A child process speaking MCP on its stdin and stdout.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Variables added to its environment (the host's own are not passed,
+        /// apart from `PATH`, `HOME` and `LANG`).
+        env: BTreeMap<String, String>,
+    },
+    /// A streamable HTTP endpoint.
+    Http {
+        /// `http://` or `https://` URL of the MCP endpoint.
+        url: String,
+        /// Headers sent with every request (credentials go here).
+        headers: BTreeMap<String, String>,
+    },
+}
+
+impl Endpoint {
+    /// For logs and messages: the program or the URL without query, never
+    /// an environment value or a header.
+    pub fn describe(&self) -> String {
+        match self {
+            Endpoint::Stdio { command, args, .. } => {
+                let mut words = vec![command.as_str()];
+                words.extend(args.iter().map(String::as_str));
+                format!("stdio `{}`", words.join(" "))
+            }
+            Endpoint::Http { url, .. } => match url::Url::parse(url) {
+                Ok(mut url) => {
+                    url.set_query(None);
+                    url.set_fragment(None);
+                    format!("http {url}")
+                }
+                Err(_) => "http <invalid url>".to_owned(),
+            },
+        }
+    }
+}
+
+/// Check an integration URL when it is stored: `http` or `https`, a host,
+/// no credentials in it. The error says what would be right.
+pub fn check_url(url: &str) -> Result<url::Url, String> {
+    let parsed = url::Url::parse(url).map_err(|e| {
+        format!("`{url}` is not a URL ({e}); expected e.g. `http://127.0.0.1:3001/mcp`")
+    })?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!(
+            "URL scheme `{}` is not supported; use `http://` or `https://`",
+            parsed.scheme()
+        ));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(format!("`{url}` has no host"));
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(
+            "the URL carries credentials; give them as the integration's auth instead".to_owned(),
+        );
+    }
+    Ok(parsed)
+}
+
+/// Loopback, private, link-local and other non-public addresses: what an
+/// SSRF guard keeps a server from reaching.
+pub fn is_private(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                // Carrier-grade NAT, 100.64.0.0/10.
+                || (v4.octets()[0] == 100 && (v4.octets()[1] & 0xc0) == 64)
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_private(IpAddr::V4(v4));
+            }
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_unique_local()
+                || v6.is_unicast_link_local()
+        }
+    }
+}
+
+/// Refuse a URL whose host is a private address literal (names are checked
+/// when they are resolved, by [`PublicOnly`]).
+pub(crate) fn check_public_literal(url: &url::Url) -> Result<(), String> {
+    let ip = match url.host() {
+        Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip),
+        Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip),
+        _ => return Ok(()),
+    };
+    if is_private(ip) {
+        return Err(forbidden(&ip.to_string()));
+    }
+    Ok(())
+}
+
+fn forbidden(host: &str) -> String {
+    format!(
+        "`{host}` is a private or loopback address, and outbound requests to those are \
+         forbidden here (`forbid_private_addresses`)"
+    )
+}
+
+/// A resolver that drops private and loopback addresses, so a name cannot
+/// point an outbound request inside the network.
+pub(crate) struct PublicOnly;
+
+impl Resolve for PublicOnly {
+    fn resolve(&self, name: Name) -> Resolving {
+        Box::pin(async move {
+            let host = name.as_str().to_owned();
+            let all: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let public: Vec<SocketAddr> = all.into_iter().filter(|a| !is_private(a.ip())).collect();
+            if public.is_empty() {
+                return Err(forbidden(&host).into());
+            }
+            Ok(Box::new(public.into_iter()) as Addrs)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_checked_with_reasons() {
+        assert!(check_url("http://127.0.0.1:3001/mcp").is_ok());
+        assert!(check_url("https://mcp.example.com/mcp").is_ok());
+        assert!(
+            check_url("ftp://x/y")
+                .unwrap_err()
+                .contains("use `http://`")
+        );
+        assert!(check_url("file:///etc/passwd").is_err());
+        assert!(
+            check_url("not a url")
+                .unwrap_err()
+                .contains("expected e.g.")
+        );
+        assert!(
+            check_url("http://user:secret@host/mcp")
+                .unwrap_err()
+                .contains("credentials")
+        );
+    }
+
+    #[test]
+    fn private_addresses_are_recognised() {
+        for private in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "::1",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+        ] {
+            assert!(is_private(private.parse().unwrap()), "{private}");
+        }
+        for public in ["8.8.8.8", "1.1.1.1", "2606:4700::1111"] {
+            assert!(!is_private(public.parse().unwrap()), "{public}");
+        }
+        let literal = url::Url::parse("http://[::1]:80/mcp").unwrap();
+        assert!(check_public_literal(&literal).is_err());
+    }
+
+    #[test]
+    fn descriptions_hide_secrets() {
+        let http = Endpoint::Http {
+            url: "http://h:1/mcp?token=secret".into(),
+            headers: [("Authorization".into(), "Bearer secret".into())].into(),
+        };
+        assert_eq!(http.describe(), "http http://h:1/mcp");
+        let stdio = Endpoint::Stdio {
+            command: "npx".into(),
+            args: vec!["-y".into(), "server".into()],
+            env: [("TOKEN".into(), "secret".into())].into(),
+        };
+        assert_eq!(stdio.describe(), "stdio `npx -y server`");
+    }
+}

@@ -1,0 +1,30 @@
+//! Connections from packhost to other MCP servers, shared by the
+//! `remote_mcp` pack (integrations) and the host's `kind = "mcp"` packs.
+//!
+//! - An [`Endpoint`] is a stdio child (started in its own process group with
+//!   an allow-listed environment) or a streamable HTTP URL (no redirects
+//!   followed; optionally public addresses only).
+//! - A [`Pool`] keeps one connection per key and reuses it for every call;
+//!   a connection whose server died is replaced on the next call, an idle
+//!   one is closed, an HTTP session the server forgot is re-initialised by
+//!   rmcp's client.
+//! - Every failure is sorted: [`Failure::Rejected`] is the server's own
+//!   answer (a JSON-RPC error), [`Failure::Upstream`] the connection's fault.
+#![deny(missing_docs)]
+
+mod endpoint;
+mod pool;
+
+pub use endpoint::{Endpoint, check_url, is_private};
+pub use pool::{Failure, Level, Log, Pool, PoolSettings};
+pub use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
+
+/// The text blocks of a tool result, one per line: what a failed tool said.
+pub fn text_of(result: &CallToolResult) -> String {
+    let lines: Vec<&str> = result
+        .content
+        .iter()
+        .filter_map(|block| block.as_text().map(|t| t.text.as_str()))
+        .collect();
+    lines.join("\n")
+}

@@ -1,0 +1,432 @@
+//! `remote_mcp`: tools on the MCP servers an organisation registered
+//! ("integrations"), called through packhost.
+//!
+//! - The organisation is the caller's, from the call context (a bearer
+//!   token's org over HTTP, `[identity]` on stdio), never an argument.
+//! - Errors of the call itself have codes: `UNAUTHORIZED` (no organisation),
+//!   `NOT_FOUND`, `ACCESS_DENIED` (another organisation's integration: ids are
+//!   random, so saying so reveals nothing useful and tells an admin which
+//!   token is wrong), `DISABLED`, and `UPSTREAM_ERROR` when the server could
+//!   not be reached, crashed, answered garbage or not in time.
+//! - A tool that ran and failed, a tool the server does not have, or any
+//!   JSON-RPC error the server answers is the server's answer, not ours:
+//!   `{isError: true, content: null, errorMessage}` (code `EXECUTION_ERROR`).
+//!
+//! Integrations live in the database of `config.database` (SQLite path or
+//! `postgres://` URL); `packhost integrations add|list|enable|disable|remove`
+//! manages them. Connections are pooled per integration (see
+//! `mcp-downstream`).
+
+use std::{sync::Arc, time::Duration, time::Instant};
+
+use integrations_store::{Auth, Integration, IntegrationRepository, Transport};
+use mcp_downstream::{Endpoint, Failure, JsonObject, Level, Pool, PoolSettings};
+use pack_sdk::{Context, Empty, Host, LogLevel, PackDef, PackError, Value, codes};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tokio::sync::OnceCell;
+
+/// `[packs.remote_mcp] config`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// SQLite file or `postgres://` URL; default
+    /// `~/.local/share/packhost/integrations.db`. `packhost integrations`
+    /// reads this same setting.
+    #[serde(default)]
+    pub database: Option<String>,
+    /// Refuse integrations whose URL is (or resolves to) a private or
+    /// loopback address.
+    #[serde(default)]
+    pub forbid_private_addresses: bool,
+    /// Starting a server and the MCP handshake, in milliseconds.
+    #[serde(default = "default_connect_timeout_ms")]
+    pub connect_timeout_ms: u64,
+    /// Time limit of one downstream call when the integration sets none.
+    #[serde(default = "default_call_timeout_ms")]
+    pub call_timeout_ms: u64,
+    /// A connection unused this long is closed.
+    #[serde(default = "default_idle_secs")]
+    pub idle_secs: u64,
+    /// Connections open at once.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
+}
+
+fn default_connect_timeout_ms() -> u64 {
+    20_000
+}
+
+fn default_call_timeout_ms() -> u64 {
+    30_000
+}
+
+fn default_idle_secs() -> u64 {
+    600
+}
+
+fn default_max_connections() -> usize {
+    64
+}
+
+/// The pack's state: opened on first use, so a database that is down does
+/// not keep the host from starting.
+pub struct State {
+    database: String,
+    store: OnceCell<Arc<dyn IntegrationRepository>>,
+    pool: OnceCell<Arc<Pool>>,
+    settings: PoolSettings,
+    call_timeout: Duration,
+    host: Host,
+}
+
+impl State {
+    fn new(config: Config, host: Host) -> Result<Self, PackError> {
+        let log_host = host.clone();
+        let settings = PoolSettings {
+            connect_timeout: Duration::from_millis(config.connect_timeout_ms),
+            idle_ttl: Duration::from_secs(config.idle_secs),
+            max_connections: config.max_connections,
+            forbid_private_addresses: config.forbid_private_addresses,
+            log: Arc::new(move |level, message| {
+                let level = match level {
+                    Level::Debug => LogLevel::Debug,
+                    Level::Info => LogLevel::Info,
+                    Level::Warn => LogLevel::Warn,
+                };
+                log_host.log(level, message);
+            }),
+        };
+        Ok(Self {
+            database: config
+                .database
+                .unwrap_or_else(|| integrations_store::default_database().display().to_string()),
+            store: OnceCell::new(),
+            pool: OnceCell::new(),
+            settings,
+            call_timeout: Duration::from_millis(config.call_timeout_ms),
+            host,
+        })
+    }
+
+    async fn store(&self) -> Result<&Arc<dyn IntegrationRepository>, PackError> {
+        // Opened on a task of its own: sqlx's connect future is Send only
+        // for concrete lifetimes, which the pack's handlers cannot name.
+        let database = self.database.clone();
+        self.store
+            .get_or_try_init(|| async move {
+                tokio::spawn(async move { integrations_store::open(&database).await })
+                    .await
+                    .map_err(|e| integrations_store::StoreError::Database(e.to_string()))?
+            })
+            .await
+            .map_err(database_error)
+    }
+
+    async fn pool(&self) -> &Arc<Pool> {
+        self.pool
+            .get_or_init(|| async { Pool::new(self.settings.clone()) })
+            .await
+    }
+
+    /// The caller's integration `id`, usable now; else the call's error.
+    async fn integration(&self, org: &str, id: &str) -> Result<Integration, PackError> {
+        let integration = self
+            .store()
+            .await?
+            .get(id)
+            .await
+            .map_err(database_error)?
+            .ok_or_else(|| {
+                PackError::not_found(format!("no integration has the id `{id}`"))
+                    .with_help(LIST_HELP)
+            })?;
+        if integration.organization_id != org {
+            return Err(PackError::access_denied(format!(
+                "integration `{id}` belongs to another organisation than yours (`{org}`)"
+            ))
+            .with_help(LIST_HELP));
+        }
+        if !integration.enabled {
+            return Err(PackError::new(
+                codes::DISABLED,
+                format!("integration `{}` (`{id}`) is disabled", integration.name),
+            )
+            .with_help(format!(
+                "an admin enables it with `packhost integrations enable --org {org} {id}`"
+            )));
+        }
+        Ok(integration)
+    }
+}
+
+fn database_error(e: integrations_store::StoreError) -> PackError {
+    PackError::internal(format!("integrations database: {e}"))
+}
+
+const LIST_HELP: &str = "`remote_mcp.list_integrations()` lists your organisation's integrations";
+
+/// The caller's organisation, or `UNAUTHORIZED`.
+fn organisation(ctx: &Context) -> Result<String, PackError> {
+    let org = ctx.org();
+    if org.is_empty() {
+        return Err(PackError::new(
+            codes::UNAUTHORIZED,
+            "remote_mcp needs the caller's organisation, and this call has none",
+        )
+        .with_help(
+            "over HTTP, use a bearer token whose `[[auth.tokens]]` entry has an `org`; on stdio, \
+             set `org` in `[identity]`",
+        ));
+    }
+    Ok(org)
+}
+
+fn endpoint(integration: &Integration) -> Endpoint {
+    match &integration.transport {
+        Transport::Stdio { command, args, env } => Endpoint::Stdio {
+            command: command.clone(),
+            args: args.clone(),
+            env: env.clone(),
+        },
+        Transport::Http { url, headers } => {
+            let mut headers = headers.clone();
+            match &integration.auth {
+                Some(Auth::Bearer { token }) => {
+                    headers.insert("Authorization".to_owned(), format!("Bearer {token}"));
+                }
+                Some(Auth::Header { name, value }) => {
+                    headers.insert(name.clone(), value.clone());
+                }
+                None => {}
+            }
+            Endpoint::Http {
+                url: url.clone(),
+                headers,
+            }
+        }
+    }
+}
+
+/// Arguments of `remote_mcp.execute_tool`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ExecuteArgs {
+    /// The integration's id (`remote_mcp.list_integrations()` lists them).
+    pub integration_id: String,
+    /// The tool's name on that server (`remote_mcp.list_tools(id)`).
+    pub tool_name: String,
+    /// The tool's arguments.
+    #[serde(default)]
+    pub parameters: Option<JsonObject>,
+}
+
+/// What the downstream tool gave.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolExecutionResult {
+    /// Whether the tool failed.
+    pub is_error: bool,
+    /// The tool's MCP content blocks; null when it failed.
+    pub content: Option<Vec<Value>>,
+    /// The tool's structured result, when it gave one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// Why it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+}
+
+/// The server's own failure: a result with `isError`, not a failed call.
+fn tool_failed(message: String) -> PackError {
+    let result = ToolExecutionResult {
+        is_error: true,
+        content: None,
+        structured_content: None,
+        error_message: Some(message.clone()),
+    };
+    PackError::new(codes::EXECUTION_ERROR, message).with_result(&result)
+}
+
+fn upstream(reason: String) -> PackError {
+    PackError::new(codes::UPSTREAM_ERROR, reason)
+}
+
+async fn execute_tool(
+    state: Arc<State>,
+    args: ExecuteArgs,
+    ctx: Context,
+) -> Result<ToolExecutionResult, PackError> {
+    let org = organisation(&ctx)?;
+    let started = Instant::now();
+    let outcome = execute(&state, &org, &args).await;
+    let code = outcome.as_ref().err().map_or("ok", PackError::code);
+    // Never the parameters: they may hold what the caller would not log.
+    state.host.log(
+        LogLevel::Info,
+        &format!(
+            "execute_tool integration={} org={org} tool={} duration_ms={:.1} outcome={code}",
+            args.integration_id,
+            args.tool_name,
+            started.elapsed().as_secs_f64() * 1000.0
+        ),
+    );
+    outcome
+}
+
+async fn execute(
+    state: &State,
+    org: &str,
+    args: &ExecuteArgs,
+) -> Result<ToolExecutionResult, PackError> {
+    let integration = state.integration(org, &args.integration_id).await?;
+    let timeout = integration
+        .timeout_ms
+        .map_or(state.call_timeout, Duration::from_millis);
+    let result = state
+        .pool()
+        .await
+        .call_tool(
+            &integration.id,
+            &endpoint(&integration),
+            &args.tool_name,
+            args.parameters.clone().unwrap_or_default(),
+            timeout,
+        )
+        .await
+        .map_err(|failure| match failure {
+            Failure::Rejected(message) => tool_failed(message),
+            Failure::Upstream(reason) => upstream(reason),
+        })?;
+    let content: Vec<Value> = result
+        .content
+        .iter()
+        .map(|block| serde_json::to_value(block).unwrap_or(Value::Null))
+        .collect();
+    if result.is_error == Some(true) {
+        let mut message = mcp_downstream::text_of(&result);
+        if message.is_empty() {
+            message = format!("tool `{}` failed and said nothing", args.tool_name);
+        }
+        return Err(tool_failed(message));
+    }
+    Ok(ToolExecutionResult {
+        is_error: false,
+        content: Some(content),
+        structured_content: result.structured_content,
+        error_message: None,
+    })
+}
+
+/// Arguments of `remote_mcp.list_tools`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ListToolsArgs {
+    /// The integration's id.
+    pub integration_id: String,
+}
+
+/// A downstream tool.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoteTool {
+    /// Its name, for `execute_tool`.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// JSON Schema of its parameters.
+    pub input_schema: Value,
+}
+
+/// The tools of one integration.
+#[derive(Serialize, JsonSchema)]
+pub struct ToolList {
+    /// By the server's order.
+    pub tools: Vec<RemoteTool>,
+}
+
+async fn list_tools(
+    state: Arc<State>,
+    args: ListToolsArgs,
+    ctx: Context,
+) -> Result<ToolList, PackError> {
+    let org = organisation(&ctx)?;
+    let integration = state.integration(&org, &args.integration_id).await?;
+    let tools = state
+        .pool()
+        .await
+        .list_tools(&integration.id, &endpoint(&integration), state.call_timeout)
+        .await
+        .map_err(|failure| match failure {
+            Failure::Rejected(message) => {
+                upstream(format!("the server refused tools/list: {message}"))
+            }
+            Failure::Upstream(reason) => upstream(reason),
+        })?;
+    Ok(ToolList {
+        tools: tools
+            .into_iter()
+            .map(|tool| RemoteTool {
+                name: tool.name.into_owned(),
+                description: tool.description.map(|d| d.into_owned()).unwrap_or_default(),
+                input_schema: Value::Object((*tool.input_schema).clone()),
+            })
+            .collect(),
+    })
+}
+
+/// The caller's organisation's integrations.
+#[derive(Serialize, JsonSchema)]
+pub struct IntegrationList {
+    /// By name; credentials, environment values and header values are never
+    /// shown.
+    pub integrations: Vec<Value>,
+}
+
+async fn list_integrations(
+    state: Arc<State>,
+    _: Empty,
+    ctx: Context,
+) -> Result<IntegrationList, PackError> {
+    let org = organisation(&ctx)?;
+    let integrations = state
+        .store()
+        .await?
+        .list(&org)
+        .await
+        .map_err(database_error)?;
+    Ok(IntegrationList {
+        integrations: integrations.iter().map(Integration::summary).collect(),
+    })
+}
+
+fn remote_mcp() -> PackDef<State> {
+    PackDef::new(
+        "remote_mcp",
+        "Tools on the MCP servers your organisation registered (integrations).",
+        State::new,
+    )
+    .function(
+        "execute_tool",
+        "Call a tool of one of your organisation's integrations. A tool that fails comes back \
+         as {isError: true, content: null, errorMessage}.",
+        execute_tool,
+    )
+    .function(
+        "list_tools",
+        "The tools of one of your organisation's integrations, with their parameters.",
+        list_tools,
+    )
+    .function(
+        "list_integrations",
+        "Your organisation's integrations: id, name, transport, enabled.",
+        list_integrations,
+    )
+    .on_shutdown(|state: Arc<State>| async move {
+        if let Some(pool) = state.pool.get() {
+            pool.close_all();
+        }
+    })
+}
+
+pack_sdk::export_pack!(remote_mcp);

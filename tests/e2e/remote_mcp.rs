@@ -1,0 +1,508 @@
+//! `remote_mcp` through the real binary, against the real third-party
+//! server-everything (stdio and streamable HTTP) and the in-repo fixture
+//! server (crashes, failures, hangs); integrations stored by the real
+//! `packhost integrations` CLI in SQLite and PostgreSQL.
+
+use std::{path::Path, time::Duration};
+
+use packhost_tests::{
+    TestHost,
+    downstream::{
+        HttpServer, everything_stdio, fixture_mcp_bin, free_port, integrations,
+        integrations_output, postgres_database,
+    },
+    error_code, failed,
+    http::HttpHost,
+    is_error, ok, structured, text,
+};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+/// A directory whose `packs.toml` serves `remote_mcp` as `org` with the
+/// integrations in `database` (default: a SQLite file inside it).
+fn org_dir(org: &str, database: Option<&str>) -> TempDir {
+    let dir = TempDir::new().expect("temp dir");
+    let database = database.map_or_else(
+        || dir.path().join("integrations.db").display().to_string(),
+        str::to_owned,
+    );
+    std::fs::write(
+        dir.path().join("packs.toml"),
+        format!(
+            "[identity]\nuser = \"ada\"\norg = {org:?}\n\n[packs.remote_mcp]\nconfig = {{ database = {database:?} }}\n"
+        ),
+    )
+    .expect("write config");
+    dir
+}
+
+/// `integrations add --org org --name name -- command...`: the new id.
+fn add_stdio(dir: &Path, org: &str, name: &str, command: &[String]) -> String {
+    let mut args = vec!["add", "--org", org, "--name", name, "--"];
+    args.extend(command.iter().map(String::as_str));
+    integrations(dir, &args, &[])
+}
+
+fn add_http(dir: &Path, org: &str, name: &str, url: &str) -> String {
+    integrations(
+        dir,
+        &["add", "--org", org, "--name", name, "--url", url],
+        &[],
+    )
+}
+
+fn fixture() -> Vec<String> {
+    vec![fixture_mcp_bin().display().to_string()]
+}
+
+async fn execute(
+    host: &TestHost,
+    id: &str,
+    tool: &str,
+    parameters: Value,
+) -> rmcp::model::CallToolResult {
+    host.call(
+        "remote_mcp.execute_tool",
+        json!({"integrationId": id, "toolName": tool, "parameters": parameters}),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn calls_a_tool_of_server_everything_over_stdio() {
+    let dir = org_dir("acme", None);
+    let id = add_stdio(dir.path(), "acme", "everything", &everything_stdio());
+    let host = TestHost::start_in(dir).await;
+    let result = ok(&execute(&host, &id, "echo", json!({"message": "hi"})).await);
+    assert_eq!(result["isError"], false);
+    assert_eq!(result["content"][0]["text"], "Echo: hi");
+    // The same through `run`.
+    let run = ok(&host
+        .run(&format!(
+            "remote_mcp.execute_tool({id:?}, \"echo\", {{\"message\": \"again\"}})"
+        ))
+        .await);
+    assert_eq!(run["content"][0]["text"], "Echo: again");
+}
+
+#[tokio::test]
+async fn calls_a_tool_of_server_everything_over_http() {
+    let server = HttpServer::everything();
+    let dir = org_dir("acme", None);
+    let id = add_http(dir.path(), "acme", "everything", &server.url);
+    let host = TestHost::start_in(dir).await;
+    let result = ok(&execute(&host, &id, "echo", json!({"message": "over http"})).await);
+    assert_eq!(result["content"][0]["text"], "Echo: over http");
+    let tools = ok(&host
+        .call("remote_mcp.list_tools", json!({"integrationId": id}))
+        .await);
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"echo") && names.contains(&"get-sum"),
+        "{names:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_failing_or_missing_downstream_tool_is_the_servers_answer() {
+    let dir = org_dir("acme", None);
+    let fixture_id = add_stdio(dir.path(), "acme", "fixture", &fixture());
+    let everything_id = add_stdio(dir.path(), "acme", "everything", &everything_stdio());
+    let host = TestHost::start_in(dir).await;
+
+    let failed_tool = execute(&host, &fixture_id, "fail", json!({"message": "disk full"})).await;
+    assert!(is_error(&failed_tool));
+    assert_eq!(
+        structured(&failed_tool),
+        json!({"isError": true, "content": null, "errorMessage": "disk full"})
+    );
+    assert!(
+        text(&failed_tool).contains("disk full"),
+        "{}",
+        text(&failed_tool)
+    );
+
+    for (id, tool) in [
+        (&everything_id, "no_such_tool"),
+        (&fixture_id, "no_such_tool"),
+    ] {
+        let missing = execute(&host, id, tool, json!({})).await;
+        assert!(is_error(&missing));
+        let body = structured(&missing);
+        assert_eq!(body["isError"], true);
+        assert_eq!(body["content"], Value::Null);
+        assert!(
+            body["errorMessage"].as_str().is_some_and(|m| !m.is_empty()),
+            "{body}"
+        );
+    }
+    // The host and the connections keep serving.
+    let echo = ok(&execute(&host, &everything_id, "echo", json!({"message": "still"})).await);
+    assert_eq!(echo["content"][0]["text"], "Echo: still");
+}
+
+#[tokio::test]
+async fn refuses_unknown_foreign_and_disabled_integrations() {
+    let dir = org_dir("acme", None);
+    let ours = add_stdio(dir.path(), "acme", "fixture", &fixture());
+    let theirs = add_stdio(dir.path(), "globex", "fixture", &fixture());
+    integrations(dir.path(), &["disable", "--org", "acme", &ours], &[]);
+    let host = TestHost::start_in(dir).await;
+
+    let missing = execute(&host, "int_0000000000000000", "echo", json!({})).await;
+    failed(
+        &missing,
+        "NOT_FOUND",
+        &["int_0000000000000000", "list_integrations"],
+    );
+
+    let foreign = execute(&host, &theirs, "echo", json!({"text": "x"})).await;
+    let message = failed(&foreign, "ACCESS_DENIED", &["another organisation"]);
+    assert!(
+        !message.contains("globex"),
+        "the other org is not named: {message}"
+    );
+
+    let disabled = execute(&host, &ours, "echo", json!({"text": "x"})).await;
+    failed(&disabled, "DISABLED", &["disabled", "integrations enable"]);
+
+    // Enabled again by the CLI, the next call goes through (no restart).
+    integrations(host.dir.path(), &["enable", "--org", "acme", &ours], &[]);
+    let echo = ok(&execute(&host, &ours, "echo", json!({"text": "back"})).await);
+    assert_eq!(echo["content"][0]["text"], "echo: back");
+
+    // Listings show only the caller's organisation.
+    let listed = ok(&host.call("remote_mcp.list_integrations", json!({})).await);
+    let ids: Vec<&str> = listed["integrations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i["id"].as_str())
+        .collect();
+    assert_eq!(ids, vec![ours.as_str()]);
+}
+
+#[tokio::test]
+async fn without_an_organisation_every_function_is_unauthorized() {
+    let dir = org_dir("", None);
+    let id = add_stdio(dir.path(), "acme", "fixture", &fixture());
+    let host = TestHost::start_in(dir).await;
+    for (tool, args) in [
+        (
+            "remote_mcp.execute_tool",
+            json!({"integrationId": id, "toolName": "echo"}),
+        ),
+        ("remote_mcp.list_tools", json!({"integrationId": id})),
+        ("remote_mcp.list_integrations", json!({})),
+    ] {
+        failed(
+            &host.call(tool, args).await,
+            "UNAUTHORIZED",
+            &["organisation"],
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_organisation_is_never_an_argument() {
+    let dir = org_dir("globex", None);
+    let id = add_stdio(dir.path(), "acme", "fixture", &fixture());
+    let host = TestHost::start_in(dir).await;
+    let smuggled = host
+        .call(
+            "remote_mcp.execute_tool",
+            json!({"integrationId": id, "toolName": "echo", "organizationId": "acme"}),
+        )
+        .await;
+    failed(&smuggled, "INVALID_ARGUMENT", &["organizationId"]);
+    let plain = execute(&host, &id, "echo", json!({"text": "x"})).await;
+    assert_eq!(error_code(&plain), "ACCESS_DENIED");
+}
+
+#[tokio::test]
+async fn each_bearer_token_calls_as_its_own_organisation() {
+    let (acme_token, acme_entry) = crate::http::token("ada", "acme", &[]);
+    let (globex_token, globex_entry) = crate::http::token("bob", "globex", &[]);
+    let dir = TempDir::new().unwrap();
+    let database = dir.path().join("integrations.db").display().to_string();
+    let config = format!(
+        "[packs.remote_mcp]\nconfig = {{ database = {database:?} }}\n\n{acme_entry}\n\n{globex_entry}\n"
+    );
+    std::fs::write(dir.path().join("packs.toml"), &config).unwrap();
+    let id = add_stdio(dir.path(), "acme", "fixture", &fixture());
+    let host = HttpHost::start(&config, &[]).await;
+    let args = json!({"integrationId": id, "toolName": "echo", "parameters": {"text": "hi"}});
+    let acme = host.client(Some(&acme_token)).await.unwrap();
+    let result = crate::http::call(&acme, "remote_mcp.execute_tool", args.clone()).await;
+    assert_eq!(ok(&result)["content"][0]["text"], "echo: hi");
+    let globex = host.client(Some(&globex_token)).await.unwrap();
+    let result = crate::http::call(&globex, "remote_mcp.execute_tool", args).await;
+    assert_eq!(error_code(&result), "ACCESS_DENIED");
+}
+
+#[tokio::test]
+async fn unexpected_failures_are_upstream_errors_without_secrets() {
+    let dir = org_dir("acme", None);
+    let missing_program = add_stdio(
+        dir.path(),
+        "acme",
+        "missing",
+        &["/nonexistent/mcp-server".to_owned()],
+    );
+    let closed_port = format!("http://127.0.0.1:{}/mcp", free_port());
+    let refused = integrations(
+        dir.path(),
+        &[
+            "add",
+            "--org",
+            "acme",
+            "--name",
+            "refused",
+            "--url",
+            &closed_port,
+            "--bearer-token-env",
+            "SECRET_TOKEN",
+        ],
+        &[("SECRET_TOKEN", "s3cr3t-token-value")],
+    );
+    let crashing = add_stdio(dir.path(), "acme", "crashing", &fixture());
+    let host = TestHost::start_in(dir).await;
+
+    failed(
+        &execute(&host, &missing_program, "echo", json!({})).await,
+        "UPSTREAM_ERROR",
+        &["cannot start"],
+    );
+    let refused = execute(&host, &refused, "echo", json!({})).await;
+    failed(&refused, "UPSTREAM_ERROR", &["127.0.0.1"]);
+    failed(
+        &execute(&host, &crashing, "crash", json!({})).await,
+        "UPSTREAM_ERROR",
+        &["closed the connection"],
+    );
+    // The crashed server is started again for the next call.
+    let echo = ok(&execute(&host, &crashing, "echo", json!({"text": "alive"})).await);
+    assert_eq!(echo["content"][0]["text"], "echo: alive");
+
+    let listed = ok(&host.call("remote_mcp.list_integrations", json!({})).await);
+    let everything_said = format!("{}{listed}{}", text(&refused), host.stderr());
+    assert!(
+        !everything_said.contains("s3cr3t-token-value"),
+        "a credential leaked: {everything_said}"
+    );
+}
+
+#[tokio::test]
+async fn a_downstream_that_hangs_times_out_and_others_keep_answering() {
+    let dir = org_dir("acme", None);
+    let slow = integrations(
+        dir.path(),
+        &[
+            "add",
+            "--org",
+            "acme",
+            "--name",
+            "slow",
+            "--timeout-ms",
+            "300",
+            "--",
+        ]
+        .into_iter()
+        .chain([fixture_mcp_bin().to_str().unwrap()])
+        .collect::<Vec<_>>(),
+        &[],
+    );
+    let other = add_stdio(dir.path(), "acme", "other", &fixture());
+    let host = TestHost::start_in(dir).await;
+    let (hung, answered) = tokio::join!(
+        execute(&host, &slow, "sleep", json!({"ms": 60_000})),
+        execute(&host, &other, "echo", json!({"text": "meanwhile"})),
+    );
+    failed(&hung, "UPSTREAM_ERROR", &["no answer within 300 ms"]);
+    assert_eq!(ok(&answered)["content"][0]["text"], "echo: meanwhile");
+}
+
+#[tokio::test]
+async fn every_execution_is_logged_without_its_parameters() {
+    let dir = org_dir("acme", None);
+    let id = add_stdio(dir.path(), "acme", "fixture", &fixture());
+    let host = TestHost::start_in(dir).await;
+    ok(&execute(&host, &id, "echo", json!({"text": "private-marker-42"})).await);
+    execute(&host, &id, "fail", json!({"message": "x"})).await;
+    let log = host.stderr();
+    let line = |outcome: &str| {
+        log.lines()
+            .find(|l| {
+                l.contains("execute_tool")
+                    && l.contains(&format!("integration={id}"))
+                    && l.contains(&format!("outcome={outcome}"))
+            })
+            .map(str::to_owned)
+    };
+    let success = line("ok").unwrap_or_else(|| panic!("no log line for the call:\n{log}"));
+    for part in ["org=acme", "tool=echo", "duration_ms="] {
+        assert!(success.contains(part), "{part} missing: {success}");
+    }
+    assert!(line("EXECUTION_ERROR").is_some(), "{log}");
+    assert!(
+        !log.contains("private-marker-42"),
+        "parameters were logged:\n{log}"
+    );
+}
+
+/// The fixture's pid, through `remote_mcp`.
+async fn downstream_pid(host: &TestHost, id: &str) -> u32 {
+    let result = ok(&execute(host, id, "pid", json!({})).await);
+    result["structuredContent"]["pid"].as_u64().expect("pid") as u32
+}
+
+#[tokio::test]
+async fn one_connection_serves_many_calls_and_a_killed_server_is_restarted() {
+    let dir = org_dir("acme", None);
+    let id = add_stdio(dir.path(), "acme", "fixture", &fixture());
+    let host = TestHost::start_in(dir).await;
+    let first = downstream_pid(&host, &id).await;
+    for _ in 0..20 {
+        assert_eq!(
+            downstream_pid(&host, &id).await,
+            first,
+            "a new process per call"
+        );
+    }
+    // SAFETY: signalling the fixture server this test started.
+    unsafe {
+        libc::kill(first as libc::pid_t, libc::SIGKILL);
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while Path::new(&format!("/proc/{first}/stat")).exists()
+        && !std::fs::read_to_string(format!("/proc/{first}/stat"))
+            .unwrap_or_default()
+            .contains(") Z")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server did not die"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let second = downstream_pid(&host, &id).await;
+    assert_ne!(second, first);
+}
+
+#[tokio::test]
+async fn fifty_concurrent_calls_across_two_integrations() {
+    let server = HttpServer::fixture(0);
+    let dir = org_dir("acme", None);
+    let stdio = add_stdio(dir.path(), "acme", "everything", &everything_stdio());
+    let http = add_http(dir.path(), "acme", "fixture", &server.url);
+    let host = TestHost::start_in(dir).await;
+    let calls = (0..50).map(|i| {
+        let (id, tool, args, expected) = if i % 2 == 0 {
+            (
+                &stdio,
+                "echo",
+                json!({"message": format!("m{i}")}),
+                format!("Echo: m{i}"),
+            )
+        } else {
+            (
+                &http,
+                "echo",
+                json!({"text": format!("m{i}")}),
+                format!("echo: m{i}"),
+            )
+        };
+        let host = &host;
+        async move {
+            let result = execute(host, id, tool, args).await;
+            assert_eq!(ok(&result)["content"][0]["text"], expected.as_str());
+        }
+    });
+    futures_util::future::join_all(calls).await;
+}
+
+#[tokio::test]
+async fn an_http_session_the_server_forgot_is_reinitialised() {
+    let mut server = HttpServer::fixture(0);
+    let port = server.port;
+    let dir = org_dir("acme", None);
+    let id = add_http(dir.path(), "acme", "fixture", &server.url);
+    let host = TestHost::start_in(dir).await;
+    let before = downstream_pid(&host, &id).await;
+    // A new server process on the same port knows no session.
+    server.kill();
+    let _restarted = HttpServer::fixture(port);
+    let after = downstream_pid(&host, &id).await;
+    assert_ne!(before, after);
+}
+
+#[tokio::test]
+async fn integrations_live_in_postgresql_too() {
+    let Some(database) = postgres_database() else {
+        return;
+    };
+    let dir = org_dir("acme", Some(&database));
+    let id = add_stdio(dir.path(), "acme", "everything", &everything_stdio());
+    let listed = integrations(dir.path(), &["list", "--org", "acme", "--json"], &[]);
+    assert!(listed.contains(&id), "{listed}");
+    let host = TestHost::start_in(dir).await;
+    let result = ok(&execute(&host, &id, "echo", json!({"message": "from postgres"})).await);
+    assert_eq!(result["content"][0]["text"], "Echo: from postgres");
+    integrations(host.dir.path(), &["disable", "--org", "acme", &id], &[]);
+    failed(
+        &execute(&host, &id, "echo", json!({"message": "x"})).await,
+        "DISABLED",
+        &[],
+    );
+}
+
+#[tokio::test]
+async fn the_cli_validates_and_hides_secrets() {
+    let dir = org_dir("acme", None);
+    let bad = integrations_output(
+        dir.path(),
+        &[
+            "add",
+            "--org",
+            "acme",
+            "--name",
+            "x",
+            "--url",
+            "ftp://example.com/mcp",
+        ],
+        &[],
+    );
+    assert!(!bad.status.success());
+    let said = String::from_utf8_lossy(&bad.stderr);
+    assert!(said.contains("http://"), "{said}");
+    let id = integrations(
+        dir.path(),
+        &[
+            "add",
+            "--org",
+            "acme",
+            "--name",
+            "api",
+            "--url",
+            "http://127.0.0.1:9/mcp",
+            "--bearer-token-env",
+            "TOKEN",
+        ],
+        &[("TOKEN", "very-secret")],
+    );
+    let listed = integrations(dir.path(), &["list", "--org", "acme", "--json"], &[]);
+    assert!(
+        listed.contains(&id) && !listed.contains("very-secret"),
+        "{listed}"
+    );
+    let foreign = integrations_output(dir.path(), &["remove", "--org", "globex", &id], &[]);
+    assert!(!foreign.status.success(), "another org removed it");
+    integrations(dir.path(), &["remove", "--org", "acme", &id], &[]);
+    let empty = integrations(dir.path(), &["list", "--org", "acme"], &[]);
+    assert!(empty.contains("no integrations"), "{empty}");
+}

@@ -1,0 +1,163 @@
+//! A small MCP server for the `remote_mcp` tests: it can fail, crash, hang
+//! and tell what it was given. `packhost-fixture-mcp` serves stdio;
+//! `packhost-fixture-mcp --http 127.0.0.1:PORT` serves streamable HTTP at
+//! `/mcp` and prints `listening on http://ADDR/mcp` once bound.
+//!
+//! Tools: `echo {text}`, `pid {}`, `fail {message}` (a tool error),
+//! `crash {}` (exits mid-call), `sleep {ms}`, `env {name}` (a variable of its
+//! environment), `authorization {}` (the `Authorization` header it got).
+
+use std::{sync::Arc, time::Duration};
+
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler, ServiceExt as _,
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
+        PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    },
+    service::RequestContext,
+    transport::{
+        StreamableHttpServerConfig, StreamableHttpService,
+        streamable_http_server::session::local::LocalSessionManager,
+    },
+};
+use serde_json::{Value, json};
+
+#[derive(Clone)]
+struct Fixture;
+
+fn tool(name: &'static str, description: &'static str, properties: Value) -> Tool {
+    let required: Vec<&String> = properties
+        .as_object()
+        .map(|p| p.keys().collect())
+        .unwrap_or_default();
+    let schema = json!({"type": "object", "properties": properties, "required": required});
+    let Value::Object(schema) = schema else {
+        unreachable!()
+    };
+    Tool::new(name, description, schema)
+}
+
+fn text(text: impl Into<String>) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(text.into())])
+}
+
+impl ServerHandler for Fixture {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let string = json!({"type": "string"});
+        Ok(ListToolsResult::with_all_items(vec![
+            tool("echo", "Echo the text back.", json!({"text": string})),
+            tool("pid", "The server's process id.", json!({})),
+            tool("fail", "Fail with the message.", json!({"message": string})),
+            tool(
+                "crash",
+                "Exit the process in the middle of the call.",
+                json!({}),
+            ),
+            tool(
+                "sleep",
+                "Sleep for `ms` milliseconds.",
+                json!({"ms": {"type": "integer"}}),
+            ),
+            tool(
+                "env",
+                "A variable of the server's environment.",
+                json!({"name": string}),
+            ),
+            tool(
+                "authorization",
+                "The Authorization header of the request.",
+                json!({}),
+            ),
+        ]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        let arg = |name: &str| args.get(name).cloned().unwrap_or(Value::Null);
+        let result = match request.name.as_ref() {
+            "echo" => text(format!(
+                "echo: {}",
+                arg("text").as_str().unwrap_or_default()
+            )),
+            "pid" => {
+                let mut result = text(std::process::id().to_string());
+                result.structured_content = Some(json!({"pid": std::process::id()}));
+                result
+            }
+            "fail" => CallToolResult::error(vec![ContentBlock::text(
+                arg("message").as_str().unwrap_or("failed").to_owned(),
+            )]),
+            "crash" => std::process::exit(3),
+            "sleep" => {
+                tokio::time::sleep(Duration::from_millis(arg("ms").as_u64().unwrap_or(0))).await;
+                text("slept")
+            }
+            "env" => {
+                let name = arg("name");
+                let value = std::env::var(name.as_str().unwrap_or_default()).ok();
+                text(json!(value).to_string())
+            }
+            "authorization" => {
+                let header = context
+                    .extensions
+                    .get::<http::request::Parts>()
+                    .and_then(|parts| parts.headers.get("authorization"))
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                text(json!(header).to_string())
+            }
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!("no tool named `{other}`"),
+                    None,
+                ));
+            }
+        };
+        Ok(result.into())
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.as_slice() {
+        [] => {
+            let service = Fixture
+                .serve((tokio::io::stdin(), tokio::io::stdout()))
+                .await
+                .expect("MCP handshake on stdio");
+            let _ = service.waiting().await;
+        }
+        [flag, addr] if flag == "--http" => {
+            let listener = tokio::net::TcpListener::bind(addr).await.expect("bind");
+            let bound = listener.local_addr().expect("bound address");
+            let config = StreamableHttpServerConfig::default()
+                .with_allowed_hosts([bound.ip().to_string(), bound.to_string()]);
+            let service = StreamableHttpService::new(
+                || Ok(Fixture),
+                Arc::new(LocalSessionManager::default()),
+                config,
+            );
+            let app = axum::Router::new().route_service("/mcp", service);
+            println!("listening on http://{bound}/mcp");
+            axum::serve(listener, app).await.expect("serve");
+        }
+        _ => {
+            eprintln!("usage: packhost-fixture-mcp [--http ADDR]");
+            std::process::exit(2);
+        }
+    }
+}
