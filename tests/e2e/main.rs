@@ -13,3 +13,4 @@ mod proj;
 mod remote_mcp;
 mod robustness;
 mod run_front;
+mod servers;

@@ -1,0 +1,103 @@
+//! Server packs (`[packs.<name>] kind = "mcp"`): another MCP server's tools
+//! as `<name>.<tool>` in `tools/list`, `run` and code mode.
+
+use std::time::{Duration, Instant};
+
+use packhost_tests::{
+    TestHost,
+    downstream::{HttpServer, everything_stdio, fixture_mcp_bin, free_port},
+    failed, ok, packhost_cli,
+};
+use serde_json::json;
+
+fn stdio_section(name: &str, command: &[String]) -> String {
+    format!("[packs.{name}]\nkind = \"mcp\"\ncommand = {command:?}\n")
+}
+
+fn http_section(name: &str, url: &str) -> String {
+    format!("[packs.{name}]\nkind = \"mcp\"\nurl = {url:?}\n")
+}
+
+async fn tool_names(host: &TestHost) -> Vec<String> {
+    host.client
+        .list_all_tools()
+        .await
+        .expect("tools/list")
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn server_everything_is_a_pack_in_tools_run_and_code_mode() {
+    let config = stdio_section("everything", &everything_stdio()) + "[packs.exec_py]\n";
+    let host = TestHost::start(&config).await;
+    let names = tool_names(&host).await;
+    for tool in ["everything.echo", "everything.get_sum"] {
+        assert!(names.iter().any(|n| n == tool), "{tool} missing from {names:?}");
+    }
+    let echo = ok(&host.call("everything.echo", json!({"message": "direct"})).await);
+    assert_eq!(echo["text"], "Echo: direct");
+    let run = ok(&host.run("everything.get_sum(2, b=40)").await);
+    assert!(run["text"].as_str().unwrap().contains("42"), "{run}");
+    let code = ok(&host
+        .run("```python\nr = everything.echo(message='from python')\nr['text']\n```")
+        .await);
+    assert_eq!(code["result"], "Echo: from python");
+    // Arguments are checked against the server's own schema before the call.
+    let wrong = host.run("everything.get_sum(a='x', b=1)").await;
+    failed(&wrong, "INVALID_ARGUMENT", &["get_sum"]);
+}
+
+#[tokio::test]
+async fn failures_of_a_server_pack_are_results_and_a_crash_recovers() {
+    let fixture = vec![fixture_mcp_bin().display().to_string()];
+    let host = TestHost::start(&stdio_section("fx", &fixture)).await;
+    failed(
+        &host.run("fx.fail(message='no luck')").await,
+        "EXECUTION_ERROR",
+        &["no luck"],
+    );
+    failed(&host.run("fx.crash()").await, "UPSTREAM_ERROR", &["closed the connection"]);
+    let echo = ok(&host.run("fx.echo(text='back')").await);
+    assert_eq!(echo["text"], "echo: back");
+}
+
+#[tokio::test]
+async fn a_server_down_at_start_up_comes_back_when_it_answers() {
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let started = Instant::now();
+    let host = TestHost::start(&(http_section("late", &url) + "[packs.proj]\n")).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "a dead server held the start-up for {:?}",
+        started.elapsed()
+    );
+    ok(&host.run("proj.list()").await);
+    failed(&host.run("late.echo(text='x')").await, "UNKNOWN_FUNCTION", &["has not answered"]);
+
+    let _server = HttpServer::fixture(port);
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while !tool_names(&host).await.iter().any(|n| n == "late.echo") {
+        assert!(Instant::now() < deadline, "the server's tools never appeared");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let echo = ok(&host.run("late.echo(text='here')").await);
+    assert_eq!(echo["text"], "echo: here");
+}
+
+#[test]
+fn server_pack_sections_are_checked() {
+    for (config, said) in [
+        ("[packs.x]\nkind = \"mcp\"\n", "exactly one of `command`"),
+        ("[packs.x]\nkind = \"mcp\"\nurl = \"ftp://h/mcp\"\n", "use `http://`"),
+        ("[packs.x]\nkind = \"mcp\"\ncommand = []\n", "`packs.x.command` is empty"),
+        ("[packs.x]\nurl = \"http://h/mcp\"\n", "add `kind = \"mcp\"`"),
+    ] {
+        let output = packhost_cli(config, &["check"]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{config}: {stderr}");
+        assert!(stderr.contains(said), "{config}: expected `{said}` in {stderr}");
+    }
+}
