@@ -34,9 +34,14 @@ async fn server_everything_is_a_pack_in_tools_run_and_code_mode() {
     let host = TestHost::start(&config).await;
     let names = tool_names(&host).await;
     for tool in ["everything.echo", "everything.get_sum"] {
-        assert!(names.iter().any(|n| n == tool), "{tool} missing from {names:?}");
+        assert!(
+            names.iter().any(|n| n == tool),
+            "{tool} missing from {names:?}"
+        );
     }
-    let echo = ok(&host.call("everything.echo", json!({"message": "direct"})).await);
+    let echo = ok(&host
+        .call("everything.echo", json!({"message": "direct"}))
+        .await);
     assert_eq!(echo["text"], "Echo: direct");
     let run = ok(&host.run("everything.get_sum(2, b=40)").await);
     assert!(run["text"].as_str().unwrap().contains("42"), "{run}");
@@ -58,7 +63,11 @@ async fn failures_of_a_server_pack_are_results_and_a_crash_recovers() {
         "EXECUTION_ERROR",
         &["no luck"],
     );
-    failed(&host.run("fx.crash()").await, "UPSTREAM_ERROR", &["closed the connection"]);
+    failed(
+        &host.run("fx.crash()").await,
+        "UPSTREAM_ERROR",
+        &["closed the connection"],
+    );
     let echo = ok(&host.run("fx.echo(text='back')").await);
     assert_eq!(echo["text"], "echo: back");
 }
@@ -75,12 +84,19 @@ async fn a_server_down_at_start_up_comes_back_when_it_answers() {
         started.elapsed()
     );
     ok(&host.run("proj.list()").await);
-    failed(&host.run("late.echo(text='x')").await, "UNKNOWN_FUNCTION", &["has not answered"]);
+    failed(
+        &host.run("late.echo(text='x')").await,
+        "UNKNOWN_FUNCTION",
+        &["has not answered"],
+    );
 
     let _server = HttpServer::fixture(port);
     let deadline = Instant::now() + Duration::from_secs(40);
     while !tool_names(&host).await.iter().any(|n| n == "late.echo") {
-        assert!(Instant::now() < deadline, "the server's tools never appeared");
+        assert!(
+            Instant::now() < deadline,
+            "the server's tools never appeared"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let echo = ok(&host.run("late.echo(text='here')").await);
@@ -91,13 +107,25 @@ async fn a_server_down_at_start_up_comes_back_when_it_answers() {
 fn server_pack_sections_are_checked() {
     for (config, said) in [
         ("[packs.x]\nkind = \"mcp\"\n", "exactly one of `command`"),
-        ("[packs.x]\nkind = \"mcp\"\nurl = \"ftp://h/mcp\"\n", "use `http://`"),
-        ("[packs.x]\nkind = \"mcp\"\ncommand = []\n", "`packs.x.command` is empty"),
-        ("[packs.x]\nurl = \"http://h/mcp\"\n", "add `kind = \"mcp\"`"),
+        (
+            "[packs.x]\nkind = \"mcp\"\nurl = \"ftp://h/mcp\"\n",
+            "use `http://`",
+        ),
+        (
+            "[packs.x]\nkind = \"mcp\"\ncommand = []\n",
+            "`packs.x.command` is empty",
+        ),
+        (
+            "[packs.x]\nurl = \"http://h/mcp\"\n",
+            "add `kind = \"mcp\"`",
+        ),
     ] {
         let output = packhost_cli(config, &["check"]);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(2), "{config}: {stderr}");
-        assert!(stderr.contains(said), "{config}: expected `{said}` in {stderr}");
+        assert!(
+            stderr.contains(said),
+            "{config}: expected `{said}` in {stderr}"
+        );
     }
 }

@@ -298,11 +298,6 @@ async fn execute(
             Failure::Rejected(message) => tool_failed(message),
             Failure::Upstream(reason) => upstream(reason),
         })?;
-    let content: Vec<Value> = result
-        .content
-        .iter()
-        .map(|block| serde_json::to_value(block).unwrap_or(Value::Null))
-        .collect();
     if result.is_error == Some(true) {
         let mut message = mcp_downstream::text_of(&result);
         if message.is_empty() {
@@ -310,6 +305,11 @@ async fn execute(
         }
         return Err(tool_failed(message));
     }
+    let content = result
+        .content
+        .iter()
+        .map(|block| serde_json::to_value(block).unwrap_or(Value::Null))
+        .collect();
     Ok(ToolExecutionResult {
         is_error: false,
         content: Some(content),
