@@ -375,8 +375,12 @@ impl SqliteRepository {
             .await
             .map_err(|e| failed(&format!("open SQLite database `{shown}`"), e))?;
         let _ = first.close().await;
+        // A SQLite connection is a file handle that does not go stale: the
+        // ping sqlx sends before handing one out would be a wasted trip to
+        // its worker thread on every lookup.
         let pool = SqlitePoolOptions::new()
             .max_connections(MAX_CONNECTIONS)
+            .test_before_acquire(false)
             .acquire_timeout(ACQUIRE_TIMEOUT)
             .connect_lazy_with(options);
         migrator(SQLITE_MIGRATIONS)
