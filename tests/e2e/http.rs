@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use packhost_tests::{
-    error_code, hello_section, http::HttpHost, is_error, packhost_cli, structured, text,
+    error_code, hello_section,
+    http::{HttpHost, web_client},
+    is_error, packhost_cli, structured, text,
 };
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
@@ -70,7 +72,9 @@ async fn serves_mcp_over_http_on_loopback() {
         "{}",
         text(&result)
     );
-    let health = reqwest::get(format!("{}/healthz", host.base))
+    let health = web_client()
+        .get(format!("{}/healthz", host.base))
+        .send()
         .await
         .unwrap();
     assert_eq!(health.status(), 200);
@@ -86,7 +90,7 @@ async fn a_bearer_token_is_required_and_becomes_the_identity() {
         .expect_err("no token must be refused");
     assert!(error.contains("Auth required"), "{error}");
     assert!(host.client(Some("ph_not-the-token")).await.is_err());
-    let response = reqwest::Client::new()
+    let response = web_client()
         .post(host.url())
         .header("content-type", "application/json")
         .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
@@ -155,7 +159,7 @@ async fn foreign_hosts_and_origins_are_refused() {
     let host = HttpHost::start(&hello_section(""), &[]).await;
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
     let post = |header: (&'static str, &'static str)| {
-        reqwest::Client::new()
+        web_client()
             .post(host.url())
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
@@ -186,7 +190,7 @@ async fn oversized_requests_are_refused() {
         r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"x":"{}"}}}}"#,
         "x".repeat(200_000)
     );
-    let response = reqwest::Client::new()
+    let response = web_client()
         .post(host.url())
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
@@ -217,7 +221,9 @@ async fn metrics_count_calls_by_tool_and_outcome() {
     let client = host.client(None).await.unwrap();
     call(&client, "hello.greet", json!({"name": "m"})).await;
     call(&client, "hello.greet", json!({})).await;
-    let metrics = reqwest::get(format!("{}/metrics", host.base))
+    let metrics = web_client()
+        .get(format!("{}/metrics", host.base))
+        .send()
         .await
         .unwrap()
         .text()
@@ -287,7 +293,9 @@ async fn sessions_are_capped() {
     assert!(!is_error(
         &call(&first, "hello.greet", json!({"name": "s"})).await
     ));
-    let metrics = reqwest::get(format!("{}/metrics", host.base))
+    let metrics = web_client()
+        .get(format!("{}/metrics", host.base))
+        .send()
         .await
         .unwrap()
         .text()

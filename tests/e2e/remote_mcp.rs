@@ -506,3 +506,57 @@ async fn the_cli_validates_and_hides_secrets() {
     let empty = integrations(dir.path(), &["list", "--org", "acme"], &[]);
     assert!(empty.contains("no integrations"), "{empty}");
 }
+
+#[tokio::test]
+async fn private_addresses_can_be_forbidden() {
+    let server = HttpServer::fixture(0);
+    let dir = TempDir::new().unwrap();
+    let database = dir.path().join("integrations.db").display().to_string();
+    std::fs::write(
+        dir.path().join("packs.toml"),
+        format!(
+            "[identity]\norg = \"acme\"\n[packs.remote_mcp]\nconfig = {{ database = {database:?}, forbid_private_addresses = true }}\n"
+        ),
+    )
+    .unwrap();
+    let literal = add_http(dir.path(), "acme", "literal", &server.url);
+    let by_name = add_http(
+        dir.path(),
+        "acme",
+        "by-name",
+        &format!("http://localhost:{}/mcp", server.port),
+    );
+    let host = TestHost::start_in(dir).await;
+    failed(
+        &execute(&host, &literal, "echo", json!({"text": "x"})).await,
+        "UPSTREAM_ERROR",
+        &["private or loopback"],
+    );
+    // A name is checked where it is resolved: `localhost` is refused too.
+    let named = execute(&host, &by_name, "echo", json!({"text": "x"})).await;
+    assert_eq!(error_code(&named), "UPSTREAM_ERROR", "{}", text(&named));
+    // The server itself was never reached.
+    assert!(!host.stderr().contains("echo: x"));
+}
+
+#[tokio::test]
+async fn https_integrations_speak_tls() {
+    // The fixture answers plain HTTP: a TLS handshake with it fails, which
+    // shows that https is spoken (a client without TLS would refuse the
+    // scheme instead).
+    let server = HttpServer::fixture(0);
+    let dir = org_dir("acme", None);
+    let tls = add_http(
+        dir.path(),
+        "acme",
+        "tls",
+        &format!("https://127.0.0.1:{}/mcp", server.port),
+    );
+    let host = TestHost::start_in(dir).await;
+    let result = execute(&host, &tls, "echo", json!({"text": "x"})).await;
+    failed(
+        &result,
+        "UPSTREAM_ERROR",
+        &["handshake failed", "corrupt message"],
+    );
+}

@@ -18,6 +18,14 @@ use tempfile::TempDir;
 
 use crate::{Recorder, packhost_command};
 
+/// A plain HTTP client. The workspace builds reqwest with rustls but without
+/// a default crypto provider (see `mcp-downstream`), so one is installed
+/// first: a client built without it panics.
+pub fn web_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}
+
 /// A running `packhost serve --http 127.0.0.1:0`.
 pub struct HttpHost {
     /// The host process.
@@ -61,7 +69,7 @@ impl HttpHost {
         if let Some(token) = token {
             config = config.auth_header(token);
         }
-        let transport = StreamableHttpClientTransport::from_config(config);
+        let transport = StreamableHttpClientTransport::with_client(web_client(), config);
         Recorder::default()
             .serve(transport)
             .await

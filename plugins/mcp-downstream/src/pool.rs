@@ -14,9 +14,10 @@ use pack_process::{EnvAllowList, ProcessGroup};
 use rmcp::{
     RoleClient, ServiceError, ServiceExt as _,
     model::{CallToolRequestParams, CallToolResult, JsonObject, Tool},
-    service::{Peer, RunningService},
+    service::{ClientInitializeError, Peer, RunningService},
     transport::{
-        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
+        DynamicTransportError, StreamableHttpClientTransport,
+        streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError},
     },
 };
 use tokio::io::{AsyncBufReadExt as _, BufReader};
@@ -113,6 +114,9 @@ impl Pool {
     /// A pool with `settings`; must be made inside a tokio runtime, which
     /// closes idle connections in the background.
     pub fn new(settings: PoolSettings) -> Arc<Self> {
+        // reqwest is built without a default crypto provider; an `Err` means
+        // one is installed already.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let mut http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(settings.connect_timeout);
@@ -210,6 +214,7 @@ impl Pool {
                 "the server closed the connection (it may have crashed)".to_owned()
             }
             ServiceError::UnexpectedResponse => "the server sent a malformed response".to_owned(),
+            ServiceError::TransportSend(error) => transport_reason(&error),
             other => other.to_string(),
         };
         (self.settings.log)(
@@ -287,8 +292,13 @@ impl Pool {
 
     async fn connect(&self, key: &str, endpoint: &Endpoint) -> Result<Connection, String> {
         let describe = endpoint.describe();
-        let handshake_failed =
-            |e: &dyn std::fmt::Display| format!("{describe}: MCP handshake failed: {e}");
+        let handshake_failed = |e: &ClientInitializeError| {
+            let reason = match e {
+                ClientInitializeError::TransportError { error, .. } => transport_reason(error),
+                other => other.to_string(),
+            };
+            format!("{describe}: MCP handshake failed: {reason}")
+        };
         match endpoint {
             Endpoint::Stdio { command, args, env } => {
                 let mut cmd = tokio::process::Command::new(command);
@@ -342,6 +352,28 @@ impl Pool {
             }
         }
     }
+}
+
+/// Why a transport failed, in a few words.
+fn transport_reason(error: &DynamicTransportError) -> String {
+    // The HTTP client's own error hides its cause from the chain.
+    match error
+        .error
+        .downcast_ref::<StreamableHttpError<reqwest::Error>>()
+    {
+        Some(StreamableHttpError::Client(e)) => root_cause(e),
+        _ => root_cause(error),
+    }
+}
+
+/// The innermost error of a chain ("connection refused", a TLS alert): the
+/// outer layers name rmcp's and reqwest's types, which tell a reader nothing.
+fn root_cause(error: &dyn std::error::Error) -> String {
+    let mut cause = error;
+    while let Some(source) = cause.source() {
+        cause = source;
+    }
+    cause.to_string()
 }
 
 /// A stdio server's stderr, line by line, into the log (lines capped: a
