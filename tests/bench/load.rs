@@ -124,8 +124,10 @@ async fn main() {
     );
     println!("|---|---|---|---|---|---|---|---|");
     let mut rss = Vec::new();
+    let mut errors = 0;
     for n in 1..=2 {
         let result = round(&host, clients, calls, &session).await;
+        errors += result.errors.len();
         rss.push(rss_kib(pid));
         let done: usize = result.latencies.iter().map(Vec::len).sum();
         let cell = |samples: &Vec<Duration>| {
@@ -151,4 +153,8 @@ async fn main() {
     }
     let growth = (rss[1] as f64 - rss[0] as f64) / rss[0] as f64 * 100.0;
     println!("\nRSS growth from round 1 to round 2: {growth:.1}% (target ≤ 10%)");
+    if errors > 0 || growth > 10.0 {
+        eprintln!("load: {errors} error(s), RSS growth {growth:.1}%: FAILED");
+        std::process::exit(1);
+    }
 }

@@ -303,3 +303,39 @@ async fn sessions_are_capped() {
         .unwrap();
     assert!(metrics.contains("packhost_sessions 1"), "{metrics}");
 }
+
+#[tokio::test]
+async fn a_client_that_goes_away_mid_call_leaves_no_process_behind() {
+    let host = HttpHost::start("[packs.exec_py]\n", &[]).await;
+    let marker = host.dir.path().join("pgid");
+    let code = format!(
+        "import os, time\nopen({:?}, 'w').write(str(os.getpgid(0)))\ntime.sleep(60)",
+        marker.display().to_string()
+    );
+    let client = host.client(None).await.unwrap();
+    let running = tokio::spawn(async move {
+        call(&client, "exec_py.run", json!({ "code": code })).await;
+    });
+    let mut waited = 0;
+    while !marker.exists() {
+        assert!(waited < 200, "the code never started:\n{}", host.stderr());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += 1;
+    }
+    let group: u32 = std::fs::read_to_string(&marker).unwrap().parse().unwrap();
+    // The client vanishes: its task, its connection and its session with it.
+    running.abort();
+    let _ = running.await;
+    // Measured: gone about 5 s later (rmcp ends the orphaned request then).
+    for _ in 0..600 {
+        if pack_process::live_members(group).is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!(
+        "the code outlived its client: {:?}\n{}",
+        pack_process::live_members(group),
+        host.stderr()
+    );
+}
