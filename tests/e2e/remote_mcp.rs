@@ -560,3 +560,42 @@ async fn https_integrations_speak_tls() {
         &["handshake failed", "corrupt message"],
     );
 }
+
+#[tokio::test]
+async fn idle_connections_close_and_the_pool_is_capped() {
+    let dir = TempDir::new().unwrap();
+    let database = dir.path().join("integrations.db").display().to_string();
+    std::fs::write(
+        dir.path().join("packs.toml"),
+        format!(
+            "[identity]\norg = \"acme\"\n[packs.remote_mcp]\nconfig = {{ database = {database:?}, idle_secs = 1, max_connections = 1 }}\n"
+        ),
+    )
+    .unwrap();
+    let first = add_stdio(dir.path(), "acme", "first", &fixture());
+    let second = add_stdio(dir.path(), "acme", "second", &fixture());
+    let host = TestHost::start_in(dir).await;
+    let gone = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map_or(true, |stat| stat.contains(") Z"))
+    };
+
+    // A second integration past `max_connections = 1` closes the first's.
+    let a = downstream_pid(&host, &first).await;
+    let b = downstream_pid(&host, &second).await;
+    let mut waited = 0;
+    while !gone(a) {
+        assert!(waited < 100, "the evicted connection's server still runs");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += 1;
+    }
+    // Unused for longer than `idle_secs`, the other one closes too.
+    let mut waited = 0;
+    while !gone(b) {
+        assert!(waited < 200, "the idle connection's server still runs");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += 1;
+    }
+    let again = downstream_pid(&host, &first).await;
+    assert!(again != a && again != b);
+}
