@@ -599,3 +599,47 @@ async fn idle_connections_close_and_the_pool_is_capped() {
     let again = downstream_pid(&host, &first).await;
     assert!(again != a && again != b);
 }
+
+#[tokio::test]
+async fn a_server_that_never_answers_the_handshake_is_given_up_and_stopped() {
+    let dir = TempDir::new().unwrap();
+    let database = dir.path().join("integrations.db").display().to_string();
+    std::fs::write(
+        dir.path().join("packs.toml"),
+        format!(
+            "[identity]\norg = \"acme\"\n[packs.remote_mcp]\nconfig = {{ database = {database:?}, connect_timeout_ms = 500 }}\n"
+        ),
+    )
+    .unwrap();
+    // A "server" that reads nothing and says nothing, and tells its pid.
+    let pid_file = dir.path().join("mute.pid");
+    let script = format!("echo $$ > {}; exec sleep 60", pid_file.display());
+    let mute = add_stdio(
+        dir.path(),
+        "acme",
+        "mute",
+        &["sh".to_owned(), "-c".to_owned(), script],
+    );
+    let host = TestHost::start_in(dir).await;
+    failed(
+        &execute(&host, &mute, "echo", json!({})).await,
+        "UPSTREAM_ERROR",
+        &["did not complete the MCP handshake within 500 ms"],
+    );
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let mut waited = 0;
+    while std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| !stat.contains(") Z"))
+    {
+        assert!(
+            waited < 100,
+            "the mute server outlived its failed handshake"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += 1;
+    }
+}

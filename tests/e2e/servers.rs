@@ -109,7 +109,7 @@ fn server_pack_sections_are_checked() {
         ("[packs.x]\nkind = \"mcp\"\n", "exactly one of `command`"),
         (
             "[packs.x]\nkind = \"mcp\"\nurl = \"ftp://h/mcp\"\n",
-            "use `http://`",
+            "has scheme `ftp`",
         ),
         (
             "[packs.x]\nkind = \"mcp\"\ncommand = []\n",

@@ -299,15 +299,15 @@ async fn invalid_integrations_are_refused(database: String) {
         ),
         (
             with_url("ftp://example.com/"),
-            "the integration url has scheme `ftp`; give an absolute `http://` or `https://` URL",
+            "integration url: the URL has scheme `ftp`; give an absolute `http://` or `https://` URL",
         ),
         (with_url("file:///etc/passwd"), "has scheme `file`"),
         (
             with_url("mcp.example.com/mcp"),
-            "the integration url is not a URL (relative URL without a base)",
+            "integration url: the URL is not a valid URL (relative URL without a base)",
         ),
-        (with_url(""), "is not a URL"),
-        (with_url("https://"), "is not a URL (empty host)"),
+        (with_url(""), "is not a valid URL"),
+        (with_url("https://"), "is not a valid URL (empty host)"),
         (
             with_url("https://mcp.example.com/a b"),
             "must not contain whitespace",

@@ -93,28 +93,8 @@ fn stdio(command: &str, args: &[String], env: &BTreeMap<String, String>) -> Resu
 }
 
 fn http(url: &str, headers: &BTreeMap<String, String>) -> Result<(), StoreError> {
-    const GIVE: &str = "give an absolute `http://` or `https://` URL";
-    if url.contains(|c: char| c.is_whitespace() || c.is_control()) {
-        return invalid(format!(
-            "the integration url must not contain whitespace or control characters; {GIVE}"
-        ));
-    }
-    // The URL itself is not quoted: it may carry a credential by mistake.
-    let parsed = url::Url::parse(url).map_err(|e| {
-        StoreError::Invalid(format!("the integration url is not a URL ({e}); {GIVE}"))
-    })?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        return invalid(format!(
-            "the integration url has scheme `{}`; {GIVE}",
-            parsed.scheme()
-        ));
-    }
-    if !parsed.username().is_empty() || parsed.password().is_some() {
-        return invalid(
-            "the integration url must not contain credentials (`user:password@`); give them as its auth (a bearer token or a header) instead"
-                .to_owned(),
-        );
-    }
+    mcp_downstream::check_url(url)
+        .map_err(|e| StoreError::Invalid(format!("integration url: {e}")))?;
     let mut seen: Vec<String> = Vec::new();
     for (header, value) in headers {
         header_name(header)?;
