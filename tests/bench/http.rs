@@ -59,14 +59,46 @@ async fn load(clients: Vec<Arc<Client>>, calls: usize) -> (Vec<Duration>, Durati
     (samples, started.elapsed())
 }
 
-fn row(name: String, samples: &[Duration], wall: Duration, target: &str, reference: &str) -> Row {
+/// CPU time (user + system) a process has used so far, from `/proc`.
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // After `(comm)`: utime and stime are fields 14 and 15 of the line.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|&i| fields.get(i)?.parse::<u64>().ok())
+        .sum();
+    // SAFETY: sysconf only reads a constant.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Duration::from_micros(ticks * 1_000_000 / per_second)
+}
+
+/// CPU per call of the host and of this client process over one load.
+struct CpuCost {
+    host: Duration,
+    client: Duration,
+}
+
+fn row(
+    name: String,
+    samples: &[Duration],
+    wall: Duration,
+    cpu: &CpuCost,
+    target: &str,
+    reference: &str,
+) -> Row {
     let rate = samples.len() as f64 / wall.as_secs_f64();
+    let calls = samples.len().max(1) as u32;
     Row {
         metric: name,
         value: format!(
-            "p50 {} · p99 {} · {rate:.0} calls/s",
+            "p50 {} · p99 {} · {rate:.0} calls/s · CPU per call: host {} µs, client {} µs",
             ms(percentile(samples, 0.5)),
-            ms(percentile(samples, 0.99))
+            ms(percentile(samples, 0.99)),
+            (cpu.host / calls).as_micros(),
+            (cpu.client / calls).as_micros()
         ),
         target: target.to_owned(),
         reference: reference.to_owned(),
@@ -87,7 +119,13 @@ async fn main() {
             connected.push(Arc::new(http.client(None).await.expect("connect")));
         }
         list(&connected[0]).await; // warm-up
+        let (host_before, client_before) =
+            (cpu_time(http.child.id()), cpu_time(std::process::id()));
         let (samples, wall) = load(connected, calls).await;
+        let cpu = CpuCost {
+            host: cpu_time(http.child.id()) - host_before,
+            client: cpu_time(std::process::id()) - client_before,
+        };
         let (reference, reference_wall) =
             load(vec![Arc::clone(&stdio_client); clients], calls).await;
         let rate = reference.len() as f64 / reference_wall.as_secs_f64();
@@ -100,6 +138,7 @@ async fn main() {
             format!("HTTP, {clients} client(s) × {calls} calls"),
             &samples,
             wall,
+            &cpu,
             target,
             &stdio_text,
         ));

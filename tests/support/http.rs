@@ -18,12 +18,17 @@ use tempfile::TempDir;
 
 use crate::{Recorder, packhost_command};
 
-/// A plain HTTP client. The workspace builds reqwest with rustls but without
-/// a default crypto provider (see `mcp-downstream`), so one is installed
-/// first: a client built without it panics.
+/// An HTTP client as rmcp's default one: no idle connection reuse (a
+/// reused connection stalls ~40 ms on delayed ACK after an unread SSE
+/// response). The workspace builds reqwest with rustls but without a default
+/// crypto provider (see `mcp-downstream`), so one is installed first: a
+/// client built without it panics.
 pub fn web_client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::new()
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .expect("an HTTP client with default options builds")
 }
 
 /// A running `packhost serve --http 127.0.0.1:0`.

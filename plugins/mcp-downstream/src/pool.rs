@@ -117,7 +117,11 @@ impl Pool {
         // reqwest is built without a default crypto provider; an `Err` means
         // one is installed already.
         let _ = rustls::crypto::ring::default_provider().install_default();
+        // No idle connection reuse, as rmcp's own default client: a reused
+        // connection whose last (SSE) response was not read to its end
+        // stalls ~40 ms on Linux's delayed ACK.
         let mut http = reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(settings.connect_timeout);
         if settings.forbid_private_addresses {
