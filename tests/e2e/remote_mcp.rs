@@ -19,8 +19,9 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 /// A directory whose `packs.toml` serves `remote_mcp` as `org` with the
-/// integrations in `database` (default: a SQLite file inside it).
-fn org_dir(org: &str, database: Option<&str>) -> TempDir {
+/// integrations in `database` (default: a SQLite file inside it) and `extra`
+/// keys in the pack's config (`, idle_secs = 1`).
+fn org_dir(org: &str, database: Option<&str>, extra: &str) -> TempDir {
     let dir = TempDir::new().expect("temp dir");
     let database = database.map_or_else(
         || dir.path().join("integrations.db").display().to_string(),
@@ -29,11 +30,24 @@ fn org_dir(org: &str, database: Option<&str>) -> TempDir {
     std::fs::write(
         dir.path().join("packs.toml"),
         format!(
-            "[identity]\nuser = \"ada\"\norg = {org:?}\n\n[packs.remote_mcp]\nconfig = {{ database = {database:?} }}\n"
+            "[identity]\nuser = \"ada\"\norg = {org:?}\n\n[packs.remote_mcp]\nconfig = {{ database = {database:?}{extra} }}\n"
         ),
     )
     .expect("write config");
     dir
+}
+
+/// Wait (at most 10 s) until process `pid` is gone or a zombie.
+async fn wait_until_gone(pid: u32, what: &str) {
+    for _ in 0..200 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"));
+        if stat.is_ok_and(|stat| !stat.contains(") Z")) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        } else {
+            return;
+        }
+    }
+    panic!("{what} (pid {pid}) still runs");
 }
 
 /// `integrations add --org org --name name -- command...`: the new id.
@@ -70,7 +84,7 @@ async fn execute(
 
 #[tokio::test]
 async fn calls_a_tool_of_server_everything_over_stdio() {
-    let dir = org_dir("acme", None);
+    let dir = org_dir("acme", None, "");
     let id = add_stdio(dir.path(), "acme", "everything", &everything_stdio());
     let host = TestHost::start_in(dir).await;
     let result = ok(&execute(&host, &id, "echo", json!({"message": "hi"})).await);
@@ -88,7 +102,7 @@ async fn calls_a_tool_of_server_everything_over_stdio() {
 #[tokio::test]
 async fn calls_a_tool_of_server_everything_over_http() {
     let server = HttpServer::everything();
-    let dir = org_dir("acme", None);
+    let dir = org_dir("acme", None, "");
     let id = add_http(dir.path(), "acme", "everything", &server.url);
     let host = TestHost::start_in(dir).await;
     let result = ok(&execute(&host, &id, "echo", json!({"message": "over http"})).await);
@@ -110,7 +124,7 @@ async fn calls_a_tool_of_server_everything_over_http() {
 
 #[tokio::test]
 async fn a_failing_or_missing_downstream_tool_is_the_servers_answer() {
-    let dir = org_dir("acme", None);
+    let dir = org_dir("acme", None, "");
     let fixture_id = add_stdio(dir.path(), "acme", "fixture", &fixture());
     let everything_id = add_stdio(dir.path(), "acme", "everything", &everything_stdio());
     let host = TestHost::start_in(dir).await;
@@ -148,7 +162,7 @@ async fn a_failing_or_missing_downstream_tool_is_the_servers_answer() {
 
 #[tokio::test]
 async fn refuses_unknown_foreign_and_disabled_integrations() {
-    let dir = org_dir("acme", None);
+    let dir = org_dir("acme", None, "");
     let ours = add_stdio(dir.path(), "acme", "fixture", &fixture());
     let theirs = add_stdio(dir.path(), "globex", "fixture", &fixture());
     integrations(dir.path(), &["disable", "--org", "acme", &ours], &[]);
@@ -189,7 +203,7 @@ async fn refuses_unknown_foreign_and_disabled_integrations() {
 
 #[tokio::test]
 async fn without_an_organisation_every_function_is_unauthorized() {
-    let dir = org_dir("", None);
+    let dir = org_dir("", None, "");
     let id = add_stdio(dir.path(), "acme", "fixture", &fixture());
     let host = TestHost::start_in(dir).await;
     for (tool, args) in [
@@ -210,7 +224,7 @@ async fn without_an_organisation_every_function_is_unauthorized() {
 
 #[tokio::test]
 async fn the_organisation_is_never_an_argument() {
-    let dir = org_dir("globex", None);
+    let dir = org_dir("globex", None, "");
     let id = add_stdio(dir.path(), "acme", "fixture", &fixture());
     let host = TestHost::start_in(dir).await;
     let smuggled = host
@@ -247,7 +261,7 @@ async fn each_bearer_token_calls_as_its_own_organisation() {
 
 #[tokio::test]
 async fn unexpected_failures_are_upstream_errors_without_secrets() {
-    let dir = org_dir("acme", None);
+    let dir = org_dir("acme", None, "");
     let missing_program = add_stdio(
         dir.path(),
         "acme",
@@ -299,7 +313,7 @@ async fn unexpected_failures_are_upstream_errors_without_secrets() {
 
 #[tokio::test]
 async fn a_downstream_that_hangs_times_out_and_others_keep_answering() {
-    let dir = org_dir("acme", None);
+    let dir = org_dir("acme", None, "");
     let slow = integrations(
         dir.path(),
         &[
@@ -329,7 +343,7 @@ async fn a_downstream_that_hangs_times_out_and_others_keep_answering() {
 
 #[tokio::test]
 async fn every_execution_is_logged_without_its_parameters() {
-    let dir = org_dir("acme", None);
+    let dir = org_dir("acme", None, "");
     let id = add_stdio(dir.path(), "acme", "fixture", &fixture());
     let host = TestHost::start_in(dir).await;
     ok(&execute(&host, &id, "echo", json!({"text": "private-marker-42"})).await);
@@ -363,7 +377,7 @@ async fn downstream_pid(host: &TestHost, id: &str) -> u32 {
 
 #[tokio::test]
 async fn one_connection_serves_many_calls_and_a_killed_server_is_restarted() {
-    let dir = org_dir("acme", None);
+    let dir = org_dir("acme", None, "");
     let id = add_stdio(dir.path(), "acme", "fixture", &fixture());
     let host = TestHost::start_in(dir).await;
     let first = downstream_pid(&host, &id).await;
@@ -378,18 +392,7 @@ async fn one_connection_serves_many_calls_and_a_killed_server_is_restarted() {
     unsafe {
         libc::kill(first as libc::pid_t, libc::SIGKILL);
     }
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while Path::new(&format!("/proc/{first}/stat")).exists()
-        && !std::fs::read_to_string(format!("/proc/{first}/stat"))
-            .unwrap_or_default()
-            .contains(") Z")
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the server did not die"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until_gone(first, "the killed server").await;
     let second = downstream_pid(&host, &id).await;
     assert_ne!(second, first);
 }
@@ -397,7 +400,7 @@ async fn one_connection_serves_many_calls_and_a_killed_server_is_restarted() {
 #[tokio::test]
 async fn fifty_concurrent_calls_across_two_integrations() {
     let server = HttpServer::fixture(0);
-    let dir = org_dir("acme", None);
+    let dir = org_dir("acme", None, "");
     let stdio = add_stdio(dir.path(), "acme", "everything", &everything_stdio());
     let http = add_http(dir.path(), "acme", "fixture", &server.url);
     let host = TestHost::start_in(dir).await;
@@ -430,7 +433,7 @@ async fn fifty_concurrent_calls_across_two_integrations() {
 async fn an_http_session_the_server_forgot_is_reinitialised() {
     let mut server = HttpServer::fixture(0);
     let port = server.port;
-    let dir = org_dir("acme", None);
+    let dir = org_dir("acme", None, "");
     let id = add_http(dir.path(), "acme", "fixture", &server.url);
     let host = TestHost::start_in(dir).await;
     let before = downstream_pid(&host, &id).await;
@@ -446,7 +449,7 @@ async fn integrations_live_in_postgresql_too() {
     let Some(database) = postgres_database() else {
         return;
     };
-    let dir = org_dir("acme", Some(&database));
+    let dir = org_dir("acme", Some(&database), "");
     let id = add_stdio(dir.path(), "acme", "everything", &everything_stdio());
     let listed = integrations(dir.path(), &["list", "--org", "acme", "--json"], &[]);
     assert!(listed.contains(&id), "{listed}");
@@ -463,7 +466,7 @@ async fn integrations_live_in_postgresql_too() {
 
 #[tokio::test]
 async fn the_cli_validates_and_hides_secrets() {
-    let dir = org_dir("acme", None);
+    let dir = org_dir("acme", None, "");
     let bad = integrations_output(
         dir.path(),
         &[
@@ -510,15 +513,7 @@ async fn the_cli_validates_and_hides_secrets() {
 #[tokio::test]
 async fn private_addresses_can_be_forbidden() {
     let server = HttpServer::fixture(0);
-    let dir = TempDir::new().unwrap();
-    let database = dir.path().join("integrations.db").display().to_string();
-    std::fs::write(
-        dir.path().join("packs.toml"),
-        format!(
-            "[identity]\norg = \"acme\"\n[packs.remote_mcp]\nconfig = {{ database = {database:?}, forbid_private_addresses = true }}\n"
-        ),
-    )
-    .unwrap();
+    let dir = org_dir("acme", None, ", forbid_private_addresses = true");
     let literal = add_http(dir.path(), "acme", "literal", &server.url);
     let by_name = add_http(
         dir.path(),
@@ -545,7 +540,7 @@ async fn https_integrations_speak_tls() {
     // shows that https is spoken (a client without TLS would refuse the
     // scheme instead).
     let server = HttpServer::fixture(0);
-    let dir = org_dir("acme", None);
+    let dir = org_dir("acme", None, "");
     let tls = add_http(
         dir.path(),
         "acme",
@@ -563,54 +558,23 @@ async fn https_integrations_speak_tls() {
 
 #[tokio::test]
 async fn idle_connections_close_and_the_pool_is_capped() {
-    let dir = TempDir::new().unwrap();
-    let database = dir.path().join("integrations.db").display().to_string();
-    std::fs::write(
-        dir.path().join("packs.toml"),
-        format!(
-            "[identity]\norg = \"acme\"\n[packs.remote_mcp]\nconfig = {{ database = {database:?}, idle_secs = 1, max_connections = 1 }}\n"
-        ),
-    )
-    .unwrap();
+    let dir = org_dir("acme", None, ", idle_secs = 1, max_connections = 1");
     let first = add_stdio(dir.path(), "acme", "first", &fixture());
     let second = add_stdio(dir.path(), "acme", "second", &fixture());
     let host = TestHost::start_in(dir).await;
-    let gone = |pid: u32| {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map_or(true, |stat| stat.contains(") Z"))
-    };
-
     // A second integration past `max_connections = 1` closes the first's.
     let a = downstream_pid(&host, &first).await;
     let b = downstream_pid(&host, &second).await;
-    let mut waited = 0;
-    while !gone(a) {
-        assert!(waited < 100, "the evicted connection's server still runs");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        waited += 1;
-    }
+    wait_until_gone(a, "the evicted connection's server").await;
     // Unused for longer than `idle_secs`, the other one closes too.
-    let mut waited = 0;
-    while !gone(b) {
-        assert!(waited < 200, "the idle connection's server still runs");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        waited += 1;
-    }
+    wait_until_gone(b, "the idle connection's server").await;
     let again = downstream_pid(&host, &first).await;
     assert!(again != a && again != b);
 }
 
 #[tokio::test]
 async fn a_server_that_never_answers_the_handshake_is_given_up_and_stopped() {
-    let dir = TempDir::new().unwrap();
-    let database = dir.path().join("integrations.db").display().to_string();
-    std::fs::write(
-        dir.path().join("packs.toml"),
-        format!(
-            "[identity]\norg = \"acme\"\n[packs.remote_mcp]\nconfig = {{ database = {database:?}, connect_timeout_ms = 500 }}\n"
-        ),
-    )
-    .unwrap();
+    let dir = org_dir("acme", None, ", connect_timeout_ms = 500");
     // A "server" that reads nothing and says nothing, and tells its pid.
     let pid_file = dir.path().join("mute.pid");
     let script = format!("echo $$ > {}; exec sleep 60", pid_file.display());
