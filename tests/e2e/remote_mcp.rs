@@ -607,3 +607,22 @@ async fn a_server_that_never_answers_the_handshake_is_given_up_and_stopped() {
         waited += 1;
     }
 }
+
+#[tokio::test]
+async fn redirects_are_not_followed() {
+    let server = HttpServer::fixture(0);
+    let dir = org_dir("acme", None, "");
+    let moved = add_http(
+        dir.path(),
+        "acme",
+        "moved",
+        &format!("http://127.0.0.1:{}/moved", server.port),
+    );
+    let direct = add_http(dir.path(), "acme", "direct", &server.url);
+    let host = TestHost::start_in(dir).await;
+    let refused = execute(&host, &moved, "echo", json!({"text": "x"})).await;
+    assert_eq!(error_code(&refused), "UPSTREAM_ERROR", "{}", text(&refused));
+    // The same server answers at its own address.
+    let echo = ok(&execute(&host, &direct, "echo", json!({"text": "x"})).await);
+    assert_eq!(echo["content"][0]["text"], "echo: x");
+}

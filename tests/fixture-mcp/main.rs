@@ -1,7 +1,8 @@
 //! A small MCP server for the `remote_mcp` tests: it can fail, crash, hang
 //! and tell what it was given. `packhost-fixture-mcp` serves stdio;
 //! `packhost-fixture-mcp --http 127.0.0.1:PORT` serves streamable HTTP at
-//! `/mcp` and prints `listening on http://ADDR/mcp` once bound.
+//! `/mcp` (and a redirect to it at `/moved`) and prints
+//! `listening on http://ADDR/mcp` once bound.
 //!
 //! Tools: `echo {text}`, `pid {}`, `fail {message}` (a tool error),
 //! `crash {}` (exits mid-call), `sleep {ms}`, `env {name}` (a variable of its
@@ -151,7 +152,17 @@ async fn main() {
                 Arc::new(LocalSessionManager::default()),
                 config,
             );
-            let app = axum::Router::new().route_service("/mcp", service);
+            // `/moved` redirects to `/mcp`: a client that follows redirects
+            // reaches the server through it, one that does not fails.
+            let app = axum::Router::new().route_service("/mcp", service).route(
+                "/moved",
+                axum::routing::any(|| async {
+                    (
+                        http::StatusCode::TEMPORARY_REDIRECT,
+                        [(http::header::LOCATION, "/mcp")],
+                    )
+                }),
+            );
             println!("listening on http://{bound}/mcp");
             axum::serve(listener, app).await.expect("serve");
         }
