@@ -37,10 +37,8 @@ const STARTUP_WAIT: Duration = Duration::from_secs(10);
 /// Retries of a server that was down: from 1 s, doubling, up to this.
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(30);
 
-/// The server packs' connections.
+/// The server packs whose tools are not known yet.
 pub struct Servers {
-    pool: Arc<Pool>,
-    /// Packs whose tools are not known yet.
     pending: Vec<Pending>,
 }
 
@@ -48,6 +46,7 @@ struct Pending {
     name: String,
     endpoint: Endpoint,
     names: Names,
+    pool: Arc<Pool>,
 }
 
 /// Function name → the server's tool name (tool names that are not
@@ -64,8 +63,22 @@ struct ServerPack {
 }
 
 /// Connect every enabled server pack of `config` (all at once, each for at
-/// most [`STARTUP_WAIT`]).
+/// most [`STARTUP_WAIT`]). Without server packs no pool is made: start-up
+/// pays nothing for them.
 pub async fn connect_all(config: &Config) -> (Vec<LoadedPack>, Servers) {
+    let servers: Vec<(&String, &PackConfig)> = config
+        .packs
+        .iter()
+        .filter(|(_, p)| p.enabled && p.kind == PackKind::Mcp)
+        .collect();
+    if servers.is_empty() {
+        return (
+            Vec::new(),
+            Servers {
+                pending: Vec::new(),
+            },
+        );
+    }
     let pool = Pool::new(PoolSettings {
         log: Arc::new(|level, message| match level {
             Level::Debug => tracing::debug!(target: "packhost::servers", "{message}"),
@@ -74,11 +87,7 @@ pub async fn connect_all(config: &Config) -> (Vec<LoadedPack>, Servers) {
         }),
         ..PoolSettings::default()
     });
-    let servers = config
-        .packs
-        .iter()
-        .filter(|(_, p)| p.enabled && p.kind == PackKind::Mcp);
-    let connecting = servers.map(|(name, pack)| {
+    let connecting = servers.into_iter().map(|(name, pack)| {
         let pool = Arc::clone(&pool);
         let timeout = Duration::from_millis(pack.timeout_ms.unwrap_or(config.server.timeout_ms));
         async move {
@@ -112,6 +121,7 @@ pub async fn connect_all(config: &Config) -> (Vec<LoadedPack>, Servers) {
                     name: name.clone(),
                     endpoint: endpoint.clone(),
                     names: Arc::clone(&names),
+                    pool: Arc::clone(&pool),
                 });
                 Vec::new()
             }
@@ -136,7 +146,7 @@ pub async fn connect_all(config: &Config) -> (Vec<LoadedPack>, Servers) {
             timeout,
         });
     }
-    (loaded, Servers { pool, pending })
+    (loaded, Servers { pending })
 }
 
 impl Servers {
@@ -144,23 +154,20 @@ impl Servers {
     /// them to `executor` once they answer.
     pub fn watch(self, executor: &Arc<Executor>) {
         for pending in self.pending {
-            tokio::spawn(retry(
-                pending,
-                Arc::clone(&self.pool),
-                Arc::downgrade(executor),
-            ));
+            tokio::spawn(retry(pending, Arc::downgrade(executor)));
         }
     }
 }
 
-async fn retry(pending: Pending, pool: Arc<Pool>, executor: Weak<Executor>) {
+async fn retry(pending: Pending, executor: Weak<Executor>) {
     let mut delay = Duration::from_secs(1);
     loop {
         tokio::time::sleep(delay).await;
         if executor.strong_count() == 0 {
             return;
         }
-        if let Ok(tools) = pool
+        if let Ok(tools) = pending
+            .pool
             .list_tools(&pending.name, &pending.endpoint, STARTUP_WAIT)
             .await
         {

@@ -3,7 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use packhost_tests::{TestHost, failed, hello_section, is_error, ok, structured, text};
+use packhost_tests::{
+    TestHost, failed, hello_section, is_error, ok, structured, text, wait_group_gone,
+};
 use serde_json::{Value, json};
 
 fn config(extra: &str) -> String {
@@ -188,17 +190,9 @@ async fn a_timeout_kills_the_process_group_and_keeps_the_output() {
         .nth(3)
         .and_then(|g| g.parse().ok())
         .expect(stdout);
-    // Killed processes may stay zombies until their reaper runs: only live ones count.
-    for _ in 0..50 {
-        if pack_process::live_members(group).is_empty() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    if let Err(live) = wait_group_gone(group, Duration::from_secs(1)).await {
+        panic!("process group {group} outlived the call: {live:?}");
     }
-    panic!(
-        "process group {group} outlived the call: {:?}",
-        pack_process::live_members(group)
-    );
 }
 
 #[tokio::test]
@@ -427,16 +421,9 @@ async fn cancelling_the_call_kills_the_interpreter() {
     let abandoned = tokio::time::timeout(Duration::from_millis(1500), call).await;
     assert!(abandoned.is_err(), "the code should still be sleeping");
     let group: u32 = std::fs::read_to_string(&marker).unwrap().parse().unwrap();
-    for _ in 0..100 {
-        if pack_process::live_members(group).is_empty() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    if let Err(live) = wait_group_gone(group, Duration::from_secs(2)).await {
+        panic!("the interpreter outlived its cancelled call: {live:?}");
     }
-    panic!(
-        "the interpreter outlived its cancelled call: {:?}",
-        pack_process::live_members(group)
-    );
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@ use std::time::Duration;
 use packhost_tests::{
     error_code, hello_section,
     http::{HttpHost, web_client},
-    is_error, packhost_cli, structured, text,
+    is_error, packhost_cli, structured, text, wait_group_gone,
 };
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
@@ -221,14 +221,7 @@ async fn metrics_count_calls_by_tool_and_outcome() {
     let client = host.client(None).await.unwrap();
     call(&client, "hello.greet", json!({"name": "m"})).await;
     call(&client, "hello.greet", json!({})).await;
-    let metrics = web_client()
-        .get(format!("{}/metrics", host.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = host.metrics().await;
     assert!(
         metrics.contains("packhost_calls_total{tool=\"hello.greet\",outcome=\"ok\"} 1"),
         "{metrics}"
@@ -293,14 +286,7 @@ async fn sessions_are_capped() {
     assert!(!is_error(
         &call(&first, "hello.greet", json!({"name": "s"})).await
     ));
-    let metrics = web_client()
-        .get(format!("{}/metrics", host.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = host.metrics().await;
     assert!(metrics.contains("packhost_sessions 1"), "{metrics}");
 }
 
@@ -327,15 +313,7 @@ async fn a_client_that_goes_away_mid_call_leaves_no_process_behind() {
     running.abort();
     let _ = running.await;
     // Measured: gone about 5 s later (rmcp ends the orphaned request then).
-    for _ in 0..600 {
-        if pack_process::live_members(group).is_empty() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
+    if let Err(live) = wait_group_gone(group, Duration::from_secs(15)).await {
+        panic!("the code outlived its client: {live:?}\n{}", host.stderr());
     }
-    panic!(
-        "the code outlived its client: {:?}\n{}",
-        pack_process::live_members(group),
-        host.stderr()
-    );
 }

@@ -13,7 +13,7 @@ use packhost_tests::{
     },
     error_code, failed,
     http::HttpHost,
-    is_error, ok, structured, text,
+    is_error, ok, structured, text, wait_group_gone,
 };
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -37,17 +37,12 @@ fn org_dir(org: &str, database: Option<&str>, extra: &str) -> TempDir {
     dir
 }
 
-/// Wait (at most 10 s) until process `pid` is gone or a zombie.
+/// Wait (at most 10 s) until the server process `pid` is gone: stdio servers
+/// lead their own process group, so none of it may be left.
 async fn wait_until_gone(pid: u32, what: &str) {
-    for _ in 0..200 {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"));
-        if stat.is_ok_and(|stat| !stat.contains(") Z")) {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        } else {
-            return;
-        }
+    if let Err(live) = wait_group_gone(pid, Duration::from_secs(10)).await {
+        panic!("{what} (pid {pid}) still runs: {live:?}");
     }
-    panic!("{what} (pid {pid}) still runs");
 }
 
 /// `integrations add --org org --name name -- command...`: the new id.
@@ -595,17 +590,7 @@ async fn a_server_that_never_answers_the_handshake_is_given_up_and_stopped() {
         .trim()
         .parse()
         .unwrap();
-    let mut waited = 0;
-    while std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|stat| !stat.contains(") Z"))
-    {
-        assert!(
-            waited < 100,
-            "the mute server outlived its failed handshake"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        waited += 1;
-    }
+    wait_until_gone(pid, "the mute server, after its failed handshake").await;
 }
 
 #[tokio::test]

@@ -81,6 +81,19 @@ impl HttpHost {
             .map_err(|e| e.to_string())
     }
 
+    /// The text of `/metrics`.
+    pub async fn metrics(&self) -> String {
+        web_client()
+            .get(format!("{}/metrics", self.base))
+            .send()
+            .await
+            .and_then(|response| response.error_for_status())
+            .expect("GET /metrics")
+            .text()
+            .await
+            .expect("the /metrics body")
+    }
+
     /// What the host logged so far.
     pub fn stderr(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("stderr.log")).unwrap_or_default()

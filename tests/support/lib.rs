@@ -225,6 +225,23 @@ impl TestHost {
     }
 }
 
+/// Wait until process group `group` has no live member (zombies do not
+/// count: they only wait for their reaper); after `within`, `Err` with the
+/// members still alive.
+pub async fn wait_group_gone(group: u32, within: std::time::Duration) -> Result<(), Vec<u32>> {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        let live = pack_process::live_members(group);
+        if live.is_empty() {
+            return Ok(());
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(live);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 /// Whether the result is an error result.
 pub fn is_error(result: &CallToolResult) -> bool {
     result.is_error == Some(true)
