@@ -58,6 +58,10 @@ pub struct HttpConfig {
     /// Browser `Origin`s accepted, e.g. `https://app.example.com:443`; a
     /// request with any other `Origin` is refused (requests without one pass).
     pub allowed_origins: Vec<String>,
+    /// `false`: no sessions, every POST stands alone and a call is answered
+    /// with plain JSON, so instances behind a load balancer need no sticky
+    /// routing (the server cannot send anything outside a call's answer).
+    pub sessions: bool,
     /// A session unused this long is closed.
     pub session_idle_secs: u64,
     /// Sessions open at once; a new one past this is refused (503).
@@ -73,6 +77,7 @@ impl Default for HttpConfig {
         Self {
             allowed_hosts: ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec(),
             allowed_origins: Vec::new(),
+            sessions: true,
             session_idle_secs: 1800,
             max_sessions: 256,
             max_request_bytes: 4 << 20,

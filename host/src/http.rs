@@ -12,6 +12,7 @@ use axum::{
     middleware::{self, Next},
     response::{IntoResponse, Response},
     routing::get,
+    serve::ListenerExt as _,
 };
 use rmcp::transport::streamable_http_server::{
     StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
@@ -73,7 +74,11 @@ pub async fn serve(
         .with_allowed_origins(origins)
         .enforce_origin_validation()
         .with_max_request_body_bytes(http.max_request_bytes)
-        .with_cancellation_token(stop_sessions.clone());
+        .with_cancellation_token(stop_sessions.clone())
+        .with_legacy_session_mode(http.sessions)
+        // Without sessions a plain request-response call is answered with
+        // JSON: no SSE framing, one write.
+        .with_json_response(!http.sessions);
     let server = PackhostServer::new(Arc::clone(executor), config.identity.clone());
     let mcp =
         StreamableHttpService::new(move || Ok(server.clone()), Arc::clone(&sessions), transport);
@@ -99,6 +104,14 @@ pub async fn serve(
     tracing::info!("serving MCP at http://{bound}/mcp (auth: {auth})");
     let grace = Duration::from_secs(http.shutdown_grace_secs);
     let executor = Arc::clone(executor);
+    // Responses go out in several small writes (headers, SSE event, end of
+    // stream); with Nagle on, a kept-alive connection waits ~40 ms for the
+    // client's delayed ACK before the last one.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("TCP_NODELAY not set: {e}");
+        }
+    });
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             crate::cli::stop_signal().await;

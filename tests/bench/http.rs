@@ -2,13 +2,22 @@
 //! concurrent clients (p50, p99, calls/s), beside the same load on one stdio
 //! connection in the same run.
 //!
+//! The clients share the machine's 2 cores with the host, so the figures
+//! that count come from a lean client (one kept-alive HTTP/1.1 connection,
+//! prepared request bytes, every answer read and checked) that costs the
+//! cores little; rows with rmcp's full client follow for comparison.
+//!
 //! Usage: `packhost-bench-http [--calls N]` (calls per client, default 200).
 
 use std::{
+    future::Future,
     sync::Arc,
     time::{Duration, Instant},
 };
 
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Full};
+use hyper::{Request, client::conn::http1::SendRequest, header::HeaderValue};
 use packhost_tests::{
     TestHost,
     bench::{Row, arg, ms, percentile, print_table},
@@ -17,7 +26,7 @@ use packhost_tests::{
 };
 use rmcp::{RoleClient, model::CallToolRequestParams, service::RunningService};
 
-type Client = RunningService<RoleClient, packhost_tests::Recorder>;
+type RmcpClient = RunningService<RoleClient, packhost_tests::Recorder>;
 
 fn config() -> String {
     format!(
@@ -26,27 +35,133 @@ fn config() -> String {
     )
 }
 
-async fn list(client: &Client) -> Duration {
-    let started = Instant::now();
-    let result = client
-        .call_tool(CallToolRequestParams::new("proj.list"))
-        .await
-        .expect("tools/call");
-    assert!(!is_error(&result));
-    started.elapsed()
+/// Something that can make one timed `proj.list` call.
+trait Caller: Send + 'static {
+    fn list(&mut self) -> impl Future<Output = Duration> + Send;
+}
+
+impl Caller for Arc<RmcpClient> {
+    async fn list(&mut self) -> Duration {
+        let started = Instant::now();
+        let result = self
+            .call_tool(CallToolRequestParams::new("proj.list"))
+            .await
+            .expect("tools/call");
+        assert!(!is_error(&result));
+        started.elapsed()
+    }
+}
+
+/// An MCP client over one kept-alive HTTP/1.1 connection, speaking the
+/// session protocol (initialize, then calls with the session id).
+struct LeanClient {
+    sender: SendRequest<Full<Bytes>>,
+    host: HeaderValue,
+    session: Option<HeaderValue>,
+    next_id: u64,
+}
+
+impl LeanClient {
+    async fn connect(base: &str) -> Self {
+        let authority = base.trim_start_matches("http://");
+        let tcp = tokio::net::TcpStream::connect(authority)
+            .await
+            .expect("connect");
+        tcp.set_nodelay(true).expect("TCP_NODELAY");
+        let (sender, connection) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
+                .await
+                .expect("HTTP handshake");
+        tokio::spawn(connection);
+        let mut client = Self {
+            sender,
+            host: HeaderValue::from_str(authority).expect("authority"),
+            session: None,
+            next_id: 0,
+        };
+        let (headers, _) = client
+            .post(r#""method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}"#)
+            .await;
+        client.session = headers.get("mcp-session-id").cloned();
+        client
+            .notify(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .await;
+        client
+    }
+
+    fn request(&self, body: String) -> Request<Full<Bytes>> {
+        let mut request = Request::post("/mcp")
+            .header("host", &self.host)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25");
+        if let Some(session) = &self.session {
+            request = request.header("mcp-session-id", session);
+        }
+        request.body(Full::new(Bytes::from(body))).expect("request")
+    }
+
+    async fn send(&mut self, body: String) -> hyper::Response<hyper::body::Incoming> {
+        // The previous answer was read to its end, so this waits for nothing
+        // but hyper's bookkeeping.
+        self.sender.ready().await.expect("connection ready");
+        let request = self.request(body);
+        self.sender.send_request(request).await.expect("POST")
+    }
+
+    async fn notify(&mut self, body: &str) {
+        let response = self.send(body.to_owned()).await;
+        assert!(response.status().is_success(), "{}", response.status());
+        response.into_body().collect().await.expect("body");
+    }
+
+    /// POST a request with `fields` after its id; the answer's headers and
+    /// its JSON-RPC result, checked to be a success.
+    async fn post(&mut self, fields: &str) -> (hyper::HeaderMap, serde_json::Value) {
+        self.next_id += 1;
+        let id = self.next_id;
+        let body = format!(r#"{{"jsonrpc":"2.0","id":{id},{fields}}}"#);
+        let response = self.send(body).await;
+        let (parts, body) = response.into_parts();
+        let body = body.collect().await.expect("body").to_bytes();
+        assert!(parts.status.is_success(), "{}: {body:?}", parts.status);
+        // An SSE stream (a priming event, then the answer) or plain JSON.
+        let text = std::str::from_utf8(&body).expect("UTF-8 answer");
+        let answer = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .chain(text.starts_with('{').then_some(text))
+            .map(str::trim)
+            .filter(|data| !data.is_empty())
+            .find_map(|data| serde_json::from_str::<serde_json::Value>(data).ok())
+            .expect("a JSON-RPC answer");
+        assert_eq!(answer["id"], id, "{answer}");
+        let result = answer.get("result").unwrap_or_else(|| panic!("{answer}"));
+        assert_ne!(result["isError"], true, "{answer}");
+        (parts.headers, result.clone())
+    }
+}
+
+impl Caller for LeanClient {
+    async fn list(&mut self) -> Duration {
+        let started = Instant::now();
+        self.post(r#""method":"tools/call","params":{"name":"proj.list","arguments":{}}"#)
+            .await;
+        started.elapsed()
+    }
 }
 
 /// `clients` tasks each making `calls` calls on its own client (or the same
 /// one); returns every latency and the wall time.
-async fn load(clients: Vec<Arc<Client>>, calls: usize) -> (Vec<Duration>, Duration) {
+async fn load<C: Caller>(clients: Vec<C>, calls: usize) -> (Vec<Duration>, Duration) {
     let started = Instant::now();
     let tasks: Vec<_> = clients
         .into_iter()
-        .map(|client| {
+        .map(|mut client| {
             tokio::spawn(async move {
                 let mut samples = Vec::with_capacity(calls);
                 for _ in 0..calls {
-                    samples.push(list(&client).await);
+                    samples.push(client.list().await);
                 }
                 samples
             })
@@ -59,20 +174,19 @@ async fn load(clients: Vec<Arc<Client>>, calls: usize) -> (Vec<Duration>, Durati
     (samples, started.elapsed())
 }
 
-/// CPU time (user + system) a process has used so far, from `/proc`.
+/// CPU time a process's live threads have used so far, in nanoseconds
+/// from `/proc/<pid>/task/*/schedstat` (`/proc/<pid>/stat` counts 10 ms
+/// ticks, too coarse for a 1-client run).
 fn cpu_time(pid: u32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // After `(comm)`: utime and stime are fields 14 and 15 of the line.
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
-    let ticks: u64 = [11, 12]
-        .iter()
-        .filter_map(|&i| fields.get(i)?.parse::<u64>().ok())
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten();
+    let nanos: u64 = tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
+        .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
         .sum();
-    // SAFETY: sysconf only reads a constant.
-    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    Duration::from_micros(ticks * 1_000_000 / per_second)
+    Duration::from_nanos(nanos)
 }
 
 /// CPU per call of the host and of this client process over one load.
@@ -106,26 +220,45 @@ fn row(
     }
 }
 
+/// Run `clients` on the host: a row with latencies, throughput and the CPU
+/// each side spent per call.
+async fn measure<C: Caller>(
+    http: &HttpHost,
+    clients: Vec<C>,
+    calls: usize,
+    name: String,
+    target: &str,
+    reference: &str,
+) -> Row {
+    let (host_before, client_before) = (cpu_time(http.child.id()), cpu_time(std::process::id()));
+    let (samples, wall) = load(clients, calls).await;
+    let cpu = CpuCost {
+        host: cpu_time(http.child.id()) - host_before,
+        client: cpu_time(std::process::id()) - client_before,
+    };
+    row(name, &samples, wall, &cpu, target, reference)
+}
+
+/// `clients` lean clients connected to `http`, one call each made.
+async fn lean_clients(http: &HttpHost, clients: usize) -> Vec<LeanClient> {
+    let mut connected = Vec::new();
+    for _ in 0..clients {
+        connected.push(LeanClient::connect(&http.base).await);
+    }
+    connected[0].list().await; // warm-up
+    connected
+}
+
 #[tokio::main]
 async fn main() {
     let calls = arg("--calls", 200);
-    let http = HttpHost::start(&config(), &[]).await;
+    let sessions = HttpHost::start(&config(), &[]).await;
+    let stateless = HttpHost::start(&format!("{}[http]\nsessions = false\n", config()), &[]).await;
     let stdio = TestHost::start(&config()).await;
     let stdio_client = Arc::new(stdio.client);
-    let mut rows = Vec::new();
+    let (mut with_sessions, mut without_sessions, mut rmcp_rows) =
+        (Vec::new(), Vec::new(), Vec::new());
     for (clients, target) in [(1, "-"), (16, "≥ 5000 calls/s"), (64, "p99 ≤ 10 ms")] {
-        let mut connected = Vec::new();
-        for _ in 0..clients {
-            connected.push(Arc::new(http.client(None).await.expect("connect")));
-        }
-        list(&connected[0]).await; // warm-up
-        let (host_before, client_before) =
-            (cpu_time(http.child.id()), cpu_time(std::process::id()));
-        let (samples, wall) = load(connected, calls).await;
-        let cpu = CpuCost {
-            host: cpu_time(http.child.id()) - host_before,
-            client: cpu_time(std::process::id()) - client_before,
-        };
         let (reference, reference_wall) =
             load(vec![Arc::clone(&stdio_client); clients], calls).await;
         let rate = reference.len() as f64 / reference_wall.as_secs_f64();
@@ -134,17 +267,52 @@ async fn main() {
             ms(percentile(&reference, 0.5)),
             ms(percentile(&reference, 0.99))
         );
-        rows.push(row(
-            format!("HTTP, {clients} client(s) × {calls} calls"),
-            &samples,
-            wall,
-            &cpu,
-            target,
-            &stdio_text,
-        ));
+        let name = format!("{clients} client(s) × {calls} calls");
+        let lean = lean_clients(&sessions, clients).await;
+        with_sessions.push(
+            measure(
+                &sessions,
+                lean,
+                calls,
+                format!("HTTP, {name}"),
+                target,
+                &stdio_text,
+            )
+            .await,
+        );
+        let lean = lean_clients(&stateless, clients).await;
+        without_sessions.push(
+            measure(
+                &stateless,
+                lean,
+                calls,
+                format!("HTTP, `sessions = false`, {name}"),
+                target,
+                &stdio_text,
+            )
+            .await,
+        );
+        let mut rmcp = Vec::new();
+        for _ in 0..clients {
+            rmcp.push(Arc::new(sessions.client(None).await.expect("connect")));
+        }
+        rmcp[0].list().await; // warm-up
+        rmcp_rows.push(
+            measure(
+                &sessions,
+                rmcp,
+                calls,
+                format!("HTTP with rmcp's client, {name}"),
+                "-",
+                "-",
+            )
+            .await,
+        );
     }
+    with_sessions.extend(without_sessions);
+    with_sessions.extend(rmcp_rows);
     print_table(
         &format!("HTTP benchmark: proj.list, {calls} calls per client"),
-        &rows,
+        &with_sessions,
     );
 }

@@ -291,8 +291,52 @@ async fn sessions_are_capped() {
 }
 
 #[tokio::test]
+async fn without_sessions_every_post_stands_alone_and_answers_json() {
+    let (token, entry) = token("ada", "acme", &[]);
+    let host = HttpHost::start(
+        &format!("{}\n[http]\nsessions = false\n{entry}\n", hello_section("")),
+        &[],
+    )
+    .await;
+    // A call with no initialize and no session before it, as a load
+    // balancer may send it to any instance.
+    let response = web_client()
+        .post(host.url())
+        .bearer_auth(&token)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"hello.whoami","arguments":{}}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(!response.headers().contains_key("mcp-session-id"));
+    assert_eq!(response.headers()["content-type"], "application/json");
+    let answer: Value = response.json().await.expect("a JSON body");
+    assert_eq!(answer["id"], 7);
+    assert_eq!(
+        answer["result"]["structuredContent"]["org"], "acme",
+        "{answer}"
+    );
+    // The token is still required, and rmcp's client works as usual.
+    assert!(host.client(None).await.is_err());
+    let client = host.client(Some(&token)).await.expect("connect");
+    let greeting = call(&client, "hello.greet", json!({"name": "lb"})).await;
+    assert!(!is_error(&greeting), "{}", text(&greeting));
+}
+
+#[tokio::test]
 async fn a_client_that_goes_away_mid_call_leaves_no_process_behind() {
-    let host = HttpHost::start("[packs.exec_py]\n", &[]).await;
+    goes_away_mid_call("[packs.exec_py]\n").await;
+}
+
+#[tokio::test]
+async fn without_sessions_a_client_that_goes_away_mid_call_leaves_no_process_behind() {
+    goes_away_mid_call("[packs.exec_py]\n[http]\nsessions = false\n").await;
+}
+
+async fn goes_away_mid_call(config: &str) {
+    let host = HttpHost::start(config, &[]).await;
     let marker = host.dir.path().join("pgid");
     let code = format!(
         "import os, time\nopen({:?}, 'w').write(str(os.getpgid(0)))\ntime.sleep(60)",
@@ -312,7 +356,8 @@ async fn a_client_that_goes_away_mid_call_leaves_no_process_behind() {
     // The client vanishes: its task, its connection and its session with it.
     running.abort();
     let _ = running.await;
-    // Measured: gone about 5 s later (rmcp ends the orphaned request then).
+    // Measured: gone about 5 s later with sessions (rmcp ends the orphaned
+    // request then), at once without.
     if let Err(live) = wait_group_gone(group, Duration::from_secs(15)).await {
         panic!("the code outlived its client: {live:?}\n{}", host.stderr());
     }

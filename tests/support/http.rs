@@ -18,15 +18,14 @@ use tempfile::TempDir;
 
 use crate::{Recorder, packhost_command};
 
-/// An HTTP client as rmcp's default one: no idle connection reuse (a
-/// reused connection stalls ~40 ms on delayed ACK after an unread SSE
-/// response). The workspace builds reqwest with rustls but without a default
-/// crypto provider (see `mcp-downstream`), so one is installed first: a
-/// client built without it panics.
+/// An HTTP client for packhost. It keeps connections alive: packhost sets
+/// TCP_NODELAY, so a reused connection does not wait ~40 ms on delayed ACK
+/// for the end of an SSE response. The workspace builds reqwest with rustls
+/// but without a default crypto provider (see `mcp-downstream`), so one is
+/// installed first: a client built without it panics.
 pub fn web_client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
-        .pool_max_idle_per_host(0)
         .build()
         .expect("an HTTP client with default options builds")
 }
@@ -56,8 +55,15 @@ impl HttpHost {
             .stderr(std::fs::File::create(&log).expect("log file"))
             .spawn()
             .expect("spawn packhost");
-        let base = wait_for_address(&log).await;
-        Self { child, base, dir }
+        let mut host = Self {
+            child,
+            base: String::new(),
+            dir,
+        };
+        // Waited for here so that a host that never comes up is killed by
+        // `Drop` when the wait panics.
+        host.base = wait_for_address(&log).await;
+        host
     }
 
     /// The MCP endpoint.
