@@ -117,9 +117,10 @@ impl Pool {
         // reqwest is built without a default crypto provider; an `Err` means
         // one is installed already.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        // No idle connection reuse, as rmcp's own default client: a reused
-        // connection whose last (SSE) response was not read to its end
-        // stalls ~40 ms on Linux's delayed ACK.
+        // No idle connection reuse, as rmcp's own default client: on a
+        // reused connection, a server that leaves Nagle on (packhost did
+        // until it set TCP_NODELAY) holds the end of each SSE answer ~40 ms
+        // for the client's delayed ACK.
         let mut http = reqwest::Client::builder()
             .pool_max_idle_per_host(0)
             .redirect(reqwest::redirect::Policy::none())
