@@ -7,7 +7,7 @@ use std::{
     panic::{AssertUnwindSafe, catch_unwind},
     sync::{
         Arc, RwLock,
-        atomic::{AtomicU64, AtomicUsize, Ordering},
+        atomic::{AtomicUsize, Ordering},
     },
     time::{Duration, Instant},
 };
@@ -23,6 +23,7 @@ use pack_api::{
 };
 use packhost_command::{Call, Front, Plan};
 use serde_json::{Map, Value, json};
+use tokio::sync::watch;
 use tokio_util::{sync::CancellationToken, task::AbortOnDropHandle};
 use tracing::Instrument as _;
 
@@ -151,8 +152,8 @@ struct CatalogConfig {
 pub struct Executor {
     registry: RwLock<Arc<Registry>>,
     /// Bumped whenever the registry is replaced: tool lists cached elsewhere
-    /// are stale when it moved.
-    generation: AtomicU64,
+    /// are stale when it moved, and clients are told.
+    generation: watch::Sender<u64>,
     catalog_config: CatalogConfig,
     front: Front,
     code_pack: String,
@@ -188,7 +189,7 @@ impl Executor {
         };
         Arc::new(Self {
             registry: RwLock::new(Arc::new(Registry::new(packs, &catalog_config))),
-            generation: AtomicU64::new(0),
+            generation: watch::Sender::new(0),
             catalog_config,
             metrics: Metrics::default(),
             running: AtomicUsize::new(0),
@@ -219,12 +220,17 @@ impl Executor {
         };
         packs.insert(name.to_owned(), Arc::new(entry));
         *registry = Arc::new(Registry::new(packs, &self.catalog_config));
-        self.generation.fetch_add(1, Ordering::SeqCst);
+        self.generation.send_modify(|generation| *generation += 1);
     }
 
     /// Changes whenever the set of tools does.
     pub fn generation(&self) -> u64 {
-        self.generation.load(Ordering::SeqCst)
+        *self.generation.borrow()
+    }
+
+    /// Wakes on every change of [`Self::generation`].
+    pub fn generations(&self) -> watch::Receiver<u64> {
+        self.generation.subscribe()
     }
 
     /// Every tool: `run` first, then each pack function.

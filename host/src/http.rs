@@ -80,8 +80,11 @@ pub async fn serve(
         // JSON: no SSE framing, one write.
         .with_json_response(!http.sessions);
     let server = PackhostServer::new(Arc::clone(executor), config.identity.clone());
-    let mcp =
-        StreamableHttpService::new(move || Ok(server.clone()), Arc::clone(&sessions), transport);
+    let mcp = StreamableHttpService::new(
+        move || Ok(server.for_session()),
+        Arc::clone(&sessions),
+        transport,
+    );
     let auth = if tokens.is_empty() {
         "none"
     } else {

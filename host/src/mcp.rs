@@ -11,10 +11,11 @@ use rmcp::{
         JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
         ProgressToken, ServerCapabilities, ServerConfig, Tool,
     },
-    service::{Peer, RequestContext},
+    service::{NotificationContext, Peer, RequestContext},
 };
 use serde_json::Value;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use crate::{
     auth::CallerIdentity,
@@ -32,6 +33,17 @@ pub struct PackhostServer {
     /// The tools as of an executor generation (a server pack's tools can
     /// appear later).
     tools: Arc<Mutex<(u64, Arc<Vec<Tool>>)>>,
+    /// Cancelled when the last copy of this session's server is dropped,
+    /// which ends its `tools/list_changed` watcher.
+    session: Arc<SessionEnd>,
+}
+
+struct SessionEnd(CancellationToken);
+
+impl Drop for SessionEnd {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
 }
 
 impl PackhostServer {
@@ -42,6 +54,15 @@ impl PackhostServer {
             executor,
             identity,
             tools: Arc::new(Mutex::new(tools)),
+            session: Arc::new(SessionEnd(CancellationToken::new())),
+        }
+    }
+
+    /// A copy for one more client session (over HTTP), with its own end.
+    pub fn for_session(&self) -> Self {
+        Self {
+            session: Arc::new(SessionEnd(CancellationToken::new())),
+            ..self.clone()
         }
     }
 
@@ -160,13 +181,37 @@ fn progress_forwarder(token: ProgressToken, peer: Peer<RoleServer>) -> ProgressS
 
 impl ServerHandler for PackhostServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("packhost", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "Tools are pack functions named `pack.function`. The `run` tool takes a command as \
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("packhost", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "Tools are pack functions named `pack.function`. The `run` tool takes a command as \
                  you would write it: `pack.function(arg, key=value)`, an alias, `$snippet k=v`, \
                  or a block of Python.",
-            )
+        )
+    }
+
+    /// Tell the client whenever the tools change (a server pack's tools
+    /// appearing), until its session ends.
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let peer = context.peer;
+        let ended = self.session.0.clone();
+        let mut generations = self.executor.generations();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = ended.cancelled() => break,
+                    changed = generations.changed() => if changed.is_err() { break },
+                }
+                if peer.notify_tool_list_changed().await.is_err() {
+                    break;
+                }
+            }
+        });
     }
 
     async fn list_tools(

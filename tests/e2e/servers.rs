@@ -1,7 +1,10 @@
 //! Server packs (`[packs.<name>] kind = "mcp"`): another MCP server's tools
 //! as `<name>.<tool>` in `tools/list`, `run` and code mode.
 
-use std::time::{Duration, Instant};
+use std::{
+    sync::atomic::Ordering,
+    time::{Duration, Instant},
+};
 
 use packhost_tests::{
     TestHost,
@@ -90,15 +93,18 @@ async fn a_server_down_at_start_up_comes_back_when_it_answers() {
         &["has not answered"],
     );
 
+    assert_eq!(host.recorder.tools_changed.load(Ordering::SeqCst), 0);
     let _server = HttpServer::fixture(port);
+    // The client is told, and its next tools/list has them.
     let deadline = Instant::now() + Duration::from_secs(40);
-    while !tool_names(&host).await.iter().any(|n| n == "late.echo") {
+    while host.recorder.tools_changed.load(Ordering::SeqCst) == 0 {
         assert!(
             Instant::now() < deadline,
-            "the server's tools never appeared"
+            "no tools/list_changed notification came"
         );
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    assert!(tool_names(&host).await.iter().any(|n| n == "late.echo"));
     let echo = ok(&host.run("late.echo(text='here')").await);
     assert_eq!(echo["text"], "echo: here");
 }

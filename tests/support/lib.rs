@@ -19,7 +19,10 @@ use std::{
     collections::HashMap,
     path::{Path, PathBuf},
     process::{Command, Output, Stdio},
-    sync::{Arc, Mutex, OnceLock},
+    sync::{
+        Arc, Mutex, OnceLock,
+        atomic::{AtomicUsize, Ordering},
+    },
 };
 
 use rmcp::{
@@ -107,6 +110,8 @@ pub fn hello_section(extra: &str) -> String {
 pub struct Recorder {
     /// Every progress notification, in arrival order.
     pub progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+    /// How many `notifications/tools/list_changed` arrived.
+    pub tools_changed: Arc<AtomicUsize>,
 }
 
 impl ClientHandler for Recorder {
@@ -119,6 +124,10 @@ impl ClientHandler for Recorder {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(params);
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.tools_changed.fetch_add(1, Ordering::SeqCst);
     }
 }
 
