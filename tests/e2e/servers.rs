@@ -9,7 +9,7 @@ use std::{
 use packhost_tests::{
     TestHost,
     downstream::{HttpServer, everything_stdio, fixture_mcp_bin, free_port},
-    failed, ok, packhost_cli,
+    failed, ok, packhost_cli, wait_group_gone,
 };
 use serde_json::json;
 
@@ -55,6 +55,22 @@ async fn server_everything_is_a_pack_in_tools_run_and_code_mode() {
     // Arguments are checked against the server's own schema before the call.
     let wrong = host.run("everything.get_sum(a='x', b=1)").await;
     failed(&wrong, "INVALID_ARGUMENT", &["get_sum"]);
+}
+
+#[tokio::test]
+async fn a_stdio_server_ends_with_a_killed_host() {
+    let fixture = vec![fixture_mcp_bin().display().to_string()];
+    let host = TestHost::start(&stdio_section("fx", &fixture)).await;
+    let pid = ok(&host.run("fx.pid()").await)["pid"].as_u64().unwrap() as u32;
+    // SIGKILL: no clean-up code of the host runs. The server sees its stdin
+    // close and exits; it leads its own process group.
+    // SAFETY: sending a signal to our own child.
+    unsafe {
+        libc::kill(host.pid as libc::pid_t, libc::SIGKILL);
+    }
+    if let Err(live) = wait_group_gone(pid, Duration::from_secs(10)).await {
+        panic!("the server outlived the killed host: {live:?}");
+    }
 }
 
 #[tokio::test]
