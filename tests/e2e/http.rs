@@ -90,10 +90,8 @@ async fn a_bearer_token_is_required_and_becomes_the_identity() {
         .expect_err("no token must be refused");
     assert!(error.contains("Auth required"), "{error}");
     assert!(host.client(Some("ph_not-the-token")).await.is_err());
-    let response = web_client()
-        .post(host.url())
-        .header("content-type", "application/json")
-        .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+    let response = host
+        .post(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
         .send()
         .await
         .unwrap();
@@ -158,15 +156,8 @@ async fn a_token_allow_list_limits_what_is_listed_and_callable() {
 async fn foreign_hosts_and_origins_are_refused() {
     let host = HttpHost::start(&hello_section(""), &[]).await;
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-    let post = |header: (&'static str, &'static str)| {
-        web_client()
-            .post(host.url())
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header(header.0, header.1)
-            .body(body)
-            .send()
-    };
+    let post =
+        |header: (&'static str, &'static str)| host.post(body).header(header.0, header.1).send();
     let rebound = post(("host", "evil.example:80")).await.unwrap();
     assert_eq!(
         rebound.status(),
@@ -190,14 +181,7 @@ async fn oversized_requests_are_refused() {
         r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"x":"{}"}}}}"#,
         "x".repeat(200_000)
     );
-    let response = web_client()
-        .post(host.url())
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(big)
-        .send()
-        .await
-        .unwrap();
+    let response = host.post(big).send().await.unwrap();
     assert_eq!(response.status(), 413);
     // And the host still serves.
     assert!(host.client(None).await.is_ok());
@@ -300,12 +284,9 @@ async fn without_sessions_every_post_stands_alone_and_answers_json() {
     .await;
     // A call with no initialize and no session before it, as a load
     // balancer may send it to any instance.
-    let response = web_client()
-        .post(host.url())
+    let response = host
+        .post(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"hello.whoami","arguments":{}}}"#)
         .bearer_auth(&token)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"hello.whoami","arguments":{}}}"#)
         .send()
         .await
         .unwrap();

@@ -71,6 +71,16 @@ impl HttpHost {
         format!("{}/mcp", self.base)
     }
 
+    /// A raw POST of `body` to the MCP endpoint with the headers streamable
+    /// HTTP asks for, to add to and send.
+    pub fn post(&self, body: impl Into<reqwest::Body>) -> reqwest::RequestBuilder {
+        web_client()
+            .post(self.url())
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body)
+    }
+
     /// An MCP client, with `token` as bearer when given.
     pub async fn client(
         &self,
