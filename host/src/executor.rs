@@ -269,7 +269,8 @@ impl Executor {
         let mut text = String::from(
             "Run a command the way you would write it: a call `pack.function(arg, key=value)` \
              with Python literals, an alias call, a snippet `$name key=value`, or a block of \
-             Python (handed to the code pack). Markdown fences and a `>>>` prompt are stripped.\n",
+             Python (handed to the code pack, as is a call of any other name: `abs(-3)`). \
+             Markdown fences and a `>>>` prompt are stripped.\n",
         );
         text.push_str("\nFunctions:\n");
         for pack in registry.packs.values() {
@@ -393,6 +394,15 @@ impl Executor {
             }
             Plan::Code(code) => {
                 let Some(pack) = registry.packs.get(&self.code_pack) else {
+                    if let Ok(Some(call)) = packhost_command::parse_call(&code) {
+                        // `abs(-3)`: a name only the code pack's Python could resolve.
+                        return Err(unknown_tool(&registry, &self.front, &call.target)
+                            .with_help(format!(
+                                "call a pack function as `pack.function(...)` or a configured \
+                                 alias; other names run as Python once the code pack `{}` is loaded",
+                                self.code_pack
+                            )));
+                    }
                     return Err(Failure::new(
                         codes::UNKNOWN_PACK,
                         format!(
@@ -523,17 +533,8 @@ fn lookup<'r>(
 ) -> Result<(&'r PackEntry, &'r Function), Failure> {
     let target = front.aliases.get(name).map(String::as_str).unwrap_or(name);
     let Some((pack_name, function_name)) = target.split_once('.') else {
-        let mut tools: Vec<String> = vec![RUN_TOOL.to_owned()];
-        tools.extend(front.aliases.keys().cloned());
-        tools.extend(registry.packs.keys().map(|p| format!("{p}.*")));
-        let hint = suggestion(name, front.aliases.keys().map(String::as_str))
-            .map(|s| format!("did you mean `{s}`? "))
-            .unwrap_or_default();
-        return Err(Failure::new(
-            codes::UNKNOWN_FUNCTION,
-            format!("unknown tool `{name}`; {hint}tools: {}", list(tools)),
-        )
-        .with_help("call a pack function as `pack.function(...)` or a configured alias"));
+        return Err(unknown_tool(registry, front, name)
+            .with_help("call a pack function as `pack.function(...)` or a configured alias"));
     };
     let Some(pack) = registry.packs.get(pack_name) else {
         let hint = suggestion(pack_name, registry.packs.keys().map(String::as_str))
@@ -548,6 +549,20 @@ fn lookup<'r>(
         ));
     };
     Ok((pack, function_of(pack, function_name)?))
+}
+
+/// A name that is neither an alias nor `pack.function`: what exists instead.
+fn unknown_tool(registry: &Registry, front: &Front, name: &str) -> Failure {
+    let mut tools: Vec<String> = vec![RUN_TOOL.to_owned()];
+    tools.extend(front.aliases.keys().cloned());
+    tools.extend(registry.packs.keys().map(|p| format!("{p}.*")));
+    let hint = suggestion(name, front.aliases.keys().map(String::as_str))
+        .map(|s| format!("did you mean `{s}`? "))
+        .unwrap_or_default();
+    Failure::new(
+        codes::UNKNOWN_FUNCTION,
+        format!("unknown tool `{name}`; {hint}tools: {}", list(tools)),
+    )
 }
 
 fn catalog(packs: &BTreeMap<String, Arc<PackEntry>>, config: &CatalogConfig) -> Catalog {

@@ -455,3 +455,50 @@ async fn idle_interpreters_end_with_the_host() {
     }
     panic!("idle interpreters outlived the host: {idle:?}");
 }
+
+/// Calls logged as done by the host, in order (`tool=…` of each `call done`).
+fn calls_done(host: &TestHost) -> Vec<String> {
+    host.stderr()
+        .lines()
+        .filter(|line| line.contains("call done") || line.contains("call failed"))
+        .filter_map(|line| {
+            let tool = line.split("tool=").nth(1)?;
+            Some(tool.split([' ', '}']).next()?.to_owned())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_call_of_a_name_that_is_no_tool_runs_as_python() {
+    let host = host().await;
+    // A pack call takes the host's fast path: no Python process.
+    ok(&host.run("proj.list()").await);
+    assert_eq!(calls_done(&host), ["proj.list"]);
+    assert_eq!(ok(&host.run("abs(-3)").await)["result"], 3);
+    assert_eq!(calls_done(&host), ["proj.list", "exec_py.run"]);
+    assert_eq!(ok(&host.run("`max([4, 9])`").await)["result"], 9);
+    assert_eq!(
+        ok(&host.run("len(proj.list()['projects'])").await)["result"],
+        1
+    );
+    assert_eq!(
+        ok(&host.run("projects()").await)["projects"][0]["name"],
+        "here"
+    );
+    // Python does not know it either: the error says what exists.
+    let result = host.run("projetcs(limit=2)").await;
+    let body = structured(&result);
+    assert!(is_error(&result), "{}", text(&result));
+    assert_eq!(body["error_type"], "NameError", "{body}");
+    let message = body["error_message"].as_str().unwrap();
+    for part in [
+        "name 'projetcs' is not defined",
+        "did you mean `projects`?",
+        "packs: exec_py, hello, proj",
+        "proj.list",
+        "hello.greet",
+        "aliases: projects",
+    ] {
+        assert!(message.contains(part), "{part:?} missing from {message}");
+    }
+}

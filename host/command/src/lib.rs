@@ -7,7 +7,9 @@
 //! 3. `$name k=v` expands a configured [`Snippet`] through minijinja;
 //! 4. [`parse_call`] recognises a single `dotted.name(literal, key=literal)`
 //!    call, which runs without Python; anything else is code for a code pack;
-//! 5. aliases rewrite the target of a parsed call (`ws` → `brave.web_search`).
+//! 5. aliases rewrite the target of a parsed call (`ws` → `brave.web_search`);
+//!    a call of a plain name that is no alias (`abs(-3)`, `max([4, 9])`) is
+//!    code too: Python resolves it, and says what exists when it cannot.
 
 #![deny(missing_docs)]
 
@@ -59,8 +61,10 @@ impl Front {
         };
         Ok(match parse_call(&text)? {
             Some(mut call) => {
-                if let Some(target) = self.aliases.get(&call.target) {
-                    call.target = target.clone();
+                match self.aliases.get(&call.target) {
+                    Some(target) => call.target = target.clone(),
+                    None if !call.target.contains('.') => return Ok(Plan::Code(text)),
+                    None => {}
                 }
                 Plan::Call(call)
             }

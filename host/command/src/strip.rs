@@ -1,20 +1,27 @@
-//! Removing what models wrap around code: `>>>` prompts and Markdown code markup.
+//! Removing what models wrap around code: `>>>` prompts and transcripts, and
+//! Markdown code markup.
 
 use crate::FrontError;
 
-/// Normalises line ends, trims, and strips a leading `>>>` prompt and code
-/// markup (```` ```lang ```` fences, ``` ``code`` ```, `` `code` ``) that wraps
-/// the whole text, then a prompt inside the fence.
+/// Markup inside markup (`` `code` `` in a double-backtick span, a prompt in
+/// a fence in a span): more layers than this are data, not wrapping.
+const MAX_LAYERS: usize = 4;
+
+/// Normalises line ends, trims, and strips a leading `>>>` prompt (or a whole
+/// `>>>`/`...` transcript) and code markup (```` ```lang ```` or `~~~` fences,
+/// ``` ``code`` ```, `` `code` ``) that wraps the whole text, layer by layer.
 ///
 /// Common indentation is removed rather than only trimming the first line,
 /// so an indented block stays valid Python.
 pub fn strip(command: &str) -> Result<String, FrontError> {
     let text = command.replace("\r\n", "\n").replace('\r', "\n");
-    let text = unprompt(tidy(&text));
-    let text = match unfence(&text) {
-        Some(inner) => unprompt(tidy(inner)),
-        None => text,
-    };
+    let mut text = unprompt(tidy(&text));
+    for _ in 0..MAX_LAYERS {
+        match unfence(&text).map(|inner| unprompt(tidy(inner))) {
+            Some(inner) => text = inner,
+            None => break,
+        }
+    }
     if text.is_empty() {
         return Err(FrontError::invalid(
             "empty command; send a call like `proj.list()` or a block of Python",
@@ -23,10 +30,29 @@ pub fn strip(command: &str) -> Result<String, FrontError> {
     Ok(text)
 }
 
+/// A leading `>>>` prompt goes. Two or more prompt lines are a transcript
+/// (`pycon`): its `>>>` and `...` lines are the code, the lines between them
+/// what the interpreter printed, which is dropped.
 fn unprompt(text: String) -> String {
-    match text.strip_prefix(">>>") {
-        Some(rest) => tidy(rest),
-        None => text,
+    if !text.starts_with(">>>") {
+        return text;
+    }
+    if text.lines().filter(|line| prompted(line).is_some()).count() < 2 {
+        return tidy(&text[">>>".len()..]);
+    }
+    let code: Vec<&str> = text.lines().filter_map(prompted).collect();
+    tidy(&code.join("\n"))
+}
+
+/// The code on a transcript line: after `>>>` or `...` and one space.
+fn prompted(line: &str) -> Option<&str> {
+    let rest = line
+        .strip_prefix(">>>")
+        .or_else(|| line.strip_prefix("..."))?;
+    match rest.strip_prefix(' ') {
+        Some(code) => Some(code),
+        None if rest.is_empty() || line.starts_with(">>>") => Some(rest),
+        None => None,
     }
 }
 
@@ -60,13 +86,12 @@ pub(crate) fn tidy(text: &str) -> String {
 
 /// The inside of markup wrapping all of `text`, if any.
 fn unfence(text: &str) -> Option<&str> {
-    let run = text.bytes().take_while(|&b| b == b'`').count();
-    if run == 0 {
-        return None;
-    }
+    let mark = text.bytes().next().filter(|b| matches!(b, b'`' | b'~'))?;
+    let run = text.bytes().take_while(|&b| b == mark).count();
     match text.split_once('\n') {
-        Some((first, rest)) if run >= 3 => fenced(run, &first[run..], rest),
-        _ => inline(run, text),
+        Some((first, rest)) if run >= 3 => fenced(mark, run, &first[run..], rest),
+        _ if mark == b'`' => inline(run, text),
+        _ => None,
     }
 }
 
@@ -74,23 +99,24 @@ fn unfence(text: &str) -> Option<&str> {
 /// a closing run at the very end. A fence line in the middle is data (say, in
 /// a Python string) when the text ends with a fence; without any closing
 /// fence the block runs to the end, as in Markdown.
-fn fenced<'a>(run: usize, info: &str, rest: &'a str) -> Option<&'a str> {
+fn fenced<'a>(mark: u8, run: usize, info: &str, rest: &'a str) -> Option<&'a str> {
     if info.contains('`') {
         return None;
     }
-    let closing = rest.bytes().rev().take_while(|&b| b == b'`').count();
+    let closing = rest.bytes().rev().take_while(|&b| b == mark).count();
     if closing >= run {
         return Some(&rest[..rest.len() - closing]);
     }
     let closes_early = rest.lines().any(|line| {
         let line = line.trim();
-        line.len() >= run && line.bytes().all(|b| b == b'`')
+        line.len() >= run && line.bytes().all(|b| b == mark)
     });
     (!closes_early).then_some(rest)
 }
 
 /// A code span: the same run of backticks at both ends and none of that
-/// exact length in between (so `` `a` and `b` `` is not one span).
+/// exact length in between (so `` `a` and `b` `` is not one span). A
+/// one-line fence may still name its language: ```` ```py x``` ````.
 fn inline(run: usize, text: &str) -> Option<&str> {
     let closing = text.bytes().rev().take_while(|&b| b == b'`').count();
     if closing != run || text.len() <= 2 * run {
@@ -100,5 +126,15 @@ fn inline(run: usize, text: &str) -> Option<&str> {
     let same_run_inside = inner
         .split(|c| c != '`')
         .any(|backticks| backticks.len() == run);
-    (!same_run_inside).then_some(inner)
+    if same_run_inside {
+        return None;
+    }
+    let untagged = match inner.split_once(' ') {
+        Some((tag, code)) if run >= 3 && LANGUAGE_TAGS.contains(&tag) => code,
+        _ => inner,
+    };
+    Some(untagged)
 }
+
+/// Info strings models put on code they send to `run`.
+const LANGUAGE_TAGS: &[&str] = &["python", "python3", "py", "py3", "pycon", "ipython"];

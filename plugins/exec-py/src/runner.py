@@ -125,16 +125,29 @@ class _Projects(_Pack):
 
 
 class _Namespace(dict):
-    """Globals that explain an unknown name: a name used as `name.attr` that is
-    no pack raises AttributeError listing the packs."""
+    """Globals that explain an unknown name: what packs, functions and aliases
+    exist, and the closest one (a name used as `name.attr` that is no pack
+    raises AttributeError)."""
 
     def __missing__(self, name):
         if name.startswith("__") or hasattr(builtins, name):
             raise KeyError(name)  # lets Python fall back to the builtins
-        packs = ", ".join(self.get("__packs__", [])) or "(none)"
+        import difflib  # only when a name is unknown: the warm interpreter stays lean
+
+        packs, aliases = self.get("__packs__", {}), self.get("__aliases__", [])
+        close = difflib.get_close_matches(name, [*packs, *aliases, *dir(builtins)], n=1)
+        hint = f"did you mean `{close[0]}`? " if close else ""
+        functions = [f"{pack}.{function}" for pack, names in packs.items() for function in names]
+        shown = ", ".join(functions[:_MAX_LISTED]) + (f", … ({len(functions) - _MAX_LISTED} more)" if len(functions) > _MAX_LISTED else "")
+        what = f"{hint}packs: {', '.join(packs) or '(none)'}"
+        what += f"; functions: {shown}" if functions else ""
+        what += f"; aliases: {', '.join(aliases)}" if aliases else ""
         if name in self.get("__dotted__", ()):
-            raise AttributeError(f"no pack `{name}`; packs: {packs}")
-        raise NameError(f"name '{name}' is not defined (packs: {packs})", name=name)
+            raise AttributeError(f"no pack `{name}`; {what}")
+        raise NameError(f"name '{name}' is not defined; {what}", name=name)
+
+
+_MAX_LISTED = 40  # functions named in an unknown-name error
 
 
 def _namespace(catalog, dotted):
@@ -147,11 +160,14 @@ def _namespace(catalog, dotted):
         packs.setdefault(tool["pack"], {})[tool["function"]] = function
     for name, functions in packs.items():
         namespace[name] = _Projects(name, functions, catalog.get("projects", {})) if name == "proj" else _Pack(name, functions)
+    aliases = []
     for alias, target in (catalog.get("aliases") or {}).items():
         pack, _, function = target.partition(".")
         if pack in packs and function in packs[pack]:
             namespace[alias] = packs[pack][function]
-    namespace["__packs__"] = sorted(packs)
+            aliases.append(alias)
+    namespace["__packs__"] = {name: sorted(packs[name]) for name in sorted(packs)}
+    namespace["__aliases__"] = sorted(aliases)
     return namespace
 
 

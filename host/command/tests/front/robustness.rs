@@ -132,7 +132,7 @@ fn big_valid_arguments_parse() {
     let list = parsed(&format!("f([{}])", "1, ".repeat(MB / 3)));
     assert_eq!(list.args[0].as_array().map(Vec::len), Some(MB / 3));
     assert!(matches!(
-        survive(&format!("f({}1)", "-".repeat(MB))),
+        survive(&format!("p.f({}1)", "-".repeat(MB))),
         Ok(Plan::Call(_))
     ));
 }

@@ -37,13 +37,13 @@ fn front() -> Front {
     );
     snippets.insert(
         "echo".to_owned(),
-        snippet(&[("v", Param::default())], "echo({{ v }})"),
+        snippet(&[("v", Param::default())], "t.echo({{ v }})"),
     );
     snippets.insert(
         "kind".to_owned(),
         snippet(
             &[("v", Param::default())],
-            "kind(\"{% if v is boolean %}bool{% elif v is integer %}int{% elif v is float %}float{% else %}str{% endif %}\")",
+            "t.kind(\"{% if v is boolean %}bool{% elif v is integer %}int{% elif v is float %}float{% else %}str{% endif %}\")",
         ),
     );
     snippets.insert(
@@ -87,7 +87,7 @@ fn snippets_expand() {
         ("$search q='it\\'s'", search("it's", json!(5))),
         (
             "$kind v='''two\nlines'''",
-            Plan::Call(call("kind", vec![json!("str")], vec![])),
+            Plan::Call(call("t.kind", vec![json!("str")], vec![])),
         ),
         (
             "$search\nq: rust lang\nlimit: 7",
@@ -105,13 +105,13 @@ fn snippets_expand() {
         ("```\n$search q=fenced\n```", search("fenced", json!(5))),
         (
             "$echo v=5",
-            Plan::Call(call("echo", vec![json!(5)], vec![])),
+            Plan::Call(call("t.echo", vec![json!(5)], vec![])),
         ),
         (
             "$echo v=-1.5",
-            Plan::Call(call("echo", vec![json!(-1.5)], vec![])),
+            Plan::Call(call("t.echo", vec![json!(-1.5)], vec![])),
         ),
-        ("$echo v=word", Plan::Code("echo(word)".to_owned())),
+        ("$echo v=word", Plan::Code("t.echo(word)".to_owned())),
         ("$script", Plan::Code("x = 2\nprint(x * 21)".to_owned())),
         ("$script n=3", Plan::Code("x = 3\nprint(x * 21)".to_owned())),
         ("$nested", Plan::Code("$search q=x".to_owned())),
@@ -158,7 +158,7 @@ fn unquoted_values_are_typed() {
     ];
     for (value, kind) in cases {
         for command in [format!("$kind v={value}"), format!("$kind\nv: {value}")] {
-            let want = Plan::Call(call("kind", vec![json!(kind)], vec![]));
+            let want = Plan::Call(call("t.kind", vec![json!(kind)], vec![]));
             assert_eq!(plan(&front, &command), want, "{command:?}");
         }
     }

@@ -78,6 +78,56 @@ fn wrapping_markup_is_removed() {
             "```python\ns = '''\n```\n'''\nprint(s)\n```",
             "s = '''\n```\n'''\nprint(s)",
         ),
+        // Forms models write (issue 13).
+        (
+            "inline code inside double backticks",
+            "`` `proj.list()` ``",
+            "proj.list()",
+        ),
+        ("span in a fence", "```\n`proj.list()`\n```", "proj.list()"),
+        (
+            "fence inside a span",
+            "`` ```python\nx = 1\nx\n``` ``",
+            "x = 1\nx",
+        ),
+        (
+            "python3 tag, trailing spaces",
+            "```python3   \nproj.list()   \n```   ",
+            "proj.list()",
+        ),
+        ("py3 tag", "```py3\nx = 1\n```", "x = 1"),
+        (
+            "tag after a space",
+            "``` python\nproj.list()\n```",
+            "proj.list()",
+        ),
+        (
+            "one-line fence with a tag",
+            "```python proj.list()```",
+            "proj.list()",
+        ),
+        ("one-line fence with py tag", "```py x = 1```", "x = 1"),
+        ("tilde fence", "~~~python\nproj.list()\n~~~", "proj.list()"),
+        (
+            "pycon transcript with output",
+            "```pycon\n>>> x = 20\n>>> x + 1\n21\n```",
+            "x = 20\nx + 1",
+        ),
+        (
+            "transcript with continuation lines",
+            ">>> def f(x):\n...     return x * 2\n...\n>>> f(21)\n42",
+            "def f(x):\n    return x * 2\n\nf(21)",
+        ),
+        (
+            "transcript without spaces after prompts",
+            ">>>a = 1\n>>>a",
+            "a = 1\na",
+        ),
+        (
+            "one prompt, then plain lines",
+            ">>> x = 1\ny = x",
+            "x = 1\ny = x",
+        ),
     ];
     for (name, input, want) in cases {
         assert_eq!(strip(input).as_deref(), Ok(want), "{name}: {input:?}");
@@ -97,6 +147,9 @@ fn text_that_is_not_wrapped_stays() {
         "``",
         "```",
         "print(\"```\")\n```",
+        "```py x``` + 1",
+        "~~x~~",
+        "s = '''\n~~~\n'''",
     ];
     for input in cases {
         assert_eq!(strip(input).as_deref(), Ok(input), "{input:?}");
