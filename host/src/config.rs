@@ -14,6 +14,7 @@ use figment::{
     Figment,
     providers::{Env, Serialized},
 };
+use pack_api::paths::expand_home;
 use packhost_command::Snippet;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -336,11 +337,12 @@ pub fn load(file: Option<&Path>) -> Result<Loaded, ConfigError> {
         .as_deref()
         .and_then(Path::parent)
         .map_or(cwd, Path::to_path_buf);
-    config.resolve_paths(&base);
-    config.check().map_err(|e| match &file {
+    let in_file = |e: ConfigError| match &file {
         Some(path) => ConfigError(format!("{}: {e}", path.display())),
         None => e,
-    })?;
+    };
+    config.resolve_paths(&base).map_err(in_file)?;
+    config.check().map_err(in_file)?;
     Ok(Loaded { config, file })
 }
 
@@ -362,17 +364,39 @@ fn resolve(base: &Path, path: &Path) -> PathBuf {
 }
 
 impl Config {
-    fn resolve_paths(&mut self, base: &Path) {
-        for path in self.projects.values_mut() {
-            *path = resolve(base, path);
+    /// `~` expanded (`pack_api::paths`), then relative paths joined to
+    /// `base`, in every path the host reads itself. Paths inside a pack's
+    /// `config` are the pack's to read (with the same `~` rule).
+    fn resolve_paths(&mut self, base: &Path) -> Result<(), ConfigError> {
+        let mut problems = Vec::new();
+        let mut fix = |key: String, path: &mut PathBuf| match expand_home(path) {
+            Ok(expanded) => *path = resolve(base, &expanded),
+            Err(e) => problems.push(format!("`{key}`: {e}")),
+        };
+        for (name, path) in &mut self.projects {
+            fix(format!("projects.{name}"), path);
         }
-        for pack in self.packs.values_mut() {
+        for (name, pack) in &mut self.packs {
             if let Some(path) = &mut pack.path {
-                *path = resolve(base, path);
+                fix(format!("packs.{name}.path"), path);
             }
         }
-        for dir in &mut self.server.pack_dirs {
-            *dir = resolve(base, dir);
+        for (i, dir) in self.server.pack_dirs.iter_mut().enumerate() {
+            fix(format!("server.pack_dirs[{i}]"), dir);
+        }
+        // A server pack's program: `~` only (a bare name is looked up on PATH).
+        for (name, pack) in &mut self.packs {
+            if let Some(program) = pack.command.as_mut().and_then(|c| c.first_mut()) {
+                match expand_home(Path::new(program.as_str())) {
+                    Ok(expanded) => *program = expanded.to_string_lossy().into_owned(),
+                    Err(e) => problems.push(format!("`packs.{name}.command`: {e}")),
+                }
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigError(problems.join("\n")))
         }
     }
 
@@ -708,6 +732,71 @@ mod tests {
         assert_eq!(
             loaded.config.server.pack_dirs,
             [base.join("libs"), PathBuf::from("/opt/packs")]
+        );
+    }
+
+    #[test]
+    fn a_leading_tilde_is_the_home_directory_in_every_host_path() {
+        let home = PathBuf::from(std::env::var_os("HOME").expect("HOME is set for the tests"));
+        let loaded = load_text(
+            "[server]\npack_dirs = [\"~/packs\", \"~\", \"a/~/b\"]\n\
+             [packs.mine]\npath = \"~/build/libmine.so\"\n\
+             [packs.srv]\nkind = \"mcp\"\ncommand = [\"~/bin/server\", \"~/arg\"]\n\
+             [projects]\nonetool = \"~/projects/onetool\"\nup = \"~/a/../b\"\n",
+        )
+        .unwrap();
+        let config = loaded.config;
+        assert_eq!(config.projects["onetool"], home.join("projects/onetool"));
+        assert_eq!(config.projects["up"], resolve(&home, Path::new("b")));
+        assert_eq!(
+            config.packs["mine"].path,
+            Some(home.join("build/libmine.so"))
+        );
+        let base = loaded.file.unwrap().parent().unwrap().to_path_buf();
+        assert_eq!(
+            config.server.pack_dirs,
+            [
+                home.join("packs"),
+                resolve(&home, Path::new(".")),
+                base.join("a/~/b")
+            ]
+        );
+        // The program only: arguments are the server's business.
+        let command = config.packs["srv"].command.clone().unwrap();
+        assert_eq!(
+            command,
+            [
+                home.join("bin/server").display().to_string(),
+                "~/arg".to_owned()
+            ]
+        );
+    }
+
+    #[test]
+    fn another_users_home_is_refused_with_the_key() {
+        let message = refused(
+            "[server]\npack_dirs = [\"/ok\", \"~bob\"]\n\
+             [packs.p]\npath = \"~bob/libp.so\"\n\
+             [packs.s]\nkind = \"mcp\"\ncommand = [\"~bob/server\"]\n\
+             [projects]\nx = \"~bob/x\"\n",
+            &[],
+        );
+        let refusal = |key: &str, path: &str| {
+            format!(
+                "`{key}`: `{path}`: `~user` is not expanded, only `~` and `~/` (to $HOME); \
+                 write the full path, or `./{path}` for a name that starts with `~`"
+            )
+        };
+        let lines: Vec<&str> = message.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                refusal("projects.x", "~bob/x"),
+                refusal("packs.p.path", "~bob/libp.so"),
+                refusal("server.pack_dirs[1]", "~bob"),
+                refusal("packs.s.command", "~bob/server"),
+            ],
+            "{message}"
         );
     }
 

@@ -1,7 +1,7 @@
 //! `packs.toml` and `PACKHOST_*` variables as the binary reports them: every
 //! mistake names the file, line and key; the environment overrides the file.
 
-use std::process::Output;
+use std::{path::Path, process::Output};
 
 use packhost_tests::{hello_section, packhost_cli, packhost_command};
 use tempfile::TempDir;
@@ -216,4 +216,82 @@ fn relative_project_paths_follow_the_config_file_not_the_working_directory() {
     let expected = conf.canonicalize().unwrap().join("proj-root");
     assert_eq!(value["projects"][0]["path"], expected.display().to_string());
     assert_eq!(value["projects"][0]["exists"], true);
+}
+
+/// `packhost <args>` on `config` in a fresh directory, with `HOME` = `home`.
+fn in_home(home: &Path, config: &str, args: &[&str]) -> Output {
+    let (_dir, mut command) = command_in(config);
+    command.env("HOME", home).args(args).output().unwrap()
+}
+
+#[test]
+fn a_tilde_project_is_under_the_home_directory() {
+    let home = TempDir::new().unwrap();
+    std::fs::create_dir_all(home.path().join("projects/onetool")).unwrap();
+    let output = in_home(
+        home.path(),
+        "[packs.proj]\n\n[projects]\nonetool = \"~/projects/onetool\"\n",
+        &["call", "proj.list()"],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let value: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let expected = home.path().join("projects/onetool");
+    assert_eq!(value["projects"][0]["path"], expected.display().to_string());
+    assert_eq!(value["projects"][0]["exists"], true);
+}
+
+#[test]
+fn a_tilde_user_path_is_refused_with_the_key_and_the_fix() {
+    let home = TempDir::new().unwrap();
+    let output = in_home(
+        home.path(),
+        "[projects]\nonetool = \"~ada/projects/onetool\"\n",
+        &["check"],
+    );
+    refused(
+        &output,
+        &[
+            "/packs.toml: `projects.onetool`: `~ada/projects/onetool`: `~user` is not expanded",
+            "`./~ada/projects/onetool`",
+        ],
+    );
+}
+
+#[test]
+fn a_tilde_in_a_packs_config_is_the_home_directory() {
+    // exec_py's `cwd_roots`: a `cwd` under `~/work` is allowed.
+    let home = TempDir::new().unwrap();
+    let work = home.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let command = format!(
+        "exec_py.run(code='import os\\nos.getcwd()', cwd={:?})",
+        work.display().to_string()
+    );
+    let output = in_home(
+        home.path(),
+        "[packs.exec_py]\nconfig = { cwd_roots = [\"~/work\"] }\n",
+        &["call", &command],
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}\n{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    let value: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(value["result"], work.display().to_string());
+}
+
+#[test]
+fn the_integrations_database_of_the_remote_mcp_config_may_start_with_a_tilde() {
+    let home = TempDir::new().unwrap();
+    let output = in_home(
+        home.path(),
+        "[packs.remote_mcp]\nconfig = { database = \"~/data/integrations.db\" }\n",
+        &["integrations", "list", "--org", "acme"],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "organisation `acme` has no integrations\n");
+    assert!(home.path().join("data/integrations.db").is_file());
 }

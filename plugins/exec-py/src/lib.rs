@@ -29,8 +29,8 @@ use crate::interpreter::Interpreter;
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// The Python interpreter; default `python3` on PATH, resolved once to the
-    /// real binary.
-    #[serde(default)]
+    /// real binary. A leading `~` is the home directory.
+    #[serde(default, deserialize_with = "pack_sdk::paths::deserialize_home")]
     pub python: Option<PathBuf>,
     /// Idle interpreters kept ready.
     #[serde(default = "default_pool_size")]
@@ -42,8 +42,9 @@ pub struct Config {
     /// Cap of stdout, of stderr and of the result, each, in bytes.
     #[serde(default = "default_max_output")]
     pub max_output_bytes: usize,
-    /// Folders the `cwd` argument may point into; empty: `cwd` is refused.
-    #[serde(default)]
+    /// Folders the `cwd` argument may point into; empty: `cwd` is refused. A
+    /// leading `~` is the home directory.
+    #[serde(default, deserialize_with = "pack_sdk::paths::deserialize_home")]
     pub cwd_roots: Vec<PathBuf>,
 }
 
@@ -246,6 +247,33 @@ fn pack() -> PackDef<ExecPy> {
     )
     .on_shutdown(|state: Arc<ExecPy>| async move {
         if let Ok(pool) = &state.pool {
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_leading_tilde_in_config_paths_is_the_home_directory() {
+        let home = PathBuf::from(std::env::var_os("HOME").unwrap());
+        let config: Config = serde_json::from_value(serde_json::json!({
+            "python": "~/venv/bin/python", "cwd_roots": ["~/src", "/srv", "~"],
+        }))
+        .unwrap();
+        assert_eq!(config.python, Some(home.join("venv/bin/python")));
+        assert_eq!(
+            config.cwd_roots,
+            [home.join("src"), PathBuf::from("/srv"), home.clone()]
+        );
+        let err = serde_json::from_value::<Config>(serde_json::json!({"cwd_roots": ["~bob"]}))
+            .err()
+            .unwrap();
+        assert!(
+            err.to_string()
+                .starts_with("`~bob`: `~user` is not expanded"),
+            "{err}"
+        );
+    }
+}
             pool.clear();
         }
     })

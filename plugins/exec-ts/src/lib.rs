@@ -49,12 +49,15 @@ const DEFAULT_NPM_TIMEOUT_MS: u64 = 300_000;
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// The `node` binary: a path, or a name looked up on PATH once at start.
-    /// Default `node`.
-    #[serde(default = "default_node")]
+    /// Default `node`. A leading `~` is the home directory.
+    #[serde(
+        default = "default_node",
+        deserialize_with = "pack_sdk::paths::deserialize_home"
+    )]
     pub node: PathBuf,
-    /// Where notebook sessions live, one directory each (`~/` is the home
-    /// directory). Default `~/.packhost/notebooks`.
-    #[serde(default)]
+    /// Where notebook sessions live, one directory each (a leading `~` is the
+    /// home directory). Default `~/.packhost/notebooks`.
+    #[serde(default, deserialize_with = "pack_sdk::paths::deserialize_home")]
     pub notebooks_dir: Option<PathBuf>,
     /// Host environment variables a child process may see (nothing else of
     /// the host's environment reaches it). Default `PATH`, `HOME`, `LANG`.
@@ -110,7 +113,7 @@ impl State {
             ));
         }
         let notebooks_dir = match config.notebooks_dir {
-            Some(dir) => home_relative(dir),
+            Some(dir) => dir,
             None => std::env::var_os("HOME")
                 .map(PathBuf::from)
                 .ok_or_else(|| {
@@ -121,7 +124,7 @@ impl State {
                 })?
                 .join(".packhost/notebooks"),
         };
-        let tools = Tools::find(&home_relative(config.node));
+        let tools = Tools::find(&config.node);
         let runner = Runner::new(
             tools,
             EnvAllowList::new(config.env_allow),
@@ -138,14 +141,6 @@ impl State {
     fn locked<T>(&self, work: impl FnOnce(&Notebooks) -> T) -> T {
         let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
         work(&self.notebooks)
-    }
-}
-
-/// `~/x` as `$HOME/x` (config values are often written that way).
-fn home_relative(path: PathBuf) -> PathBuf {
-    match (path.strip_prefix("~"), std::env::var_os("HOME")) {
-        (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
-        _ => path,
     }
 }
 
@@ -1042,14 +1037,27 @@ mod tests {
     }
 
     #[test]
-    fn a_leading_tilde_is_the_home_directory() {
+    fn a_leading_tilde_in_config_paths_is_the_home_directory() {
         let home = PathBuf::from(std::env::var_os("HOME").unwrap());
-        assert_eq!(home_relative("~/nb".into()), home.join("nb"));
-        assert_eq!(
-            home_relative("/abs/~/nb".into()),
-            PathBuf::from("/abs/~/nb")
+        let config: Config = serde_json::from_value(serde_json::json!({
+            "node": "~/bin/node", "notebooks_dir": "~/nb",
+        }))
+        .unwrap();
+        assert_eq!(config.node, home.join("bin/node"));
+        assert_eq!(config.notebooks_dir, Some(home.join("nb")));
+        let config: Config = serde_json::from_value(serde_json::json!({
+            "notebooks_dir": "/abs/~/nb",
+        }))
+        .unwrap();
+        assert_eq!(config.node, PathBuf::from("node"));
+        assert_eq!(config.notebooks_dir, Some(PathBuf::from("/abs/~/nb")));
+        let err = serde_json::from_value::<Config>(serde_json::json!({"notebooks_dir": "~bob/nb"}))
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("`~bob/nb`: `~user` is not expanded"),
+            "{err}"
         );
-        assert_eq!(home_relative("node".into()), PathBuf::from("node"));
     }
 
     #[test]

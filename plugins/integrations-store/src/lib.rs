@@ -107,20 +107,29 @@ pub trait IntegrationRepository: Send + Sync {
 /// Opens (creating and migrating on first use) the integrations database.
 ///
 /// `postgres://…` or `postgresql://…` is a PostgreSQL URL; anything else is
-/// a SQLite file path (`sqlite://` prefix accepted), whose file and parent
-/// directories are created when missing. Migrations run every time and are
-/// no-ops once applied. Errors name the database without a URL's password.
+/// a SQLite file path (`sqlite://` prefix accepted; a leading `~` is the
+/// home directory, as in every config path: `pack_api::paths`), whose file
+/// and parent directories are created when missing. Migrations run every
+/// time and are no-ops once applied. Errors name the database without a
+/// URL's password.
 pub async fn open(database: &str) -> Result<Arc<dyn IntegrationRepository>, StoreError> {
     if database.starts_with("postgres://") || database.starts_with("postgresql://") {
         return Ok(Arc::new(PostgresRepository::connect(database).await?));
     }
+    let path = sqlite_path(database)?;
+    Ok(Arc::new(SqliteRepository::open(&path).await?))
+}
+
+/// The SQLite file `database` names.
+fn sqlite_path(database: &str) -> Result<PathBuf, StoreError> {
     let path = database.strip_prefix("sqlite://").unwrap_or(database);
     if path.is_empty() {
         return Err(StoreError::Invalid(format!(
             "database `{database}` names no file; give a SQLite file path or a `postgres://` URL"
         )));
     }
-    Ok(Arc::new(SqliteRepository::open(Path::new(path)).await?))
+    pack_api::paths::expand_home(Path::new(path))
+        .map_err(|e| StoreError::Invalid(format!("database {e}")))
 }
 
 /// The default SQLite database: `$XDG_DATA_HOME/packhost/integrations.db`,

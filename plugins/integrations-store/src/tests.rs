@@ -659,6 +659,25 @@ async fn open_refuses_an_empty_database() {
     }
 }
 
+#[test]
+fn a_sqlite_path_expands_a_leading_tilde() {
+    let home = std::path::PathBuf::from(std::env::var_os("HOME").unwrap());
+    for (database, path) in [
+        ("~/data/i.db", home.join("data/i.db")),
+        ("sqlite://~/i.db", home.join("i.db")),
+        ("/srv/~/i.db", "/srv/~/i.db".into()),
+        ("rel/i.db", "rel/i.db".into()),
+    ] {
+        assert_eq!(sqlite_path(database).unwrap(), path, "{database}");
+    }
+    let err = sqlite_path("~bob/i.db").unwrap_err();
+    assert!(
+        matches!(&err, StoreError::Invalid(m)
+            if m.starts_with("database `~bob/i.db`: `~user` is not expanded")),
+        "{err:?}"
+    );
+}
+
 #[tokio::test]
 async fn open_errors_hide_a_postgres_password() {
     // Nothing listens on port 1: the connection is refused.

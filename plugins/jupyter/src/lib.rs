@@ -53,8 +53,9 @@ pub struct Config {
     #[serde(default)]
     pub backend: BackendKind,
     /// local: the Python that has ipykernel; default `python3` on PATH,
-    /// resolved once to the real interpreter.
-    #[serde(default)]
+    /// resolved once to the real interpreter. A leading `~` is the home
+    /// directory.
+    #[serde(default, deserialize_with = "pack_sdk::paths::deserialize_home")]
     pub python: Option<PathBuf>,
     /// server: the Jupyter Server, e.g. `http://127.0.0.1:8888`.
     #[serde(default)]
@@ -610,3 +611,19 @@ fn pack() -> PackDef<Jupyter> {
 }
 
 pack_sdk::export_pack!(pack);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_leading_tilde_in_the_python_path_is_the_home_directory() {
+        let home = PathBuf::from(std::env::var_os("HOME").unwrap());
+        let config: Config =
+            serde_json::from_value(serde_json::json!({"python": "~/venv/bin/python"})).unwrap();
+        assert_eq!(config.python, Some(home.join("venv/bin/python")));
+        let config: Config =
+            serde_json::from_value(serde_json::json!({"python": "python3"})).unwrap();
+        assert_eq!(config.python, Some(PathBuf::from("python3")));
+    }
+}

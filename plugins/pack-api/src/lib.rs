@@ -13,6 +13,9 @@
 //! type here is frozen once released; new functions go after the
 //! `last_prefix_field` markers.
 //!
+//! Besides the ABI, one convention both sides share and nothing crosses:
+//! how a config path reads ([`paths`]: `~/x` is under `$HOME`).
+//!
 //! Threading rule: each side runs its own work on its own tokio runtime and hands
 //! the other side only an [`FfiFuture`] that awaits the finished work. Dropping
 //! such a future must abort the work (that is how cancellation crosses).
@@ -30,6 +33,7 @@ use abi_stable::{
 pub use async_ffi::FfiFuture;
 use serde::{Deserialize, Serialize};
 
+pub mod paths;
 mod wire;
 pub use wire::{Catalog, CatalogTool, FunctionSpec, Manifest, WireError, codes};
 

@@ -55,7 +55,7 @@ mod ffi;
 pub use context::{Context, Host};
 pub use def::{Empty, PackDef};
 pub use error::PackError;
-pub use pack_api::{Catalog, CatalogTool, LogLevel, codes};
+pub use pack_api::{Catalog, CatalogTool, LogLevel, codes, paths};
 pub use serde_json::{Value, json};
 
 /// Not public API: what [`export_pack!`] expands to needs these paths.
