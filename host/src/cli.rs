@@ -1,6 +1,7 @@
-//! The subcommands: `serve`, `call`, `packs`, `check`.
+//! The subcommands: `serve`, `call`, `packs`, `check`, `token`,
+//! `integrations`. The top of the crate: no other module imports this one.
 
-use std::{path::PathBuf, process::ExitCode, sync::Arc, time::Duration};
+use std::{path::PathBuf, process::ExitCode, sync::Arc};
 
 use clap::{Parser, Subcommand};
 use rmcp::ServiceExt as _;
@@ -9,10 +10,11 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     config::{self, Loaded},
     executor::{Caller, Executor},
+    exit::Error,
     loader::{self, LoadError},
     mcp::PackhostServer,
     render::value_text,
-    servers,
+    servers, shutdown,
 };
 
 /// An MCP tool server whose tools come from pack libraries.
@@ -87,9 +89,6 @@ pub enum TokenAction {
     },
 }
 
-/// Errors that stop a subcommand before it can do anything.
-pub type Error = Box<dyn std::error::Error + Send + Sync>;
-
 /// Run the parsed command line.
 pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
     if let Command::Token { action } = &cli.command {
@@ -130,7 +129,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
         }
         Command::Check => check(&executor, &loaded, &errors),
     };
-    shutdown(&executor).await;
+    shutdown::shutdown_packs(&executor).await;
     Ok(code)
 }
 
@@ -139,27 +138,12 @@ async fn serve(executor: &Arc<Executor>, loaded: &Loaded) -> Result<ExitCode, Er
     let service = server.serve(rmcp::transport::stdio_pipes()).await?;
     let stop = service.cancellation_token();
     tokio::spawn(async move {
-        stop_signal().await;
+        shutdown::stop_signal().await;
         stop.cancel();
     });
     let reason = service.waiting().await?;
     tracing::debug!(?reason, "server stopped");
     Ok(ExitCode::SUCCESS)
-}
-
-/// SIGTERM or SIGINT.
-pub async fn stop_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => {},
-        _ = int.recv() => {},
-    }
 }
 
 async fn call(executor: &Arc<Executor>, loaded: &Loaded, command: &str) -> ExitCode {
@@ -244,21 +228,4 @@ fn check(executor: &Executor, loaded: &Loaded, errors: &[LoadError]) -> ExitCode
         println!("{} pack(s) failed to load", errors.len());
         ExitCode::FAILURE
     }
-}
-
-/// Let every pack release its child processes; a pack gets 5 s.
-async fn shutdown(executor: &Executor) {
-    let all = executor.packs().into_iter().map(|(pack, _)| {
-        let name = pack.name.clone();
-        let done = pack.instance.shutdown();
-        async move {
-            if tokio::time::timeout(Duration::from_secs(5), done)
-                .await
-                .is_err()
-            {
-                tracing::warn!(pack = %name, "pack did not shut down within 5 s");
-            }
-        }
-    });
-    futures_util::future::join_all(all).await;
 }

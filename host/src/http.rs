@@ -19,7 +19,9 @@ use rmcp::transport::streamable_http_server::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::{auth::Tokens, cli::Error, config::Config, executor::Executor, mcp::PackhostServer};
+use crate::{
+    auth::Tokens, config::Config, executor::Executor, exit::Error, mcp::PackhostServer, shutdown,
+};
 
 /// Shared by the middleware and the side routes.
 #[derive(Clone)]
@@ -117,7 +119,7 @@ pub async fn serve(
     });
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
-            crate::cli::stop_signal().await;
+            shutdown::stop_signal().await;
             tracing::info!("stopping: no new connections; waiting for running calls");
             let deadline = tokio::time::Instant::now() + grace;
             while executor.running() > 0 && tokio::time::Instant::now() < deadline {

@@ -6,7 +6,7 @@ use std::{collections::BTreeMap, process::ExitCode};
 use clap::{Args, Subcommand};
 use integrations_store::{Auth, NewIntegration, Transport};
 
-use crate::{cli::Error, config::Config};
+use crate::{config::Config, exit::Error};
 
 /// `packhost integrations ...`.
 #[derive(Debug, Args)]

@@ -9,13 +9,16 @@
 //!   `packhost-command` crate;
 //! - [`mcp`]: the rmcp server over the executor; [`http`] serves it over
 //!   streamable HTTP with [`auth`];
-//! - [`cli`]: the subcommands; [`integrations`]: `packhost integrations`.
+//! - [`cli`]: the subcommands, on top of everything (nothing imports it);
+//!   [`integrations`]: `packhost integrations`; [`exit`]: the error a
+//!   subcommand stops with; [`shutdown`]: stop signals and releasing packs.
 #![deny(missing_docs)]
 
 pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod executor;
+pub mod exit;
 pub mod failure;
 pub mod http;
 pub mod integrations;
@@ -25,3 +28,4 @@ pub mod mcp;
 pub mod metrics;
 pub mod render;
 pub mod servers;
+pub mod shutdown;
