@@ -13,7 +13,7 @@ use tokio::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::{RunFailure, RunOutput, interpreter::Interpreter};
+use crate::{RunOutput, interpreter::Interpreter};
 
 /// What the pack tells the runner.
 pub struct Request {
@@ -129,15 +129,19 @@ fn shape(
     elapsed: Duration,
 ) -> Result<RunOutput, PackError> {
     let execution_time_ms = elapsed.as_secs_f64() * 1000.0;
-    let failure = |error_type: &str, error_message: String| RunFailure {
+    let failure = |error_type: &str, error_message: String| RunOutput {
         success: false,
-        error_type: error_type.to_owned(),
-        error_message,
-        traceback: String::new(),
-        line: None,
-        column: None,
         stdout: finished.stdout.text.clone(),
         stderr: finished.stderr.text.clone(),
+        result: Value::Null,
+        result_repr: None,
+        has_value: false,
+        note: None,
+        error_type: Some(error_type.to_owned()),
+        error_message: Some(error_message),
+        traceback: None,
+        line: None,
+        column: None,
         execution_time_ms,
     };
     match (answer, finished.exit) {
@@ -161,6 +165,11 @@ fn shape(
                 "the code ran with no return value (end it with an expression or `return value` to get one)"
                     .to_owned()
             }),
+            error_type: None,
+            error_message: None,
+            traceback: None,
+            line: None,
+            column: None,
             execution_time_ms,
         }),
         (Some(Answer::Error { error_type, error_message, traceback, line, column }), _) => {
@@ -171,8 +180,8 @@ fn shape(
             };
             let at = line.map(|l| format!(" (line {l})")).unwrap_or_default();
             Err(PackError::new(code, format!("{error_type}: {error_message}{at}"))
-                .with_result(&RunFailure {
-                    traceback,
+                .with_result(&RunOutput {
+                    traceback: Some(traceback),
                     line,
                     column,
                     ..failure(&error_type, error_message)

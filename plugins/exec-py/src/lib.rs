@@ -88,10 +88,12 @@ fn yes() -> bool {
     true
 }
 
-/// A run that finished.
+/// A run, finished or failed: one shape, so that a failure's structured
+/// content fits the function's output schema as MCP clients check it.
 #[derive(Serialize, JsonSchema)]
 pub struct RunOutput {
-    /// Always true here (failures are error results).
+    /// True when the code finished; false on a failure (an error result,
+    /// with `error_type` and `error_message`).
     pub success: bool,
     /// What the code printed (capped).
     pub stdout: String,
@@ -106,29 +108,21 @@ pub struct RunOutput {
     /// Said when there is no value.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
-    /// Wall time of the call.
-    pub execution_time_ms: f64,
-}
-
-/// The structured content of a failed run.
-#[derive(Serialize, JsonSchema)]
-pub struct RunFailure {
-    /// Always false.
-    pub success: bool,
-    /// `SyntaxError`, `ZeroDivisionError`, `TimeoutError`, ...
-    pub error_type: String,
-    /// The exception's message.
-    pub error_message: String,
-    /// Frames of the user's code, with its own line numbers.
-    pub traceback: String,
-    /// The line of the user's code where it failed.
+    /// Failure: `SyntaxError`, `ZeroDivisionError`, `TimeoutError`, ...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_type: Option<String>,
+    /// Failure: the exception's message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+    /// Failure: frames of the user's code, with its own line numbers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traceback: Option<String>,
+    /// Failure: the line of the user's code where it failed, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u32>,
-    /// The column, for a syntax error.
+    /// Failure: the column, for a syntax error.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub column: Option<u32>,
-    /// What the code printed before failing.
-    pub stdout: String,
-    /// What the code wrote to stderr before failing.
-    pub stderr: String,
     /// Wall time of the call.
     pub execution_time_ms: f64,
 }
@@ -247,6 +241,12 @@ fn pack() -> PackDef<ExecPy> {
     )
     .on_shutdown(|state: Arc<ExecPy>| async move {
         if let Ok(pool) = &state.pool {
+            pool.clear();
+        }
+    })
+}
+
+pack_sdk::export_pack!(pack);
 
 #[cfg(test)]
 mod tests {
@@ -274,9 +274,46 @@ mod tests {
         );
     }
 }
-            pool.clear();
-        }
-    })
-}
 
-pack_sdk::export_pack!(pack);
+#[cfg(test)]
+mod result_schemas {
+    use pack_sdk::testing::{check_failure, check_manifest, check_result};
+
+    use super::*;
+
+    fn finished(note: Option<&str>) -> RunOutput {
+        RunOutput {
+            success: true,
+            stdout: String::new(),
+            stderr: String::new(),
+            result: Value::Null,
+            result_repr: None,
+            has_value: note.is_none(),
+            note: note.map(str::to_owned),
+            error_type: None,
+            error_message: None,
+            traceback: None,
+            line: None,
+            column: None,
+            execution_time_ms: 1.5,
+        }
+    }
+
+    /// A failure keeps the run's shape, so it fits the same schema.
+    #[test]
+    fn results_and_failures_fit_the_schemas() {
+        check_manifest(pack).unwrap();
+        check_result(&finished(None)).unwrap();
+        check_result(&finished(Some("no value"))).unwrap();
+        let failed = RunOutput {
+            success: false,
+            error_type: Some("ZeroDivisionError".into()),
+            error_message: Some("division by zero".into()),
+            traceback: Some(String::new()),
+            line: Some(2),
+            ..finished(None)
+        };
+        let error = PackError::new(pack_sdk::codes::EXECUTION_ERROR, "x").with_result(&failed);
+        check_failure::<RunOutput>(&error).unwrap();
+    }
+}

@@ -1078,3 +1078,18 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod result_schemas {
+    use pack_sdk::testing::{check_failure, check_manifest, check_result};
+
+    use crate::node::ExecOutput;
+
+    #[test]
+    fn results_and_failures_fit_the_schemas() {
+        check_manifest(super::pack).unwrap();
+        let refused = ExecOutput::refused("no node");
+        check_result(&refused).unwrap();
+        check_failure::<ExecOutput>(&refused.into_result("node").unwrap_err()).unwrap();
+    }
+}

@@ -156,10 +156,13 @@ fn default_timeout() -> f64 {
     30.0
 }
 
-/// A finished execution.
+/// An execution, finished or failed: one shape, so that a failure's
+/// structured content fits the function's output schema as MCP clients
+/// check it.
 #[derive(Serialize, JsonSchema)]
 pub struct ExecuteOutput {
-    /// Always true here (failures are error results).
+    /// True when the code finished; false on a failure (an error result,
+    /// with `error_type` and `error_message`).
     pub success: bool,
     /// What the code printed.
     pub stdout: String,
@@ -180,29 +183,39 @@ pub struct ExecuteOutput {
     pub notes: Vec<String>,
     /// The kernel's execution counter.
     pub execution_count: Option<u64>,
+    /// Failure: the exception class (`ZeroDivisionError`), `TimeoutError`,
+    /// `KernelDied`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_type: Option<String>,
+    /// Failure: the exception's message, or what happened.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+    /// Failure: the traceback, without colour codes (raised exceptions).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traceback: Option<String>,
     /// Wall time of the call.
     pub execution_time_ms: f64,
 }
 
-/// The structured content of a failed execution.
-#[derive(Serialize, JsonSchema)]
-pub struct ExecuteFailure {
-    /// Always false.
-    pub success: bool,
-    /// The exception class (`ZeroDivisionError`), `TimeoutError`, `KernelDied`.
-    pub error_type: String,
-    /// The exception's message, or what happened.
-    pub error_message: String,
-    /// The traceback, without colour codes.
-    pub traceback: String,
-    /// What the code printed before it failed.
-    pub stdout: String,
-    /// What it wrote to stderr before it failed.
-    pub stderr: String,
-    /// Images displayed before it failed.
-    pub images: Vec<Image>,
-    /// Wall time of the call.
-    pub execution_time_ms: f64,
+impl ExecuteOutput {
+    /// What the code did before it failed with `error_type`.
+    fn failed(error_type: &str, error_message: String, c: Collected, elapsed_ms: f64) -> Self {
+        Self {
+            success: false,
+            stdout: c.stdout,
+            stderr: c.stderr,
+            result: None,
+            result_json: None,
+            outputs: c.outputs,
+            images: c.images,
+            notes: c.notes,
+            execution_count: c.execution_count,
+            error_type: Some(error_type.to_owned()),
+            error_message: Some(error_message),
+            traceback: None,
+            execution_time_ms: elapsed_ms,
+        }
+    }
 }
 
 /// Arguments naming one session.
@@ -386,7 +399,7 @@ async fn execute_code(
     session.busy.store(false, Ordering::SeqCst);
     session.touch();
     match outcome {
-        Outcome::Done(c) => match c.error {
+        Outcome::Done(mut c) => match c.error.take() {
             None => Ok(ExecuteOutput {
                 success: true,
                 stdout: c.stdout,
@@ -397,23 +410,19 @@ async fn execute_code(
                 images: c.images,
                 notes: c.notes,
                 execution_count: c.execution_count,
+                error_type: None,
+                error_message: None,
+                traceback: None,
                 execution_time_ms: elapsed_ms(),
             }),
             Some((ename, evalue, traceback)) => {
                 let traceback = execute::strip_ansi(&traceback.join("\n"));
                 let message = format!("{ename}: {evalue}\n{traceback}");
-                Err(
-                    PackError::new(codes::EXECUTION_ERROR, message).with_result(&ExecuteFailure {
-                        success: false,
-                        error_type: ename,
-                        error_message: evalue,
-                        traceback,
-                        stdout: c.stdout,
-                        stderr: c.stderr,
-                        images: c.images,
-                        execution_time_ms: elapsed_ms(),
-                    }),
-                )
+                let failed = ExecuteOutput {
+                    traceback: Some(traceback),
+                    ..ExecuteOutput::failed(&ename, evalue, c, elapsed_ms())
+                };
+                Err(PackError::new(codes::EXECUTION_ERROR, message).with_result(&failed))
             }
         },
         Outcome::TimedOut {
@@ -447,16 +456,12 @@ async fn execute_code(
             };
             Err(PackError::new(codes::TIMEOUT, &message)
                 .with_help(help)
-                .with_result(&ExecuteFailure {
-                    success: false,
-                    error_type: "TimeoutError".to_owned(),
-                    error_message: message.clone(),
-                    traceback: String::new(),
-                    stdout: collected.stdout,
-                    stderr: collected.stderr,
-                    images: collected.images,
-                    execution_time_ms: elapsed_ms(),
-                }))
+                .with_result(&ExecuteOutput::failed(
+                    "TimeoutError",
+                    message.clone(),
+                    collected,
+                    elapsed_ms(),
+                )))
         }
         Outcome::Died { collected, reason } => {
             session.set_dead(Some(reason.clone()));
@@ -472,16 +477,12 @@ fn kernel_died(session: &Session, reason: &str, c: Collected, elapsed_ms: f64) -
     );
     PackError::new(codes::EXECUTION_ERROR, &message)
         .with_help("call jupyter.restart(session_id) (its state is lost), or jupyter.session_close(session_id)")
-        .with_result(&ExecuteFailure {
-            success: false,
-            error_type: "KernelDied".to_owned(),
-            error_message: message.clone(),
-            traceback: String::new(),
-            stdout: c.stdout,
-            stderr: c.stderr,
-            images: c.images,
-            execution_time_ms: elapsed_ms,
-        })
+        .with_result(&ExecuteOutput::failed(
+            "KernelDied",
+            message.clone(),
+            c,
+            elapsed_ms,
+        ))
 }
 
 async fn session_list(
@@ -625,5 +626,62 @@ mod tests {
         let config: Config =
             serde_json::from_value(serde_json::json!({"python": "python3"})).unwrap();
         assert_eq!(config.python, Some(PathBuf::from("python3")));
+    }
+}
+
+#[cfg(test)]
+mod result_schemas {
+    use pack_sdk::{
+        json,
+        testing::{check_failure, check_manifest, check_result},
+    };
+
+    use super::*;
+
+    fn finished(c: Collected) -> ExecuteOutput {
+        ExecuteOutput {
+            success: true,
+            result: c.result.clone(),
+            result_json: c.result_json.clone(),
+            error_type: None,
+            error_message: None,
+            ..ExecuteOutput::failed("", String::new(), c, 2.0)
+        }
+    }
+
+    /// With and without the optional fields (`notes`, `result_json`, image
+    /// sizes), and failures, which keep the same shape.
+    #[test]
+    fn results_and_failures_fit_the_schemas() {
+        check_manifest(pack).unwrap();
+        check_result(&finished(Collected::default())).unwrap();
+        let mut rich = Collected::default();
+        rich.result = Some("43".into());
+        rich.result_json = Some(json!({"a": [1, null]}));
+        rich.notes.push("an image was left out".into());
+        rich.execution_count = Some(3);
+        rich.images.push(execute::Image {
+            mime: "image/png".into(),
+            data_base64: "AA==".into(),
+            width: None,
+            height: Some(1),
+        });
+        check_result(&finished(rich)).unwrap();
+        let died = kernel_died_result(Collected::default());
+        check_failure::<ExecuteOutput>(&died).unwrap();
+        let raised = ExecuteOutput {
+            traceback: Some("Traceback".into()),
+            ..ExecuteOutput::failed("NameError", "x".into(), Collected::default(), 1.0)
+        };
+        check_result(&raised).unwrap();
+    }
+
+    fn kernel_died_result(c: Collected) -> PackError {
+        PackError::new(codes::EXECUTION_ERROR, "died").with_result(&ExecuteOutput::failed(
+            "KernelDied",
+            "died".into(),
+            c,
+            1.0,
+        ))
     }
 }

@@ -41,16 +41,23 @@
 //! in `packs.toml`.
 //!
 //! What the SDK does for you: the input and output JSON Schemas (from `serde` and
-//! `schemars`; doc comments become descriptions), argument decoding, the
-//! pack's own tokio runtime, turning panics into `INTERNAL` errors instead of a
-//! host crash, cancelling a call's task when the host drops it, and the ABI
-//! export itself.
+//! `schemars`; doc comments become descriptions; the output schema describes
+//! what serialising writes, so a field behind `skip_serializing_if` is
+//! optional and an `Option` without it is required and nullable), argument
+//! decoding, the pack's own tokio runtime, turning panics into `INTERNAL`
+//! errors instead of a host crash, cancelling a call's task when the host
+//! drops it, and the ABI export itself. Arguments and results are JSON
+//! objects (MCP's are): a function whose types are not is refused when the
+//! pack loads. With the feature `test-support`, [`testing`] checks values
+//! against the schemas the way MCP clients do.
 #![deny(missing_docs)]
 
 mod context;
 mod def;
 mod error;
 mod ffi;
+#[cfg(feature = "test-support")]
+pub mod testing;
 
 pub use context::{Context, Host};
 pub use def::{Empty, PackDef};

@@ -200,3 +200,13 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod result_schemas {
+    /// Every function's schemas as MCP clients take them (results of every
+    /// function are checked against them end to end).
+    #[test]
+    fn the_manifest_follows_the_clients_rules() {
+        pack_sdk::testing::check_manifest(super::pack).unwrap();
+    }
+}

@@ -430,3 +430,23 @@ fn remote_mcp() -> PackDef<State> {
 }
 
 pack_sdk::export_pack!(remote_mcp);
+
+#[cfg(test)]
+mod result_schemas {
+    use pack_sdk::testing::{check_failure, check_manifest, check_result};
+
+    use super::*;
+
+    #[test]
+    fn results_and_failures_fit_the_schemas() {
+        check_manifest(remote_mcp).unwrap();
+        check_result(&ToolExecutionResult {
+            is_error: false,
+            content: Some(vec![serde_json::json!({"type": "text", "text": "x"})]),
+            structured_content: None,
+            error_message: None,
+        })
+        .unwrap();
+        check_failure::<ToolExecutionResult>(&tool_failed("no".into())).unwrap();
+    }
+}
