@@ -4,6 +4,10 @@
 use pack_api::{WireError, codes};
 use serde_json::{Value, json};
 
+/// The key of a failed result's `_meta` that holds the error:
+/// `{code, message, help?, data?}`.
+pub const ERROR_META_KEY: &str = "packhost/error";
+
 /// A failed call. Served as an `isError: true` result, never as a protocol
 /// error.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,12 +51,10 @@ impl Failure {
         &self.0.code
     }
 
-    /// The structured content of the error result: the function's own shape
-    /// when it sent one, else `{"error": {code, message, help?, data?}}`.
-    pub fn structured(&self) -> Value {
-        if let Some(result) = &self.0.result {
-            return result.clone();
-        }
+    /// `{code, message, help?, data?}`: the error itself, served in the
+    /// result's `_meta` under [`ERROR_META_KEY`] (and as `{"error": …}` for
+    /// a tool without an output schema).
+    pub fn error_object(&self) -> Value {
         let mut error = json!({ "code": self.0.code, "message": self.0.message });
         if let Some(help) = &self.0.help {
             error["help"] = json!(help);
@@ -60,7 +62,23 @@ impl Failure {
         if let Some(data) = &self.0.data {
             error["data"] = data.clone();
         }
-        json!({ "error": error })
+        error
+    }
+
+    /// The function's own result shape, when the failure keeps one (e.g.
+    /// `{stdout, stderr, exitCode}` of a run that failed).
+    pub fn result(&self) -> Option<&Value> {
+        self.0.result.as_ref()
+    }
+
+    /// The structured content of the error result of a tool without an
+    /// output schema: the function's own shape when it sent one, else
+    /// `{"error": {code, message, help?, data?}}`.
+    pub fn structured(&self) -> Value {
+        match &self.0.result {
+            Some(result) => result.clone(),
+            None => json!({ "error": self.error_object() }),
+        }
     }
 
     /// The readable text of the error result.

@@ -1,14 +1,25 @@
 //! The MCP face of the executor (rmcp): `tools/list` and `tools/call`.
 //! A tool failure is always a result with `isError: true`, never a protocol
 //! error.
+//!
+//! MCP clients check `structuredContent` against the tool's `outputSchema`
+//! (the TypeScript SDK's even on error results), so a failed call of a tool
+//! with an output schema carries structured content only when it is the
+//! function's own result shape and fits the schema; the error itself is in
+//! `_meta["packhost/error"]`. A tool without an output schema (`run`) has
+//! `{"error": …}` (or the result shape) as structured content, and the same
+//! `_meta`.
 
-use std::sync::{Arc, Mutex};
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
 
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-        JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+        JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
         ProgressToken, ServerCapabilities, ServerConfig, Tool,
     },
     service::{NotificationContext, Peer, RequestContext},
@@ -21,7 +32,7 @@ use crate::{
     auth::CallerIdentity,
     config::Identity,
     executor::{Caller, Executor, ProgressSink},
-    failure::Failure,
+    failure::{ERROR_META_KEY, Failure},
     render::value_text,
 };
 
@@ -32,10 +43,28 @@ pub struct PackhostServer {
     identity: Identity,
     /// The tools as of an executor generation (a server pack's tools can
     /// appear later).
-    tools: Arc<Mutex<(u64, Arc<Vec<Tool>>)>>,
+    tools: Arc<Mutex<Listing>>,
     /// Cancelled when the last copy of this session's server is dropped,
     /// which ends its `tools/list_changed` watcher.
     session: Arc<SessionEnd>,
+}
+
+struct Listing {
+    generation: u64,
+    tools: Arc<Vec<Tool>>,
+    /// Output schemas compiled so far (on a failure that keeps a result
+    /// shape); `None`: the schema does not compile.
+    validators: HashMap<String, Option<Arc<jsonschema::Validator>>>,
+}
+
+impl Listing {
+    fn of(executor: &Executor) -> Self {
+        Self {
+            generation: executor.generation(),
+            tools: Arc::new(tools_of(executor)),
+            validators: HashMap::new(),
+        }
+    }
 }
 
 struct SessionEnd(CancellationToken);
@@ -49,7 +78,7 @@ impl Drop for SessionEnd {
 impl PackhostServer {
     /// Serve `executor`'s tools; calls run as `identity`.
     pub fn new(executor: Arc<Executor>, identity: Identity) -> Self {
-        let tools = (executor.generation(), Arc::new(tools_of(&executor)));
+        let tools = Listing::of(&executor);
         Self {
             executor,
             identity,
@@ -66,13 +95,77 @@ impl PackhostServer {
         }
     }
 
-    fn tools(&self) -> Arc<Vec<Tool>> {
+    fn listing(&self) -> std::sync::MutexGuard<'_, Listing> {
         let mut cached = self.tools.lock().unwrap_or_else(|e| e.into_inner());
-        let generation = self.executor.generation();
-        if cached.0 != generation {
-            *cached = (generation, Arc::new(tools_of(&self.executor)));
+        if cached.generation != self.executor.generation() {
+            *cached = Listing::of(&self.executor);
         }
-        Arc::clone(&cached.1)
+        cached
+    }
+
+    fn tools(&self) -> Arc<Vec<Tool>> {
+        Arc::clone(&self.listing().tools)
+    }
+
+    /// `None` when `tool` has no output schema (`run`, an unknown name);
+    /// `Some(None)` when its schema does not compile.
+    fn output_validator(&self, tool: &str) -> Option<Option<Arc<jsonschema::Validator>>> {
+        let mut listing = self.listing();
+        if let Some(validator) = listing.validators.get(tool) {
+            return Some(validator.clone());
+        }
+        let schema = listing
+            .tools
+            .iter()
+            .find(|t| t.name == tool)?
+            .output_schema
+            .clone()?;
+        let validator = jsonschema::validator_for(&Value::Object((*schema).clone()))
+            .map(Arc::new)
+            .map_err(|e| tracing::warn!(tool, error = %e, "output schema does not compile"))
+            .ok();
+        listing
+            .validators
+            .insert(tool.to_owned(), validator.clone());
+        Some(validator)
+    }
+
+    /// Failure: `isError`, a readable text, the error in `_meta`, and
+    /// structured content only where the tool's clients accept it (see the
+    /// module doc).
+    fn failure(&self, tool: &str, failure: &Failure) -> CallToolResult {
+        let mut result = CallToolResult::error(vec![ContentBlock::text(failure.text())]);
+        let mut meta = MetaObject::new();
+        meta.insert(ERROR_META_KEY.to_owned(), failure.error_object());
+        result.meta = Some(meta);
+        result.structured_content = match self.output_validator(tool) {
+            None => Some(failure.structured()),
+            Some(validator) => failure
+                .result()
+                .filter(|shape| fits(tool, validator.as_deref(), shape))
+                .cloned(),
+        };
+        result
+    }
+}
+
+/// Whether a failure's result shape fits the tool's output schema; one that
+/// does not (a bug of the pack) is left to the text.
+fn fits(tool: &str, validator: Option<&jsonschema::Validator>, shape: &Value) -> bool {
+    let Some(validator) = validator else {
+        return false;
+    };
+    match validator.iter_errors(shape).next() {
+        None => true,
+        Some(error) => {
+            tracing::warn!(
+                tool,
+                at = %error.instance_path(),
+                "a failure's result does not fit the tool's output schema ({error}); \
+                 it is served as text only"
+            );
+            false
+        }
     }
 }
 
@@ -149,13 +242,6 @@ fn success(value: Value) -> CallToolResult {
     );
     let mut result = CallToolResult::success(content);
     result.structured_content = Some(value);
-    result
-}
-
-/// Failure: `isError`, a structured body and a readable text.
-fn failure(failure: &Failure) -> CallToolResult {
-    let mut result = CallToolResult::error(vec![ContentBlock::text(failure.text())]);
-    result.structured_content = Some(failure.structured());
     result
 }
 
@@ -257,7 +343,7 @@ impl ServerHandler for PackhostServer {
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         let result = match self.executor.call_tool(&request.name, args, &caller).await {
             Ok(value) => success(value),
-            Err(e) => failure(&e),
+            Err(e) => self.failure(&request.name, &e),
         };
         Ok(result.into())
     }

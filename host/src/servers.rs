@@ -49,9 +49,19 @@ struct Pending {
     pool: Arc<Pool>,
 }
 
-/// Function name → the server's tool name (tool names that are not
-/// identifiers get `_` for the odd characters, so `run` can call them).
-type Names = Arc<RwLock<HashMap<String, String>>>;
+/// Function name → the server's tool (tool names that are not identifiers
+/// get `_` for the odd characters, so `run` can call them).
+type Names = Arc<RwLock<HashMap<String, ServerTool>>>;
+
+/// One tool of the server.
+#[derive(Clone)]
+struct ServerTool {
+    /// Its name on the server.
+    name: String,
+    /// Its output schema, when it declares one: results are checked against
+    /// it, since MCP clients refuse a result that does not fit.
+    output: Option<Arc<jsonschema::Validator>>,
+}
 
 /// A server pack as the executor sees it.
 struct ServerPack {
@@ -215,7 +225,21 @@ fn functions(tools: &[Tool], names: &Names) -> Vec<FunctionSpec> {
                 .chars()
                 .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
                 .collect();
-            map.insert(function.clone(), tool.name.to_string());
+            let output = tool.output_schema.as_ref().and_then(|schema| {
+                jsonschema::validator_for(&Value::Object((**schema).clone()))
+                    .map_err(|e| {
+                        tracing::warn!(tool = %tool.name, error = %e, "the server's output schema does not compile; its results are not checked")
+                    })
+                    .ok()
+                    .map(Arc::new)
+            });
+            map.insert(
+                function.clone(),
+                ServerTool {
+                    name: tool.name.to_string(),
+                    output,
+                },
+            );
             FunctionSpec {
                 name: function,
                 description: tool.description.as_deref().unwrap_or_default().to_owned(),
@@ -227,6 +251,47 @@ fn functions(tools: &[Tool], names: &Names) -> Vec<FunctionSpec> {
             }
         })
         .collect()
+}
+
+/// A downstream result as a pack value. Without an output schema: see
+/// [`value_of`]. With one (the host lists it as the tool's): the structured
+/// content, or for servers that predate it the text when it is a JSON
+/// object (the spec's advice for compatibility), and only when it fits the
+/// schema; else the server broke its own contract (`UPSTREAM_ERROR`, with the
+/// server's text).
+fn checked_value(
+    result: CallToolResult,
+    tool: &ServerTool,
+    output: &jsonschema::Validator,
+) -> Result<Value, Failure> {
+    let text = mcp_downstream::text_of(&result);
+    let value = result
+        .structured_content
+        .filter(Value::is_object)
+        .or_else(|| serde_json::from_str(&text).ok().filter(Value::is_object));
+    let Some(value) = value else {
+        return Err(Failure::new(
+            codes::UPSTREAM_ERROR,
+            format!(
+                "tool `{}` declares an output schema but its result has no structured content; it said: {text}",
+                tool.name
+            ),
+        ));
+    };
+    let misfit = output
+        .iter_errors(&value)
+        .next()
+        .map(|e| format!("at `{}`: {e}", e.instance_path()));
+    match misfit {
+        None => Ok(value),
+        Some(e) => Err(Failure::new(
+            codes::UPSTREAM_ERROR,
+            format!(
+                "the result of tool `{}` does not fit its own output schema ({e}); it said: {value}",
+                tool.name
+            ),
+        )),
+    }
 }
 
 /// A downstream result as a pack value: its structured content when it has
@@ -271,7 +336,10 @@ impl Pack for ServerPack {
             .unwrap_or_else(|e| e.into_inner())
             .get(function.as_str())
             .cloned()
-            .unwrap_or_else(|| function.as_str().to_owned());
+            .unwrap_or_else(|| ServerTool {
+                name: function.as_str().to_owned(),
+                output: None,
+            });
         let args = serde_json::from_str(args_json.as_str()).unwrap_or_default();
         let (pool, endpoint, name, timeout) = (
             Arc::clone(&self.pool),
@@ -280,9 +348,19 @@ impl Pack for ServerPack {
             self.timeout,
         );
         async move {
-            let failure = match pool.call_tool(&name, &endpoint, &tool, args, timeout).await {
+            let failure = match pool
+                .call_tool(&name, &endpoint, &tool.name, args, timeout)
+                .await
+            {
                 Ok(result) if result.is_error != Some(true) => {
-                    return RResult::ROk(value_of(result).to_string().into());
+                    let value = match &tool.output {
+                        None => Ok(value_of(result)),
+                        Some(output) => checked_value(result, &tool, output),
+                    };
+                    match value {
+                        Ok(value) => return RResult::ROk(value.to_string().into()),
+                        Err(failure) => failure,
+                    }
                 }
                 Ok(result) => {
                     Failure::new(codes::EXECUTION_ERROR, mcp_downstream::text_of(&result))

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use packhost_tests::{TestHost, failed, hello_section, ok, structured, text};
+use packhost_tests::{TestHost, failed, hello_section, ok, schemas::call_tool, structured, text};
 use rmcp::model::{
     CallToolRequestParams, ClientRequest, NumberOrString, ProgressToken, RequestMetaObject,
 };
@@ -239,7 +239,7 @@ async fn cancelling_a_call_stops_the_pack_task() {
     );
     // Dropping the request future makes rmcp send notifications/cancelled.
     let abandoned =
-        tokio::time::timeout(Duration::from_millis(300), host.client.call_tool(params)).await;
+        tokio::time::timeout(Duration::from_millis(300), call_tool(&host.client, params)).await;
     assert!(abandoned.is_err(), "the sleep should still be running");
     wait_for(&marker).await;
     let result = host.call("hello.greet", json!({"name": "after"})).await;
@@ -253,7 +253,7 @@ async fn progress_reports_reach_the_client() {
     let mut params = CallToolRequestParams::new("hello.progress")
         .with_arguments(json!({"steps": 3}).as_object().unwrap().clone());
     params.meta = Some(RequestMetaObject::with_progress_token(token));
-    let result = host.client.call_tool(params).await.expect("call");
+    let result = call_tool(&host.client, params).await.expect("call");
     ok(&result);
     // Notifications may trail the response by a moment.
     for _ in 0..50 {

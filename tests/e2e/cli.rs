@@ -6,7 +6,7 @@ use std::{
     process::{Output, Stdio},
 };
 
-use packhost_tests::{packhost_cli, packhost_command};
+use packhost_tests::{packhost_cli, packhost_command, schemas::check_raw_call};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -241,14 +241,17 @@ fn serve_writes_only_json_rpc_to_stdout() {
     let init = read_response(1, &mut lines);
     assert_eq!(init["result"]["serverInfo"]["name"], "packhost", "{init}");
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}));
+    let tools = read_response(4, &mut lines);
     send(json!({
         "jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": "nope.tool", "arguments": {}}
     }));
     let unknown = read_response(2, &mut lines);
+    check_raw_call(&tools, "nope.tool", &unknown);
     assert_eq!(unknown["result"]["isError"], true, "{unknown}");
     assert_eq!(
-        unknown["result"]["structuredContent"]["error"]["code"], "UNKNOWN_PACK",
+        unknown["result"]["_meta"]["packhost/error"]["code"], "UNKNOWN_PACK",
         "{unknown}"
     );
     send(json!({
@@ -256,6 +259,7 @@ fn serve_writes_only_json_rpc_to_stdout() {
         "params": {"name": "proj.list", "arguments": {}}
     }));
     let list = read_response(3, &mut lines);
+    check_raw_call(&tools, "proj.list", &list);
     assert_eq!(
         list["result"]["structuredContent"]["projects"][0]["name"], "sub",
         "{list}"

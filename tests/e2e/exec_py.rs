@@ -416,7 +416,7 @@ async fn cancelling_the_call_kills_the_interpreter() {
     );
     let params = rmcp::model::CallToolRequestParams::new("exec_py.run")
         .with_arguments(json!({"code": code}).as_object().unwrap().clone());
-    let call = host.client.call_tool(params);
+    let call = packhost_tests::schemas::call_tool(&host.client, params);
     // Dropping the request future makes the client send notifications/cancelled.
     let abandoned = tokio::time::timeout(Duration::from_millis(1500), call).await;
     assert!(abandoned.is_err(), "the code should still be sleeping");

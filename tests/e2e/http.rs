@@ -6,9 +6,10 @@ use std::time::Duration;
 use packhost_tests::{
     error_code, hello_section,
     http::{HttpHost, web_client},
-    is_error, packhost_cli, structured, text, wait_group_gone,
+    is_error, packhost_cli,
+    schemas::check_raw_call,
+    structured, text, wait_group_gone,
 };
-use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 
 /// `ph_` + 64 hex digits and its SHA-256, made with `packhost token new`.
@@ -50,9 +51,9 @@ pub(crate) async fn call(
     name: &str,
     args: Value,
 ) -> rmcp::model::CallToolResult {
-    let params = CallToolRequestParams::new(name.to_owned())
-        .with_arguments(args.as_object().cloned().unwrap_or_default());
-    client.call_tool(params).await.expect("tools/call")
+    packhost_tests::call(client, name, args)
+        .await
+        .expect("tools/call")
 }
 
 #[tokio::test]
@@ -295,6 +296,16 @@ async fn without_sessions_every_post_stands_alone_and_answers_json() {
     assert_eq!(response.headers()["content-type"], "application/json");
     let answer: Value = response.json().await.expect("a JSON body");
     assert_eq!(answer["id"], 7);
+    let tools: Value = host
+        .post(r#"{"jsonrpc":"2.0","id":8,"method":"tools/list"}"#)
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .expect("a JSON body");
+    check_raw_call(&tools, "hello.whoami", &answer);
     assert_eq!(
         answer["result"]["structuredContent"]["org"], "acme",
         "{answer}"

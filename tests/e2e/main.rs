@@ -11,6 +11,7 @@ mod jupyter;
 mod loading;
 mod proj;
 mod remote_mcp;
+mod results;
 mod robustness;
 mod run_front;
 mod servers;

@@ -7,7 +7,7 @@ use std::{
     process::{ChildStdin, ChildStdout, Stdio},
 };
 
-use packhost_tests::{hello_section, packhost_command};
+use packhost_tests::{hello_section, packhost_command, schemas::check_raw_call};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -61,6 +61,8 @@ fn hostile_input_gets_clear_errors_and_the_host_keeps_serving() {
     raw.send(init.to_string().as_bytes());
     assert_eq!(raw.response(1)["result"]["serverInfo"]["name"], "packhost");
     raw.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    raw.send(br#"{"jsonrpc":"2.0","id":10,"method":"tools/list"}"#);
+    let tools = raw.response(10);
 
     raw.send(b"{not json at all");
     raw.send(b"\xff\xfe invalid utf-8 \xc3\x28");
@@ -77,8 +79,9 @@ fn hostile_input_gets_clear_errors_and_the_host_keeps_serving() {
         let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": {}}});
         raw.send(call.to_string().as_bytes());
         let answer = raw.response(id);
+        check_raw_call(&tools, name, &answer);
         assert_eq!(answer["result"]["isError"], true, "{name:?}: {answer}");
-        let code = answer["result"]["structuredContent"]["error"]["code"]
+        let code = answer["result"]["_meta"]["packhost/error"]["code"]
             .as_str()
             .unwrap_or_default()
             .to_owned();
@@ -104,6 +107,7 @@ fn hostile_input_gets_clear_errors_and_the_host_keeps_serving() {
     );
     raw.send(nested.as_bytes());
     let echoed = raw.response(8);
+    check_raw_call(&tools, "hello.echo", &echoed);
     assert_eq!(echoed["result"]["isError"], false, "{echoed}");
 
     raw.send(br#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#);

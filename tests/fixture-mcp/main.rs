@@ -6,7 +6,11 @@
 //!
 //! Tools: `echo {text}`, `pid {}`, `fail {message}` (a tool error),
 //! `crash {}` (exits mid-call), `sleep {ms}`, `env {name}` (a variable of its
-//! environment), `authorization {}` (the `Authorization` header it got).
+//! environment), `authorization {}` (the `Authorization` header it got),
+//! `typed {form}` (declares an output schema `{n: integer}`; `form` picks
+//! the answer: `structured`, `text` (the JSON only as text, as servers from
+//! before structured content do), `plain` (no JSON at all) or `wrong` (a
+//! structured content that does not fit)).
 
 use std::{sync::Arc, time::Duration};
 
@@ -37,6 +41,23 @@ fn tool(name: &'static str, description: &'static str, properties: Value) -> Too
         unreachable!()
     };
     Tool::new(name, description, schema)
+}
+
+fn typed() -> Tool {
+    let mut tool = tool(
+        "typed",
+        "Answer `{n: 7}` in the given form.",
+        json!({"form": {"type": "string"}}),
+    );
+    let Value::Object(schema) = json!({
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "required": ["n"]
+    }) else {
+        unreachable!()
+    };
+    tool.output_schema = Some(Arc::new(schema));
+    tool
 }
 
 fn text(text: impl Into<String>) -> CallToolResult {
@@ -78,6 +99,7 @@ impl ServerHandler for Fixture {
                 "The Authorization header of the request.",
                 json!({}),
             ),
+            typed(),
         ]))
     }
 
@@ -102,6 +124,17 @@ impl ServerHandler for Fixture {
                 arg("message").as_str().unwrap_or("failed").to_owned(),
             )]),
             "crash" => std::process::exit(3),
+            "typed" => {
+                let (text_form, structured) = match arg("form").as_str().unwrap_or_default() {
+                    "structured" => (r#"{"n":7}"#, Some(json!({"n": 7}))),
+                    "text" => (r#"{"n":7}"#, None),
+                    "wrong" => (r#"{"n":"seven"}"#, Some(json!({"n": "seven"}))),
+                    _ => ("seven", None),
+                };
+                let mut result = text(text_form);
+                result.structured_content = structured;
+                result
+            }
             "sleep" => {
                 tokio::time::sleep(Duration::from_millis(arg("ms").as_u64().unwrap_or(0))).await;
                 text("slept")

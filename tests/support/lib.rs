@@ -1,5 +1,7 @@
 //! Test support: the real `packhost` binary in a fresh directory, and an MCP
-//! client (rmcp over the child's stdio) to talk to it.
+//! client (rmcp over the child's stdio) to talk to it. Every tool call made
+//! through it has its result checked as the official MCP clients check it
+//! ([`schemas`]).
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -14,6 +16,7 @@ pub mod bench;
 pub mod downstream;
 pub mod http;
 pub mod jupyter;
+pub mod schemas;
 
 use std::{
     collections::HashMap,
@@ -112,6 +115,8 @@ pub struct Recorder {
     pub progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
     /// How many `notifications/tools/list_changed` arrived.
     pub tools_changed: Arc<AtomicUsize>,
+    /// The output schemas results are checked against.
+    pub schemas: schemas::Schemas,
 }
 
 impl ClientHandler for Recorder {
@@ -208,13 +213,10 @@ impl TestHost {
             .unwrap_or(0)
     }
 
-    /// `tools/call name args`; a protocol error fails the test.
+    /// `tools/call name args`; a protocol error fails the test, and so does
+    /// a result the official MCP clients would refuse ([`schemas`]).
     pub async fn call(&self, name: &str, args: Value) -> CallToolResult {
-        let mut params = CallToolRequestParams::new(name.to_owned());
-        if let Value::Object(map) = args {
-            params = params.with_arguments(map);
-        }
-        self.client.call_tool(params).await.unwrap_or_else(|e| {
+        call(&self.client, name, args).await.unwrap_or_else(|e| {
             panic!(
                 "tools/call {name} failed at the protocol level: {e}\n{}",
                 self.stderr()
@@ -251,6 +253,20 @@ pub async fn wait_group_gone(group: u32, within: std::time::Duration) -> Result<
     }
 }
 
+/// `tools/call name args` through any client of ours (stdio or HTTP), its
+/// result checked against the tool's output schema ([`schemas::call_tool`]).
+pub async fn call(
+    client: &RunningService<RoleClient, Recorder>,
+    name: &str,
+    args: Value,
+) -> Result<CallToolResult, rmcp::service::ServiceError> {
+    let mut params = CallToolRequestParams::new(name.to_owned());
+    if let Value::Object(map) = args {
+        params = params.with_arguments(map);
+    }
+    schemas::call_tool(client, params).await
+}
+
 /// Whether the result is an error result.
 pub fn is_error(result: &CallToolResult) -> bool {
     result.is_error == Some(true)
@@ -270,10 +286,22 @@ pub fn text(result: &CallToolResult) -> String {
         .unwrap_or_default()
 }
 
-/// The error code of an error result: in `{"error": {"code"}}`, or, when the
-/// failure keeps the function's own shape, at the start of the text.
+/// The error object of an error result, `{code, message, help?, data?}`:
+/// in `_meta["packhost/error"]` (every error result has it), else in
+/// structured content `{"error": …}` (`null` when neither).
+pub fn error_of(result: &CallToolResult) -> Value {
+    result
+        .meta
+        .as_ref()
+        .and_then(|meta| meta.get("packhost/error"))
+        .cloned()
+        .unwrap_or_else(|| structured(result)["error"].clone())
+}
+
+/// The error code of an error result (see [`error_of`]), else the start of
+/// its text.
 pub fn error_code(result: &CallToolResult) -> String {
-    match structured(result)["error"]["code"].as_str() {
+    match error_of(result)["code"].as_str() {
         Some(code) => code.to_owned(),
         None => text(result)
             .split(':')
