@@ -383,13 +383,118 @@ async fn one_connection_serves_many_calls_and_a_killed_server_is_restarted() {
             "a new process per call"
         );
     }
-    // SAFETY: signalling the fixture server this test started.
-    unsafe {
-        libc::kill(first as libc::pid_t, libc::SIGKILL);
+    // Killed between two calls, the server is started again by the very next
+    // call, which succeeds: the pool sees the dead connection before it
+    // sends. Many rounds, as a killed server ends in steps (its main thread
+    // first, the others and its pipes a moment later) and only some rounds
+    // call in between.
+    let mut pid = first;
+    for round in 0..30 {
+        // SAFETY: signalling the fixture server this test started.
+        unsafe {
+            libc::kill(pid as libc::pid_t, libc::SIGKILL);
+        }
+        wait_until_gone(pid, "the killed server").await;
+        let result = execute(&host, &id, "pid", json!({})).await;
+        assert!(
+            !is_error(&result),
+            "round {round}: the call after the kill failed: {}",
+            text(&result)
+        );
+        let next = ok(&result)["structuredContent"]["pid"]
+            .as_u64()
+            .expect("pid") as u32;
+        assert_ne!(next, pid, "round {round}: the killed server answered");
+        pid = next;
     }
-    wait_until_gone(first, "the killed server").await;
-    let second = downstream_pid(&host, &id).await;
-    assert_ne!(second, first);
+}
+
+/// How many times the host's log says `key`'s server was connected (its
+/// process started, for a stdio server).
+fn connections(log: &str, key: &str) -> usize {
+    log.lines()
+        .filter(|l| {
+            l.contains(&format!("`{key}`: connected to"))
+                || l.contains(&format!("`{key}`: reconnected to"))
+        })
+        .count()
+}
+
+/// A stdio MCP server (Python) that closes its stdin on its first tool call,
+/// answers it with its pid, and runs on until its stdout is closed: the next
+/// request written to it fails with a broken pipe, having reached nobody.
+const STOPS_READING: &str = r#"
+import json, os, select, sys
+
+def reply(request, key, value):
+    message = {"jsonrpc": "2.0", "id": request["id"], key: value}
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+for line in sys.stdin:
+    request = json.loads(line)
+    if "id" not in request:
+        continue
+    if request.get("method") == "initialize":
+        reply(request, "result", {
+            "protocolVersion": request["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "stops-reading", "version": "1"},
+        })
+    elif request.get("method") == "tools/call":
+        os.close(0)
+        reply(request, "result", {"content": [{"type": "text", "text": str(os.getpid())}]})
+        break
+    else:
+        reply(request, "error", {"code": -32601, "message": "unknown method"})
+# Until the host closes our stdout (or a minute).
+poll = select.poll()
+poll.register(1, 0)
+poll.poll(60_000)
+"#;
+
+#[tokio::test]
+async fn a_request_the_server_could_not_read_goes_to_a_new_server() {
+    let dir = org_dir("acme", None, "");
+    let command = ["python3", "-c", STOPS_READING].map(str::to_owned);
+    let id = add_stdio(dir.path(), "acme", "stops-reading", &command);
+    let host = TestHost::start_in(dir).await;
+    let pid = async || {
+        let result = execute(&host, &id, "pid", json!({})).await;
+        ok(&result)["content"][0]["text"]
+            .as_str()
+            .expect("the pid as text")
+            .to_owned()
+    };
+    let first = pid().await;
+    // The first server lives on but reads no more: the write fails (broken
+    // pipe), so the request certainly did not reach it and goes to a new one.
+    let second = pid().await;
+    assert_ne!(first, second);
+    let log = host.stderr();
+    assert_eq!(connections(&log, &id), 2, "{log}");
+    assert!(log.contains("before the request was sent"), "{log}");
+}
+
+#[tokio::test]
+async fn a_server_that_dies_during_a_call_fails_that_call_and_it_is_not_sent_again() {
+    let dir = org_dir("acme", None, "");
+    let id = add_stdio(dir.path(), "acme", "fixture", &fixture());
+    let host = TestHost::start_in(dir).await;
+    let first = downstream_pid(&host, &id).await;
+    // `crash` exits the server once it has the request: that call fails,
+    // and is not sent to a new server (which would crash too, a second
+    // start in the log).
+    failed(
+        &execute(&host, &id, "crash", json!({})).await,
+        "UPSTREAM_ERROR",
+        &["closed the connection"],
+    );
+    wait_until_gone(first, "the crashed server").await;
+    assert_eq!(connections(&host.stderr(), &id), 1, "{}", host.stderr());
+    // The next call starts one new server.
+    assert_ne!(downstream_pid(&host, &id).await, first);
+    assert_eq!(connections(&host.stderr(), &id), 2, "{}", host.stderr());
 }
 
 #[tokio::test]

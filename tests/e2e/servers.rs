@@ -9,7 +9,7 @@ use std::{
 use packhost_tests::{
     TestHost,
     downstream::{HttpServer, everything_stdio, fixture_mcp_bin, free_port},
-    failed, ok, packhost_cli, wait_group_gone,
+    failed, is_error, ok, packhost_cli, text, wait_group_gone,
 };
 use serde_json::json;
 
@@ -82,13 +82,66 @@ async fn failures_of_a_server_pack_are_results_and_a_crash_recovers() {
         "EXECUTION_ERROR",
         &["no luck"],
     );
+    let first = pid(&host).await;
     failed(
         &host.run("fx.crash()").await,
         "UPSTREAM_ERROR",
         &["closed the connection"],
     );
+    if let Err(live) = wait_group_gone(first, Duration::from_secs(10)).await {
+        panic!("the crashed server still runs: {live:?}");
+    }
+    // The crash was not sent to a new server (it would have crashed too: a
+    // second start in the log).
+    assert_eq!(connections(&host.stderr(), "fx"), 1, "{}", host.stderr());
     let echo = ok(&host.run("fx.echo(text='back')").await);
     assert_eq!(echo["text"], "echo: back");
+    assert_eq!(connections(&host.stderr(), "fx"), 2, "{}", host.stderr());
+}
+
+/// The pid of the fixture server behind the server pack `fx`.
+async fn pid(host: &TestHost) -> u32 {
+    ok(&host.run("fx.pid()").await)["pid"]
+        .as_u64()
+        .expect("pid") as u32
+}
+
+/// How many times the host's log says server pack `name` was connected.
+fn connections(log: &str, name: &str) -> usize {
+    log.lines()
+        .filter(|l| {
+            l.contains(&format!("`{name}`: connected to"))
+                || l.contains(&format!("`{name}`: reconnected to"))
+        })
+        .count()
+}
+
+#[tokio::test]
+async fn a_killed_stdio_server_is_restarted_by_the_next_call() {
+    let fixture = vec![fixture_mcp_bin().display().to_string()];
+    let host = TestHost::start(&stdio_section("fx", &fixture)).await;
+    let mut before = pid(&host).await;
+    // Many rounds, as a killed server ends in steps (its main thread first,
+    // the others and its pipes a moment later) and only some rounds call in
+    // between.
+    for round in 0..30 {
+        // SAFETY: signalling the fixture server this test started.
+        unsafe {
+            libc::kill(before as libc::pid_t, libc::SIGKILL);
+        }
+        if let Err(live) = wait_group_gone(before, Duration::from_secs(10)).await {
+            panic!("the killed server still runs: {live:?}");
+        }
+        let result = host.run("fx.pid()").await;
+        assert!(
+            !is_error(&result),
+            "round {round}: the call after the kill failed: {}",
+            text(&result)
+        );
+        let after = ok(&result)["pid"].as_u64().expect("pid") as u32;
+        assert_ne!(after, before, "round {round}: the killed server answered");
+        before = after;
+    }
 }
 
 #[tokio::test]

@@ -5,9 +5,11 @@
 //!   an allow-listed environment) or a streamable HTTP URL (no redirects
 //!   followed; optionally public addresses only).
 //! - A [`Pool`] keeps one connection per key and reuses it for every call;
-//!   a connection whose server died is replaced on the next call, an idle
-//!   one is closed, an HTTP session the server forgot is re-initialised by
-//!   rmcp's client.
+//!   a connection whose server died is replaced on the next call (which is
+//!   sent to the new server when it certainly never reached the dead one,
+//!   and fails otherwise: a call is never sent twice), an idle one is
+//!   closed, an HTTP session the server forgot is re-initialised by rmcp's
+//!   client.
 //! - Every failure is sorted: [`Failure::Rejected`] is the server's own
 //!   answer (a JSON-RPC error), [`Failure::Upstream`] the connection's fault.
 #![deny(missing_docs)]

@@ -1,9 +1,16 @@
 //! Connections kept per key (an integration, a server pack), reused by every
 //! call, replaced when they die, closed when idle.
+//!
+//! A request never costs a call because its connection died while idle: a
+//! connection is checked before each request, and a request that certainly
+//! did not reach the server (see [`Ledger`]) is sent again on a new
+//! connection. One that may have reached it is reported as failed, never
+//! sent twice: the tool may have run.
 
 use std::{
     collections::HashMap,
     future::Future,
+    io,
     process::Stdio,
     sync::{Arc, Mutex, Weak},
     time::{Duration, Instant},
@@ -13,14 +20,25 @@ use http::{HeaderName, HeaderValue};
 use pack_process::{EnvAllowList, ProcessGroup};
 use rmcp::{
     RoleClient, ServiceError, ServiceExt as _,
-    model::{CallToolRequestParams, CallToolResult, JsonObject, Tool},
-    service::{ClientInitializeError, Peer, RunningService},
+    model::{
+        CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+        ClientRequest, JsonObject, JsonRpcMessage, ListToolsRequest, PaginatedRequestParams,
+        RequestId, ServerResult, Tool,
+    },
+    service::{
+        ClientInitializeError, Peer, PeerRequestOptions, RunningService, RxJsonRpcMessage,
+        TxJsonRpcMessage,
+    },
     transport::{
-        DynamicTransportError, StreamableHttpClientTransport,
+        DynamicTransportError, StreamableHttpClientTransport, Transport,
+        async_rw::AsyncRwTransport,
         streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError},
     },
 };
-use tokio::io::{AsyncBufReadExt as _, BufReader};
+use tokio::{
+    io::{AsyncBufReadExt as _, BufReader},
+    process::{ChildStdin, ChildStdout},
+};
 
 use crate::endpoint::{Endpoint, PublicOnly, check_public_literal, check_url};
 
@@ -97,16 +115,244 @@ struct Connection {
     service: RunningService<RoleClient, ()>,
     /// A stdio server's process group: killed when the connection is dropped.
     child: Option<Mutex<ProcessGroup>>,
+    /// What became of each request written to a stdio server. None over
+    /// HTTP: there only a request rmcp never queued counts as unsent, as
+    /// any POST that was started may have reached the server.
+    ledger: Option<Arc<Ledger>>,
 }
 
 impl Connection {
+    /// Whether a request sent now can reach a live server. Asked before
+    /// each request, so a wrong "no" costs a reconnect, never a replay.
     fn is_alive(&self) -> bool {
         if self.service.peer().is_transport_closed() {
             return false;
         }
-        self.child
+        self.child.as_ref().is_none_or(|child| {
+            let mut group = child.lock().unwrap_or_else(|e| e.into_inner());
+            group.is_running() && !group.child().id().is_some_and(main_thread_ended)
+        })
+    }
+}
+
+/// Whether the main thread of process `pid` has ended or is ending
+/// (`/proc/<pid>/stat`: state `Z` or `X`, or the kernel's `PF_EXITING`).
+///
+/// A killed server ends in steps: its main thread first, its other threads a
+/// moment later, and only with the last of them are its pipes closed and can
+/// `waitpid` reap it. A request written in between sits in a pipe nobody
+/// will read, and fails as one that may have reached the server. A server
+/// whose main thread ends on purpose while the others go on (`pthread_exit`
+/// in `main`; no MCP server we know) would be restarted at each call:
+/// wasteful, never a replay. Without `/proc` this says no and `waitpid`
+/// alone decides.
+fn main_thread_ended(pid: u32) -> bool {
+    const PF_EXITING: u64 = 0x4;
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // After `(comm)`: state, ppid, pgrp, session, tty_nr, tpgid, flags.
+    let Some((_, fields)) = stat.rsplit_once(')') else {
+        return false;
+    };
+    let mut fields = fields.split_whitespace();
+    let state = fields.next();
+    let flags: u64 = fields.nth(5).and_then(|f| f.parse().ok()).unwrap_or(0);
+    matches!(state, Some("Z" | "X")) || flags & PF_EXITING != 0
+}
+
+/// What became of each request written to a stdio server, to tell a request
+/// lost with its connection that certainly did not reach the server from
+/// one that may have.
+///
+/// rmcp alone cannot tell them apart once a request is queued:
+/// `Peer::send_request_with_option` fails (`TransportClosed`) only if its
+/// service loop had ended before the request was queued; after that, a
+/// request still queued when the loop ends (the server's stdout closed), one
+/// being written, and one the server read before dying all end the same way,
+/// as `TransportClosed` (its answer's sender dropped), or as `TransportSend`
+/// if the loop saw the write fail before it ended. So the transport
+/// ([`StdioTransport`]) records, per request id, whether it took the request
+/// and how its write ended; the caller settles the id when it stops waiting.
+/// Taking and settling are one lock apart: a request settled before the
+/// transport took it is never written.
+#[derive(Default)]
+struct Ledger(Mutex<HashMap<RequestId, Fate>>);
+
+enum Fate {
+    /// The transport took it: it may have reached the server.
+    Written,
+    /// Its write failed before its last byte, into a pipe nobody can read
+    /// again (see [`StdioTransport`]): the server cannot have read it.
+    Unread,
+    /// Its caller stopped waiting before the transport took it.
+    Withdrawn,
+}
+
+impl Ledger {
+    fn fates(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, Fate>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The transport is about to write request `id`: `false` if its caller
+    /// has stopped waiting (then it must not be written).
+    fn take(&self, id: &RequestId) -> bool {
+        let mut fates = self.fates();
+        if let Some(Fate::Withdrawn) = fates.remove(id) {
+            return false;
+        }
+        // The handshake's `initialize` stays recorded: nobody settles it.
+        fates.insert(id.clone(), Fate::Written);
+        true
+    }
+
+    /// The write of request `id` failed and nothing can ever read it.
+    fn unread(&self, id: &RequestId) {
+        if let Some(fate @ Fate::Written) = self.fates().get_mut(id) {
+            *fate = Fate::Unread;
+        }
+    }
+
+    /// The caller stops waiting for request `id`: whether it may have
+    /// reached the server. One not taken yet never will be.
+    fn settle(&self, id: &RequestId) -> bool {
+        let mut fates = self.fates();
+        match fates.remove(id) {
+            Some(Fate::Written) => true,
+            Some(Fate::Unread | Fate::Withdrawn) => false,
+            None => {
+                fates.insert(id.clone(), Fate::Withdrawn);
+                false
+            }
+        }
+    }
+}
+
+/// rmcp's newline-delimited stdio transport, keeping a [`Ledger`].
+///
+/// A write that fails with a broken pipe or on a closed transport counts as
+/// unread: a broken pipe means every reader of the server's stdin had closed
+/// it, and an anonymous pipe never gets a reader again; the write failed
+/// before the message's last byte, its newline (the transport writes one
+/// message at a time, under a lock), so the server held at most an
+/// unterminated line, which MCP's stdio transport does not take as a
+/// message. Any other failure counts as maybe read.
+struct StdioTransport {
+    inner: AsyncRwTransport<RoleClient, ChildStdout, ChildStdin>,
+    ledger: Arc<Ledger>,
+}
+
+impl Transport<RoleClient> for StdioTransport {
+    type Error = io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let id = match &item {
+            JsonRpcMessage::Request(request) => Some(request.id.clone()),
+            _ => None,
+        };
+        let send = id
             .as_ref()
-            .is_none_or(|child| child.lock().unwrap_or_else(|e| e.into_inner()).is_running())
+            .is_none_or(|id| self.ledger.take(id))
+            .then(|| self.inner.send(item));
+        let ledger = Arc::clone(&self.ledger);
+        async move {
+            let Some(send) = send else {
+                return Err(io::Error::other(
+                    "the caller stopped waiting before the request was written",
+                ));
+            };
+            let result = send.await;
+            if let (Err(error), Some(id)) = (&result, &id)
+                && matches!(
+                    error.kind(),
+                    io::ErrorKind::BrokenPipe | io::ErrorKind::NotConnected
+                )
+            {
+                ledger.unread(id);
+            }
+            result
+        }
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
+        self.inner.receive()
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
+
+/// Why a request gave no answer, and whether it certainly never reached the
+/// server (then it may be sent again).
+struct Lost {
+    error: ServiceError,
+    unsent: bool,
+}
+
+/// Send `request` on `connection` and wait for the answer.
+async fn send(connection: &Connection, request: ClientRequest) -> Result<ServerResult, Lost> {
+    let peer = connection.service.peer();
+    // An error here: the service loop never got the request.
+    let handle = peer
+        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .await
+        .map_err(|error| Lost {
+            error,
+            unsent: true,
+        })?;
+    let mut waiting = Waiting {
+        peer: peer.clone(),
+        id: Some(handle.id.clone()),
+        ledger: connection.ledger.clone(),
+    };
+    let result = handle.await_response().await;
+    let reached = waiting.settle();
+    result.map_err(|error| Lost {
+        error,
+        unsent: !reached,
+    })
+}
+
+/// A request waiting for its answer. Dropped while waiting (the call timed
+/// out or was cancelled), it tells the server to stop
+/// (`notifications/cancelled`, as rmcp's own `call_tool` does) if the
+/// request may have reached it; if not, it is never written.
+struct Waiting {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+    ledger: Option<Arc<Ledger>>,
+}
+
+impl Waiting {
+    /// Stop waiting: whether the request may have reached the server.
+    fn settle(&mut self) -> bool {
+        let Some(id) = self.id.take() else {
+            return true;
+        };
+        self.ledger.as_ref().is_none_or(|ledger| ledger.settle(&id))
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        let Some(id) = self.id.clone() else {
+            return;
+        };
+        if !self.settle() {
+            return;
+        }
+        let peer = self.peer.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let reason = "request abandoned by the caller".to_owned();
+                let cancelled = CancelledNotificationParam::new(Some(id), Some(reason));
+                let _ = peer.notify_cancelled(cancelled).await;
+            });
+        }
     }
 }
 
@@ -151,23 +397,43 @@ impl Pool {
         timeout: Duration,
     ) -> Result<CallToolResult, Failure> {
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
-        self.request(key, endpoint, timeout, move |peer| async move {
-            peer.call_tool(params).await
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        self.request(key, endpoint, timeout, request, |result| match result {
+            ServerResult::CallToolResult(result) => Some(result),
+            _ => None,
         })
         .await
     }
 
-    /// The tools of the server at `endpoint`.
+    /// The tools of the server at `endpoint`, every page within `timeout`.
     pub async fn list_tools(
         &self,
         key: &str,
         endpoint: &Endpoint,
         timeout: Duration,
     ) -> Result<Vec<Tool>, Failure> {
-        self.request(key, endpoint, timeout, |peer| async move {
-            peer.list_all_tools().await
-        })
-        .await
+        let pages = async {
+            let mut tools = Vec::new();
+            let mut cursor = None;
+            loop {
+                let params = PaginatedRequestParams::default().with_cursor(cursor);
+                let request = ClientRequest::ListToolsRequest(ListToolsRequest::with_param(params));
+                let page = self
+                    .request(key, endpoint, timeout, request, |result| match result {
+                        ServerResult::ListToolsResult(page) => Some(page),
+                        _ => None,
+                    })
+                    .await?;
+                tools.extend(page.tools);
+                cursor = page.next_cursor;
+                if cursor.is_none() {
+                    return Ok(tools);
+                }
+            }
+        };
+        tokio::time::timeout(timeout, pages)
+            .await
+            .unwrap_or_else(|_| Err(no_answer(endpoint, timeout)))
     }
 
     /// Close every connection (stdio servers are stopped).
@@ -175,43 +441,59 @@ impl Pool {
         self.slots_mut().clear();
     }
 
-    async fn request<T, F, Fut>(
+    /// Send `request` to `key`'s server and take its answer with `answer`
+    /// (`None`: an answer of the wrong kind). A request lost with a
+    /// connection that died before it reached the server is sent once more,
+    /// on a new connection.
+    async fn request<T>(
         &self,
         key: &str,
         endpoint: &Endpoint,
         timeout: Duration,
-        send: F,
-    ) -> Result<T, Failure>
-    where
-        F: FnOnce(Peer<RoleClient>) -> Fut,
-        Fut: Future<Output = Result<T, ServiceError>>,
-    {
+        request: ClientRequest,
+        answer: fn(ServerResult) -> Option<T>,
+    ) -> Result<T, Failure> {
         let slot = self.slot(key, endpoint);
-        let connection = self.connection(key, &slot).await?;
-        let outcome = tokio::time::timeout(timeout, send(connection.service.peer().clone())).await;
-        *slot.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
-        let error = match outcome {
-            Ok(Ok(value)) => return Ok(value),
-            Ok(Err(error)) => error,
-            Err(_) => {
-                return Err(Failure::Upstream(format!(
-                    "{} gave no answer within {} ms",
-                    endpoint.describe(),
-                    timeout.as_millis()
-                )));
+        let mut resent = false;
+        let (connection, error) = loop {
+            let connection = self.connection(key, &slot).await?;
+            let outcome = tokio::time::timeout(timeout, send(&connection, request.clone())).await;
+            *slot.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+            let lost = match outcome {
+                Ok(Ok(result)) => match answer(result) {
+                    Some(value) => return Ok(value),
+                    None => Lost {
+                        error: ServiceError::UnexpectedResponse,
+                        unsent: false,
+                    },
+                },
+                Ok(Err(lost)) => lost,
+                Err(_) => return Err(no_answer(endpoint, timeout)),
+            };
+            if let ServiceError::McpError(error) = lost.error {
+                return Err(Failure::Rejected(error.message.into_owned()));
             }
+            // The connection is suspect: the next request starts a fresh one.
+            let mut current = slot.connection.lock().await;
+            if current
+                .as_ref()
+                .is_some_and(|c| Arc::ptr_eq(c, &connection))
+            {
+                *current = None;
+            }
+            drop(current);
+            if !lost.unsent || resent {
+                break (connection, lost.error);
+            }
+            resent = true;
+            (self.settings.log)(
+                Level::Info,
+                &format!(
+                    "`{key}` ({}): the connection died before the request was sent; sending it on a new one",
+                    endpoint.describe()
+                ),
+            );
         };
-        if let ServiceError::McpError(error) = error {
-            return Err(Failure::Rejected(error.message.into_owned()));
-        }
-        // The connection is suspect: the next call starts a fresh one.
-        let mut current = slot.connection.lock().await;
-        if current
-            .as_ref()
-            .is_some_and(|c| Arc::ptr_eq(c, &connection))
-        {
-            *current = None;
-        }
         let reason = match error {
             ServiceError::TransportClosed | ServiceError::TransportSend(_)
                 if !connection.is_alive() =>
@@ -325,10 +607,16 @@ impl Pool {
                     stderr,
                     Arc::clone(&self.settings.log),
                 ));
-                let service = ().serve((stdout, stdin)).await.map_err(|e| handshake_failed(&e))?;
+                let ledger = Arc::new(Ledger::default());
+                let transport = StdioTransport {
+                    inner: AsyncRwTransport::new_client(stdout, stdin),
+                    ledger: Arc::clone(&ledger),
+                };
+                let service = ().serve(transport).await.map_err(|e| handshake_failed(&e))?;
                 Ok(Connection {
                     service,
                     child: Some(Mutex::new(group)),
+                    ledger: Some(ledger),
                 })
             }
             Endpoint::Http { url, headers } => {
@@ -353,10 +641,19 @@ impl Pool {
                 Ok(Connection {
                     service,
                     child: None,
+                    ledger: None,
                 })
             }
         }
     }
+}
+
+fn no_answer(endpoint: &Endpoint, timeout: Duration) -> Failure {
+    Failure::Upstream(format!(
+        "{} gave no answer within {} ms",
+        endpoint.describe(),
+        timeout.as_millis()
+    ))
 }
 
 /// Why a transport failed, in a few words.
@@ -419,5 +716,46 @@ async fn close_idle(pool: Weak<Pool>) {
         for key in closed {
             (pool.settings.log)(Level::Info, &format!("`{key}`: closed after being idle"));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ledger_tells_unsent_requests_from_maybe_sent_ones() {
+        let ledger = Ledger::default();
+        let id = |n| RequestId::Number(n);
+        // Written, then answered or lost: it may have reached the server.
+        assert!(ledger.take(&id(1)));
+        assert!(ledger.settle(&id(1)));
+        // Its write broke the pipe: it cannot have.
+        assert!(ledger.take(&id(2)));
+        ledger.unread(&id(2));
+        assert!(!ledger.settle(&id(2)));
+        // Given up before the transport took it: it is never written.
+        assert!(!ledger.settle(&id(3)));
+        assert!(!ledger.take(&id(3)));
+        // Nothing is left behind.
+        assert!(ledger.fates().is_empty());
+    }
+
+    #[test]
+    fn a_process_whose_main_thread_ended_is_told() {
+        assert!(!main_thread_ended(std::process::id()));
+        let mut child = std::process::Command::new("true")
+            .spawn()
+            .expect("run `true`");
+        let pid = child.id();
+        // Unreaped: a zombie, whose main thread has ended.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !main_thread_ended(pid) {
+            assert!(Instant::now() < deadline, "`true` did not end");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        child.wait().expect("reap `true`");
+        // Gone from /proc: unknown here, and `waitpid` decides.
+        assert!(!main_thread_ended(pid));
     }
 }
