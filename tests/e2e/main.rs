@@ -9,6 +9,7 @@ mod exec_ts;
 mod http;
 mod jupyter;
 mod loading;
+mod official_clients;
 mod proj;
 mod remote_mcp;
 mod results;
