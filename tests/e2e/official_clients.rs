@@ -465,6 +465,12 @@ async fn drive(
     if !stderr.trim().is_empty() {
         eprintln!("the {sdk:?} client's stderr:\n{stderr}");
     }
+    // Ajv (the TypeScript client's validator) warns about every schema
+    // keyword it does not know, on every tools/list: a desktop agent's log.
+    assert!(
+        !stderr.contains("unknown format"),
+        "the {sdk:?} client warned about the tools' schemas:\n{stderr}"
+    );
     stdout
         .lines()
         .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}")))

@@ -147,7 +147,9 @@ pub(crate) fn output_schema<T: JsonSchema>() -> Result<Value, String> {
 /// Inline schema without the meta keys: models read these, and the host
 /// renders signatures from `properties`.
 fn schema_for<T: JsonSchema>(settings: SchemaSettings) -> Value {
-    let mut settings = settings.with_transform(ObjectProperties);
+    let mut settings = settings
+        .with_transform(ObjectProperties)
+        .with_transform(StandardFormats);
     settings.inline_subschemas = true;
     let schema = settings.into_generator().into_root_schema_for::<T>();
     let mut value = schema.to_value();
@@ -199,6 +201,28 @@ impl Transform for ObjectProperties {
                     *property = if any { json!({}) } else { json!({ "not": {} }) };
                 }
             }
+        }
+        transform_subschemas(self, schema);
+    }
+}
+
+/// schemars names Rust's number types in `format` (`uint64`, `int32`,
+/// `double`), which JSON Schema does not define: clients that validate with
+/// Ajv (the TypeScript SDK's) log a warning for each on every `tools/list`.
+/// The bounds stay (`minimum: 0` for unsigned types).
+#[derive(Clone)]
+struct StandardFormats;
+
+impl Transform for StandardFormats {
+    fn transform(&mut self, schema: &mut Schema) {
+        let numeric = |t: &Value| t == "integer" || t == "number";
+        let is_number = match schema.get("type") {
+            Some(Value::Array(types)) => types.iter().any(numeric),
+            Some(t) => numeric(t),
+            None => false,
+        };
+        if is_number {
+            schema.remove("format");
         }
         transform_subschemas(self, schema);
     }
@@ -278,6 +302,32 @@ mod tests {
             Ok(())
         } else {
             Err(format!("{value} against {schema}: {errors:?}"))
+        }
+    }
+
+    /// Every `format` anywhere in `schema`.
+    fn formats(schema: &Value) -> Vec<Value> {
+        match schema {
+            Value::Object(map) => map
+                .iter()
+                .flat_map(|(key, value)| match key.as_str() {
+                    "format" => vec![value.clone()],
+                    _ => formats(value),
+                })
+                .collect(),
+            Value::Array(items) => items.iter().flat_map(formats).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    #[test]
+    fn number_schemas_name_no_rust_types() {
+        for schema in [
+            output_schema::<Output>().unwrap(),
+            input_schema::<Output>().unwrap(),
+        ] {
+            assert_eq!(formats(&schema), Vec::<Value>::new(), "{schema}");
+            assert_eq!(schema["properties"]["defaulted"]["minimum"], 0, "{schema}");
         }
     }
 
