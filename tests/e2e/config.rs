@@ -295,3 +295,32 @@ fn the_integrations_database_of_the_remote_mcp_config_may_start_with_a_tilde() {
     assert_eq!(stdout(&output), "organisation `acme` has no integrations\n");
     assert!(home.path().join("data/integrations.db").is_file());
 }
+
+#[test]
+fn an_environment_variable_reaches_into_a_packs_config() {
+    // How `./dev run` points the jupyter pack at a Python: a key the file
+    // sets is overridden, the file's other keys stay, a missing one is added.
+    let greet = |config: &str| {
+        let (_dir, mut command) = command_in(&hello_section(config));
+        let output = command
+            .env("PACKHOST_PACKS__HELLO__CONFIG__GREETING", "hi")
+            .args(["call", "hello.greet(name='ada')"])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        stdout(&output)
+    };
+    assert_eq!(greet(""), "{\n  \"text\": \"hi, ada\"\n}\n");
+    assert_eq!(
+        greet("config = { greeting = \"yo\", refuse = false }"),
+        "{\n  \"text\": \"hi, ada\"\n}\n"
+    );
+    // The file's other keys stay: `refuse = true` still refuses.
+    let (_dir, mut command) = command_in(&hello_section("config = { refuse = true }"));
+    let output = command
+        .env("PACKHOST_PACKS__HELLO__CONFIG__GREETING", "hi")
+        .arg("check")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+}
