@@ -129,36 +129,10 @@ impl Connection {
             return false;
         }
         self.child.as_ref().is_none_or(|child| {
-            let mut group = child.lock().unwrap_or_else(|e| e.into_inner());
-            group.is_running() && !group.child().id().is_some_and(main_thread_ended)
+            // Also false while a killed server's threads are still ending.
+            child.lock().unwrap_or_else(|e| e.into_inner()).is_running()
         })
     }
-}
-
-/// Whether the main thread of process `pid` has ended or is ending
-/// (`/proc/<pid>/stat`: state `Z` or `X`, or the kernel's `PF_EXITING`).
-///
-/// A killed server ends in steps: its main thread first, its other threads a
-/// moment later, and only with the last of them are its pipes closed and can
-/// `waitpid` reap it. A request written in between sits in a pipe nobody
-/// will read, and fails as one that may have reached the server. A server
-/// whose main thread ends on purpose while the others go on (`pthread_exit`
-/// in `main`; no MCP server we know) would be restarted at each call:
-/// wasteful, never a replay. Without `/proc` this says no and `waitpid`
-/// alone decides.
-fn main_thread_ended(pid: u32) -> bool {
-    const PF_EXITING: u64 = 0x4;
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    // After `(comm)`: state, ppid, pgrp, session, tty_nr, tpgid, flags.
-    let Some((_, fields)) = stat.rsplit_once(')') else {
-        return false;
-    };
-    let mut fields = fields.split_whitespace();
-    let state = fields.next();
-    let flags: u64 = fields.nth(5).and_then(|f| f.parse().ok()).unwrap_or(0);
-    matches!(state, Some("Z" | "X")) || flags & PF_EXITING != 0
 }
 
 /// What became of each request written to a stdio server, to tell a request
@@ -739,23 +713,5 @@ mod tests {
         assert!(!ledger.take(&id(3)));
         // Nothing is left behind.
         assert!(ledger.fates().is_empty());
-    }
-
-    #[test]
-    fn a_process_whose_main_thread_ended_is_told() {
-        assert!(!main_thread_ended(std::process::id()));
-        let mut child = std::process::Command::new("true")
-            .spawn()
-            .expect("run `true`");
-        let pid = child.id();
-        // Unreaped: a zombie, whose main thread has ended.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !main_thread_ended(pid) {
-            assert!(Instant::now() < deadline, "`true` did not end");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        child.wait().expect("reap `true`");
-        // Gone from /proc: unknown here, and `waitpid` decides.
-        assert!(!main_thread_ended(pid));
     }
 }

@@ -90,9 +90,18 @@ impl ProcessGroup {
             .expect("the child is only taken on drop")
     }
 
-    /// Whether the leader is still running (an idle pooled child may have died).
+    /// Whether the leader is still running (an idle pooled child may have
+    /// died). A leader whose main thread has ended or is ending counts as
+    /// gone although `waitpid` cannot reap it yet: a killed multi-threaded
+    /// process ends in steps, its other threads (and its pipes) a moment
+    /// after its main thread, and a request written to it in between sits in
+    /// a pipe nobody will read. A process that ends its main thread on
+    /// purpose while the others go on (`pthread_exit` in `main`) counts as
+    /// gone too.
     pub fn is_running(&mut self) -> bool {
+        let leader = self.child().id();
         matches!(self.child().try_wait(), Ok(None))
+            && !leader.and_then(proc_stat).is_some_and(|stat| stat.ending())
     }
 
     /// SIGKILL to every process of the group.
@@ -165,14 +174,45 @@ pub fn live_members(pgid: u32) -> Vec<u32> {
         .flatten()
         .filter_map(|entry| {
             let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
-            // After the `(comm)` field: state, ppid, pgrp.
-            let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
-            let state = fields.next()?;
-            let group: u32 = fields.nth(1)?.parse().ok()?;
-            (group == pgid && state != "Z" && state != "X").then_some(pid)
+            let stat = proc_stat(pid)?;
+            (stat.group == pgid && !stat.ended()).then_some(pid)
         })
         .collect()
+}
+
+/// What `/proc/<pid>/stat` says of a process's main thread.
+struct ProcStat {
+    state: char,
+    group: u32,
+    flags: u64,
+}
+
+impl ProcStat {
+    /// `Z` (a zombie, waiting for its reaper) or `X` (dead).
+    fn ended(&self) -> bool {
+        matches!(self.state, 'Z' | 'X')
+    }
+
+    /// Ended, or on its way out (the kernel's `PF_EXITING`).
+    fn ending(&self) -> bool {
+        const PF_EXITING: u64 = 0x4;
+        self.ended() || self.flags & PF_EXITING != 0
+    }
+}
+
+/// `None` without `/proc` or once the process is reaped.
+fn proc_stat(pid: u32) -> Option<ProcStat> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After `(comm)`: state, ppid, pgrp, session, tty_nr, tpgid, flags.
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let group = fields.nth(1)?.parse().ok()?;
+    let flags = fields.nth(3)?.parse().ok()?;
+    Some(ProcStat {
+        state,
+        group,
+        flags,
+    })
 }
 
 impl Drop for ProcessGroup {
@@ -204,5 +244,30 @@ impl Drop for ProcessGroup {
                 });
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::proc_stat;
+
+    #[test]
+    fn a_process_whose_main_thread_ended_is_told() {
+        let me = proc_stat(std::process::id()).expect("our own stat");
+        assert!(!me.ending());
+        let mut child = std::process::Command::new("true")
+            .spawn()
+            .expect("run `true`");
+        let pid = child.id();
+        // Unreaped: a zombie, whose main thread has ended.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !proc_stat(pid).is_some_and(|stat| stat.ending()) {
+            assert!(Instant::now() < deadline, "`true` did not end");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        child.wait().expect("reap `true`");
+        assert!(proc_stat(pid).is_none(), "a reaped process has no stat");
     }
 }
