@@ -14,7 +14,7 @@ use figment::{
     Figment,
     providers::{Env, Serialized},
 };
-use pack_api::paths::expand_home;
+use pack_api::{paths::expand_home, projects::Project};
 use packhost_command::Snippet;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -38,9 +38,11 @@ pub struct Config {
     /// Jinja templates that expand to a command.
     #[serde(default)]
     pub snippets: BTreeMap<String, Snippet>,
-    /// `name = "path"`; relative paths are relative to the config file.
+    /// `name = "path"`, or `name = { path = "path", orgs = ["acme"] }` to
+    /// show it to those organisations only (`pack_api::projects`); relative
+    /// paths are relative to the config file.
     #[serde(default)]
-    pub projects: BTreeMap<String, PathBuf>,
+    pub projects: BTreeMap<String, Project>,
     /// The streamable HTTP transport (`packhost serve --http`).
     #[serde(default)]
     pub http: HttpConfig,
@@ -373,8 +375,8 @@ impl Config {
             Ok(expanded) => *path = resolve(base, &expanded),
             Err(e) => problems.push(format!("`{key}`: {e}")),
         };
-        for (name, path) in &mut self.projects {
-            fix(format!("projects.{name}"), path);
+        for (name, project) in &mut self.projects {
+            fix(format!("projects.{name}"), &mut project.path);
         }
         for (name, pack) in &mut self.packs {
             if let Some(path) = &mut pack.path {
@@ -719,12 +721,15 @@ mod tests {
         let loaded = load(Some(&path)).unwrap();
         let base = dir.path().canonicalize().unwrap();
         let projects = &loaded.config.projects;
-        assert_eq!(projects["rel"], base.join("proj-root"));
-        assert_eq!(projects["nested"], base.join("a/b"));
-        assert_eq!(projects["abs"], PathBuf::from("/srv/abs"));
+        assert_eq!(projects["rel"].path, base.join("proj-root"));
+        assert_eq!(projects["nested"].path, base.join("a/b"));
+        assert_eq!(projects["abs"].path, PathBuf::from("/srv/abs"));
         // Shown to users and used as confinement roots: no `.` or `..` left.
-        assert_eq!(projects["dot"], base);
-        assert_eq!(projects["up"], base.parent().unwrap().join("sibling/p"));
+        assert_eq!(projects["dot"].path, base);
+        assert_eq!(
+            projects["up"].path,
+            base.parent().unwrap().join("sibling/p")
+        );
         assert_eq!(
             loaded.config.packs["mine"].path,
             Some(base.join("build/libmine.so"))
@@ -732,6 +737,24 @@ mod tests {
         assert_eq!(
             loaded.config.server.pack_dirs,
             [base.join("libs"), PathBuf::from("/opt/packs")]
+        );
+    }
+
+    #[test]
+    fn a_project_may_name_the_organisations_that_see_it() {
+        let (dir, path) = file(
+            "[projects]\nopen = \"a\"\n\
+             closed = { path = \"b\", orgs = [\"acme\"] }\n",
+        );
+        let loaded = load(Some(&path)).unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let projects = &loaded.config.projects;
+        assert_eq!(projects["open"], Project::everyone(base.join("a")));
+        assert_eq!(projects["closed"].path, base.join("b"));
+        assert_eq!(projects["closed"].orgs, Some(vec!["acme".to_owned()]));
+        refused(
+            "[projects]\nx = { path = \"b\", org = [\"acme\"] }\n",
+            &["at line 2", "unknown field `org`", "`orgs`"],
         );
     }
 
@@ -746,8 +769,11 @@ mod tests {
         )
         .unwrap();
         let config = loaded.config;
-        assert_eq!(config.projects["onetool"], home.join("projects/onetool"));
-        assert_eq!(config.projects["up"], resolve(&home, Path::new("b")));
+        assert_eq!(
+            config.projects["onetool"].path,
+            home.join("projects/onetool")
+        );
+        assert_eq!(config.projects["up"].path, resolve(&home, Path::new("b")));
         assert_eq!(
             config.packs["mine"].path,
             Some(home.join("build/libmine.so"))

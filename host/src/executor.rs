@@ -19,7 +19,8 @@ use abi_stable::{
 use async_ffi::{FfiFuture, FutureExt as _};
 use futures_util::FutureExt as _;
 use pack_api::{
-    CallContext, CallContext_TO, CallResult, Catalog, CatalogTool, FunctionSpec, LogLevel, codes,
+    CallContext, CallContext_TO, CallResult, Catalog, CatalogTool, FunctionSpec, LogLevel, Owner,
+    codes, projects::Project,
 };
 use packhost_command::{Call, Front, Plan};
 use serde_json::{Map, Value, json};
@@ -145,7 +146,10 @@ impl Registry {
 /// What the catalog takes from the config besides the packs.
 struct CatalogConfig {
     aliases: BTreeMap<String, String>,
-    projects: BTreeMap<String, String>,
+    /// Every project, with the organisations that may see it.
+    projects: BTreeMap<String, Project>,
+    /// `[identity]`.
+    identity: Owner,
 }
 
 /// Holds the loaded packs and dispatches every call.
@@ -181,11 +185,8 @@ impl Executor {
             .collect();
         let catalog_config = CatalogConfig {
             aliases: config.aliases.clone(),
-            projects: config
-                .projects
-                .iter()
-                .map(|(name, path)| (name.clone(), path.display().to_string()))
-                .collect(),
+            projects: config.projects.clone(),
+            identity: Owner::new(&config.identity.org, &config.identity.user),
         };
         Arc::new(Self {
             registry: RwLock::new(Arc::new(Registry::new(packs, &catalog_config))),
@@ -311,10 +312,17 @@ impl Executor {
             .collect()
     }
 
-    /// The catalog `caller` sees in code mode, as JSON.
+    /// The catalog `caller` sees, as JSON: the tools it may call and the
+    /// projects its organisation may see (the one place `[projects]`'
+    /// `orgs` are applied: `proj` and code mode show what this gives).
     fn catalog_for(&self, caller: &Caller) -> RString {
         let registry = self.registry();
-        if caller.allowed.is_none() {
+        let restricted = self
+            .catalog_config
+            .projects
+            .values()
+            .any(|p| p.orgs.is_some());
+        if caller.allowed.is_none() && !restricted {
             return RString::from(&*registry.catalog_json);
         }
         let mut catalog = registry.catalog.clone();
@@ -322,6 +330,12 @@ impl Executor {
             .tools
             .retain(|t| caller.may_call(&format!("{}.{}", t.pack, t.function)));
         catalog.aliases.retain(|_, target| caller.may_call(target));
+        let projects = &self.catalog_config.projects;
+        catalog.projects.retain(|name, _| {
+            projects
+                .get(name)
+                .is_some_and(|p| p.visible_to(&caller.org))
+        });
         serde_json::to_string(&catalog)
             .expect("a catalog is serialisable")
             .into()
@@ -580,7 +594,12 @@ fn catalog(packs: &BTreeMap<String, Arc<PackEntry>>, config: &CatalogConfig) -> 
             })
             .collect(),
         aliases: config.aliases.clone(),
-        projects: config.projects.clone(),
+        projects: config
+            .projects
+            .iter()
+            .map(|(name, p)| (name.clone(), p.path.display().to_string()))
+            .collect(),
+        identity: Some(config.identity.clone()),
     }
 }
 

@@ -67,7 +67,13 @@ impl fmt::Display for LoadError {
 /// Load every enabled library pack of `config`, in name order (server packs
 /// are [`crate::servers`]' work).
 pub fn load_all(config: &Config) -> (Vec<LoadedPack>, Vec<LoadError>) {
-    let projects: Arc<str> = serde_json::to_string(&config.projects)
+    let open: std::collections::BTreeMap<&String, &PathBuf> = config
+        .projects
+        .iter()
+        .filter(|(_, p)| p.orgs.is_none())
+        .map(|(name, p)| (name, &p.path))
+        .collect();
+    let projects: Arc<str> = serde_json::to_string(&open)
         .expect("paths are serialisable")
         .into();
     let mut loaded: Vec<(PathBuf, LoadedPack)> = Vec::new();
@@ -250,6 +256,8 @@ fn layout_errors(report: &str) -> String {
 #[derive(Clone)]
 struct PackHost {
     pack: String,
+    /// The projects every organisation sees, as JSON (those named for some
+    /// organisations only reach a pack through each call's catalog).
     projects: Arc<str>,
 }
 

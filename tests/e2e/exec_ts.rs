@@ -414,7 +414,7 @@ async fn a_missing_session_is_session_not_found_with_the_run_shape() {
     failed(
         &result,
         "SESSION_NOT_FOUND",
-        &["`../escape`", "there are no sessions"],
+        &["`../escape`", "you have no sessions"],
     );
     assert!(!nb.root.path().join("../escape").exists());
 }

@@ -15,7 +15,7 @@ use std::{
 use packhost_tests::{TestHost, failed, is_error, jupyter::JupyterServer, ok, structured, text};
 use serde_json::{Value, json};
 
-fn python() -> String {
+pub(crate) fn python() -> String {
     if let Ok(python) = std::env::var("PACKHOST_TEST_PYTHON") {
         return python;
     }

@@ -16,3 +16,4 @@ mod results;
 mod robustness;
 mod run_front;
 mod servers;
+mod tenancy;

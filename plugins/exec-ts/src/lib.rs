@@ -27,7 +27,10 @@ use std::{
 };
 
 use pack_process::EnvAllowList;
-use pack_sdk::{Context, Empty, Host, PackDef, PackError, codes};
+use pack_sdk::{
+    Context, Empty, Host, PackDef, PackError, codes,
+    owned::{Ownership, Share},
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -70,6 +73,11 @@ pub struct Config {
     /// and `env`; 0 turns the pool off. Default 2.
     #[serde(default = "default_pool_size")]
     pub pool_size: usize,
+    /// Who may use a notebook session besides the user who created it:
+    /// `user` (no one, the default) or `org` (every user of the
+    /// organisation).
+    #[serde(default)]
+    pub share: Share,
 }
 
 fn default_node() -> PathBuf {
@@ -105,8 +113,9 @@ pub struct State {
 }
 
 impl State {
-    /// State from the pack's config (inside a tokio runtime: the pool starts).
-    pub fn new(config: Config) -> Result<Self, PackError> {
+    /// State from the pack's config (inside a tokio runtime: the pool
+    /// starts); sessions are shared as `ownership` says.
+    pub fn new(config: Config, ownership: Ownership) -> Result<Self, PackError> {
         if config.max_output_bytes == 0 {
             return Err(PackError::invalid_argument(
                 "`max_output_bytes` is 0; give the cap of each output stream in bytes (default 1048576)",
@@ -133,7 +142,7 @@ impl State {
         );
         Ok(Self {
             runner,
-            notebooks: Notebooks::new(notebooks_dir),
+            notebooks: Notebooks::new(notebooks_dir, ownership),
             lock: Mutex::new(()),
         })
     }
@@ -259,11 +268,13 @@ pub struct SessionCreated {
 async fn session_create(
     state: Arc<State>,
     args: SessionCreateArgs,
-    _: Context,
+    ctx: Context,
 ) -> Result<SessionCreated, PackError> {
+    let owner = state.notebooks.caller(&ctx);
     blocking(&state, move |state| {
         let title = args.title.unwrap_or_else(|| "Untitled".to_owned());
-        let meta = state.locked(|nb| nb.create(&title, args.language, notebook::PACKAGE_JSON))?;
+        let meta =
+            state.locked(|nb| nb.create(&title, args.language, notebook::PACKAGE_JSON, &owner))?;
         Ok(SessionCreated {
             dir: state.notebooks.dir(&meta.id).display().to_string(),
             session_id: meta.id,
@@ -291,19 +302,19 @@ pub struct SessionInfo {
 /// `exec_ts.session_list` result.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct SessionList {
-    /// Every session under the notebooks root, by id.
+    /// Your sessions under the notebooks root, by id.
     pub sessions: Vec<SessionInfo>,
     /// The notebooks root.
     pub root: String,
 }
 
-async fn session_list(state: Arc<State>, _: Empty, _: Context) -> Result<SessionList, PackError> {
-    blocking(&state, |state| {
+async fn session_list(state: Arc<State>, _: Empty, ctx: Context) -> Result<SessionList, PackError> {
+    let owner = state.notebooks.caller(&ctx);
+    blocking(&state, move |state| {
         let nb = &state.notebooks;
         let sessions = nb
-            .ids()
+            .sessions(&owner)
             .into_iter()
-            .filter_map(|id| nb.load(&id).ok())
             .map(|meta| SessionInfo {
                 dir: nb.dir(&meta.id).display().to_string(),
                 session_id: meta.id,
@@ -341,10 +352,11 @@ pub struct SessionDeleted {
 async fn session_delete(
     state: Arc<State>,
     args: SessionArgs,
-    _: Context,
+    ctx: Context,
 ) -> Result<SessionDeleted, PackError> {
+    let owner = state.notebooks.caller(&ctx);
     blocking(&state, move |state| {
-        state.locked(|nb| nb.delete(&args.session_id))?;
+        state.locked(|nb| nb.delete(&args.session_id, &owner))?;
         Ok(SessionDeleted {
             session_id: args.session_id,
             deleted: true,
@@ -387,11 +399,12 @@ pub struct CellRef {
 async fn cell_create(
     state: Arc<State>,
     args: CellCreateArgs,
-    _: Context,
+    ctx: Context,
 ) -> Result<CellRef, PackError> {
+    let owner = state.notebooks.caller(&ctx);
     blocking(&state, move |state| {
         state.locked(|nb| {
-            let mut meta = nb.load(&args.session_id)?;
+            let mut meta = nb.load(&args.session_id, &owner)?;
             let filename = match args.filename {
                 Some(name) => name,
                 None => {
@@ -455,11 +468,12 @@ pub struct CellUpdateArgs {
 async fn cell_update(
     state: Arc<State>,
     args: CellUpdateArgs,
-    _: Context,
+    ctx: Context,
 ) -> Result<CellRef, PackError> {
+    let owner = state.notebooks.caller(&ctx);
     blocking(&state, move |state| {
         state.locked(|nb| {
-            let mut meta = nb.load(&args.session_id)?;
+            let mut meta = nb.load(&args.session_id, &owner)?;
             let index = meta
                 .cells
                 .iter()
@@ -521,11 +535,12 @@ pub struct CellList {
 async fn cell_list(
     state: Arc<State>,
     args: SessionArgs,
-    _: Context,
+    ctx: Context,
 ) -> Result<CellList, PackError> {
+    let owner = state.notebooks.caller(&ctx);
     blocking(&state, move |state| {
         let nb = &state.notebooks;
-        let meta = nb.load(&args.session_id)?;
+        let meta = nb.load(&args.session_id, &owner)?;
         let cells = meta
             .cells
             .iter()
@@ -572,11 +587,12 @@ pub struct CellDeleted {
 async fn cell_delete(
     state: Arc<State>,
     args: CellArgs,
-    _: Context,
+    ctx: Context,
 ) -> Result<CellDeleted, PackError> {
+    let owner = state.notebooks.caller(&ctx);
     blocking(&state, move |state| {
         state.locked(|nb| {
-            let mut meta = nb.load(&args.session_id)?;
+            let mut meta = nb.load(&args.session_id, &owner)?;
             let cell = find_cell(&meta, &args.cell_id)?.clone();
             meta.cells.retain(|c| c.id != cell.id);
             nb.save(&meta)?;
@@ -695,14 +711,15 @@ fn build(
 async fn cell_execute(
     state: Arc<State>,
     args: CellExecuteArgs,
-    _: Context,
+    ctx: Context,
 ) -> Result<ExecOutput, PackError> {
     let started = Instant::now();
     let timeout = timeout_of(args.timeout)?;
+    let owner = state.notebooks.caller(&ctx);
     let prepared = blocking(&state, move |state| {
         state.locked(|nb| {
             // Not found: the run shape, with the error in stderr.
-            let meta = nb.load(&args.session_id).map_err(refused)?;
+            let meta = nb.load(&args.session_id, &owner).map_err(refused)?;
             let cell = find_cell(&meta, &args.cell_id).map_err(refused)?.clone();
             let built = build(nb, &meta, &cell)?;
             Ok((nb.dir(&meta.id), cell, built))
@@ -758,11 +775,12 @@ pub struct SessionExported {
 async fn session_export(
     state: Arc<State>,
     args: SessionArgs,
-    _: Context,
+    ctx: Context,
 ) -> Result<SessionExported, PackError> {
+    let owner = state.notebooks.caller(&ctx);
     blocking(&state, move |state| {
         state.locked(|nb| {
-            let meta = nb.load(&args.session_id)?;
+            let meta = nb.load(&args.session_id, &owner)?;
             let dir = nb.dir(&meta.id);
             let package_json = std::fs::read_to_string(dir.join("package.json")).ok();
             let cells = meta
@@ -824,8 +842,9 @@ pub struct SessionImported {
 async fn session_import(
     state: Arc<State>,
     args: SessionImportArgs,
-    _: Context,
+    ctx: Context,
 ) -> Result<SessionImported, PackError> {
+    let owner = state.notebooks.caller(&ctx);
     blocking(&state, move |state| {
         let doc = srcmd::parse(&args.markdown)
             .map_err(|e| PackError::invalid_argument(format!("`markdown`: {e}")))?;
@@ -843,7 +862,7 @@ async fn session_import(
         }
         state.locked(|nb| {
             let package = doc.package_json.as_deref().unwrap_or(notebook::PACKAGE_JSON);
-            let mut meta = nb.create(&doc.title, doc.language, package)?;
+            let mut meta = nb.create(&doc.title, doc.language, package, &owner)?;
             let mut refs = Vec::new();
             for cell in doc.cells {
                 let id = notebook::new_id("c");
@@ -905,7 +924,7 @@ pub struct NpmInstallArgs {
 async fn npm_install(
     state: Arc<State>,
     args: NpmInstallArgs,
-    _: Context,
+    ctx: Context,
 ) -> Result<ExecOutput, PackError> {
     let started = Instant::now();
     let timeout = timeout_of(args.timeout)?;
@@ -919,8 +938,9 @@ async fn npm_install(
         )));
     }
     let session = args.session_id.clone();
+    let owner = state.notebooks.caller(&ctx);
     let dir = blocking(&state, move |state| {
-        let meta = state.notebooks.load(&session).map_err(refused)?;
+        let meta = state.notebooks.load(&session, &owner).map_err(refused)?;
         Ok(state.notebooks.dir(&meta.id))
     })
     .await?;
@@ -946,7 +966,10 @@ fn pack() -> PackDef<State> {
     PackDef::new(
         "exec_ts",
         "Run TypeScript/JavaScript with Node.js and work in notebook sessions of cells",
-        |config: Config, _: Host| State::new(config),
+        |config: Config, _: Host| {
+            let ownership = Ownership::new(config.share);
+            State::new(config, ownership)
+        },
     )
     .function(
         "execute",
@@ -960,7 +983,7 @@ fn pack() -> PackDef<State> {
         "Create a notebook session: a directory with package.json, tsconfig.json and src/ for its cells.",
         session_create,
     )
-    .function("session_list", "List the notebook sessions.", session_list)
+    .function("session_list", "List your notebook sessions.", session_list)
     .function(
         "session_delete",
         "Delete a notebook session and its directory.",
@@ -1091,5 +1114,186 @@ mod result_schemas {
         let refused = ExecOutput::refused("no node");
         check_result(&refused).unwrap();
         check_failure::<ExecOutput>(&refused.into_result("node").unwrap_err()).unwrap();
+    }
+}
+
+/// Notebook sessions belong to their creator: the pack called in-process as
+/// callers of two organisations.
+#[cfg(test)]
+mod ownership {
+    use pack_sdk::{Value, json, owned::Owner, testing::PackTest};
+
+    use super::*;
+
+    fn start(root: &std::path::Path, share: &str) -> PackTest {
+        PackTest::build(pack)
+            .config(json!({"notebooks_dir": root, "pool_size": 0, "share": share}))
+            .identity(Owner::new("local", "root"))
+            .start()
+            .unwrap()
+    }
+
+    fn ada() -> Owner {
+        Owner::new("acme", "ada")
+    }
+    fn bob() -> Owner {
+        Owner::new("acme", "bob")
+    }
+    fn eve() -> Owner {
+        Owner::new("evil", "eve")
+    }
+
+    async fn ids(pack: &PackTest, caller: &Owner) -> Vec<String> {
+        let out = pack.call(caller, "session_list", json!({})).await.unwrap();
+        let sessions = out["sessions"].as_array().unwrap().iter();
+        sessions
+            .map(|s| s["sessionId"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    /// Every function that takes a session id, called on `id`.
+    fn calls(id: &str, cell: &str) -> Vec<(&'static str, Value)> {
+        vec![
+            ("cell_list", json!({"sessionId": id})),
+            ("cell_create", json!({"sessionId": id, "source": "1"})),
+            (
+                "cell_update",
+                json!({"sessionId": id, "cellId": cell, "source": "2"}),
+            ),
+            ("cell_delete", json!({"sessionId": id, "cellId": cell})),
+            ("cell_execute", json!({"sessionId": id, "cellId": cell})),
+            ("session_export", json!({"sessionId": id})),
+            ("npm_install", json!({"sessionId": id})),
+            ("session_delete", json!({"sessionId": id})),
+        ]
+    }
+
+    #[tokio::test]
+    async fn another_caller_gets_what_an_unknown_id_gets() {
+        let root = tempfile::tempdir().unwrap();
+        let pack = start(root.path(), "user");
+        let created = pack
+            .call(&ada(), "session_create", json!({"title": "acme secrets"}))
+            .await
+            .unwrap();
+        let session = created["sessionId"].as_str().unwrap().to_owned();
+        let cell = pack
+            .call(
+                &ada(),
+                "cell_create",
+                json!({"sessionId": session, "source": "console.log('acme')"}),
+            )
+            .await
+            .unwrap()["cellId"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let imported = pack
+            .call(&ada(), "session_import", json!({"markdown": "# Two\n"}))
+            .await
+            .unwrap();
+        let other = imported["sessionId"].as_str().unwrap().to_owned();
+        let mine = pack
+            .call(&eve(), "session_create", json!({}))
+            .await
+            .unwrap();
+        let mine = mine["sessionId"].as_str().unwrap().to_owned();
+        let mut own = vec![session.clone(), other.clone()];
+        own.sort();
+        assert_eq!(ids(&pack, &ada()).await, own);
+        assert_eq!(ids(&pack, &eve()).await, [mine.as_str()]);
+        assert!(ids(&pack, &bob()).await.is_empty(), "share = user");
+        for caller in [eve(), bob()] {
+            for ((function, args), (_, unknown)) in
+                calls(&session, &cell).into_iter().zip(calls("s0", &cell))
+            {
+                let err = pack.call(&caller, function, args).await.unwrap_err();
+                let expected = pack.call(&caller, function, unknown).await.unwrap_err();
+                assert_eq!(err.code(), codes::SESSION_NOT_FOUND, "{function}: {err}");
+                let message = err.message().replace(&session, "s0");
+                assert_eq!(message, expected.message(), "{function}");
+                assert!(
+                    !message.contains(&session) && !message.contains(&other),
+                    "{function}: {err}"
+                );
+                // cell_execute and npm_install keep their run shape.
+                assert_eq!(
+                    err.clone().into_wire().result,
+                    expected.into_wire().result.map(|r| {
+                        let text = r.to_string().replace("s0", &session);
+                        serde_json::from_str::<Value>(&text).unwrap()
+                    }),
+                    "{function}"
+                );
+            }
+        }
+        // Nothing of ada's changed.
+        let cells = pack
+            .call(&ada(), "cell_list", json!({"sessionId": session}))
+            .await
+            .unwrap();
+        assert_eq!(cells["cells"][0]["source"], "console.log('acme')");
+        assert_eq!(cells["cells"].as_array().unwrap().len(), 1);
+        let out = pack
+            .call(
+                &ada(),
+                "cell_execute",
+                json!({"sessionId": session, "cellId": cell}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(out["stdout"], "acme\n");
+        assert_eq!(ids(&pack, &ada()).await, own);
+    }
+
+    #[tokio::test]
+    async fn owners_survive_a_restart_and_ownerless_sessions_are_the_identitys() {
+        let root = tempfile::tempdir().unwrap();
+        let pack = start(root.path(), "user");
+        let created = pack
+            .call(&ada(), "session_create", json!({}))
+            .await
+            .unwrap();
+        let session = created["sessionId"].as_str().unwrap().to_owned();
+        pack.shutdown().await;
+        drop(pack);
+        // A new pack over the same directory: the owner is on disk.
+        let pack = start(root.path(), "user");
+        assert_eq!(ids(&pack, &ada()).await, [session.as_str()]);
+        assert!(ids(&pack, &eve()).await.is_empty());
+        // A session written before owners were recorded.
+        let file = root.path().join(&session).join("session.json");
+        let mut meta: Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        meta.as_object_mut().unwrap().remove("owner");
+        std::fs::write(&file, meta.to_string()).unwrap();
+        let identity = Owner::new("local", "root");
+        assert_eq!(ids(&pack, &identity).await, [session.as_str()]);
+        assert!(ids(&pack, &ada()).await.is_empty());
+        let args = json!({"sessionId": session});
+        let err = pack
+            .call(&ada(), "cell_list", args.clone())
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), codes::SESSION_NOT_FOUND);
+        pack.call(&identity, "cell_list", args).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn share_org_lets_the_organisation_share_and_nobody_else() {
+        let root = tempfile::tempdir().unwrap();
+        let pack = start(root.path(), "org");
+        let created = pack
+            .call(&ada(), "session_create", json!({}))
+            .await
+            .unwrap();
+        let session = created["sessionId"].as_str().unwrap().to_owned();
+        let args = json!({"sessionId": session, "source": "export const x = 1"});
+        pack.call(&bob(), "cell_create", args).await.unwrap();
+        assert_eq!(ids(&pack, &bob()).await, [session.as_str()]);
+        let args = json!({"sessionId": session});
+        let err = pack.call(&eve(), "cell_list", args).await.unwrap_err();
+        assert_eq!(err.code(), codes::SESSION_NOT_FOUND);
+        assert!(ids(&pack, &eve()).await.is_empty());
     }
 }

@@ -13,6 +13,14 @@
 //! Everything is read from disk on each call, so ids survive a host restart.
 //! Ids are checked before they touch a path: anything but `[A-Za-z0-9_-]`
 //! (so `../x` and absolute paths) is simply not found.
+//!
+//! A session belongs to the caller that created it: `session.json` records
+//! its `owner` (organisation and user), so owners survive restarts too. Every
+//! operation takes the caller, and a session the pack's
+//! [`Ownership`] rule does not give it is not found, exactly as an unknown id
+//! (listings and error messages name only the caller's own). A session
+//! written before owners were recorded has none and belongs to the host's
+//! `[identity]`.
 
 use std::{
     fs,
@@ -23,7 +31,10 @@ use std::{
     time::{SystemTime, UNIX_EPOCH},
 };
 
-use pack_sdk::{PackError, codes};
+use pack_sdk::{
+    Context, PackError, Value, codes,
+    owned::{Owner, Ownership},
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -72,6 +83,10 @@ impl Language {
 pub struct SessionMeta {
     /// The session id (its directory name).
     pub id: String,
+    /// Who created it; none in sessions from before owners were recorded
+    /// (those belong to the host's `[identity]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<Owner>,
     /// A title, shown in listings and exports.
     pub title: String,
     /// The language of new cells without filename or language.
@@ -120,10 +135,12 @@ impl CellMeta {
     }
 }
 
-/// The notebooks root and the operations on it (blocking file work).
-#[derive(Debug, Clone)]
+/// The notebooks root and the operations on it (blocking file work), each
+/// for one caller.
+#[derive(Debug)]
 pub struct Notebooks {
     root: PathBuf,
+    ownership: Ownership,
 }
 
 /// Whether `id` can name a session or cell: 1–64 of `[A-Za-z0-9_-]`.
@@ -183,9 +200,15 @@ pub const TSCONFIG_JSON: &str = r#"{
 "#;
 
 impl Notebooks {
-    /// Sessions under `root` (created when the first session is).
-    pub fn new(root: PathBuf) -> Self {
-        Self { root }
+    /// Sessions under `root` (created when the first session is), shared
+    /// as `ownership` says.
+    pub fn new(root: PathBuf, ownership: Ownership) -> Self {
+        Self { root, ownership }
+    }
+
+    /// Who the call of `ctx` is, for the operations below.
+    pub fn caller(&self, ctx: &Context) -> Owner {
+        self.ownership.caller(ctx)
     }
 
     /// The root directory.
@@ -198,26 +221,26 @@ impl Notebooks {
         self.root.join(id)
     }
 
-    /// Every session id, sorted.
-    pub fn ids(&self) -> Vec<String> {
+    /// The ids of the sessions `caller` may use, sorted.
+    pub fn ids(&self, caller: &Owner) -> Vec<String> {
         let mut ids: Vec<String> = fs::read_dir(&self.root)
             .into_iter()
             .flatten()
             .flatten()
             .filter_map(|entry| entry.file_name().into_string().ok())
-            .filter(|id| valid_id(id) && self.dir(id).join("session.json").is_file())
+            .filter(|id| valid_id(id) && self.allowed(id, caller))
             .collect();
         ids.sort();
         ids
     }
 
-    /// `SESSION_NOT_FOUND` for `id`, listing what exists.
-    pub fn session_not_found(&self, id: &str) -> String {
-        let ids = self.ids();
+    /// `SESSION_NOT_FOUND` for `id`, listing the sessions `caller` may use.
+    pub fn session_not_found(&self, id: &str, caller: &Owner) -> String {
+        let ids = self.ids(caller);
         let existing = if ids.is_empty() {
-            "there are no sessions; create one with `exec_ts.session_create`".to_owned()
+            "you have no sessions; create one with `exec_ts.session_create`".to_owned()
         } else {
-            format!("sessions: {}", ids.join(", "))
+            format!("your sessions: {}", ids.join(", "))
         };
         format!(
             "no session `{id}` under {} ({existing})",
@@ -225,10 +248,24 @@ impl Notebooks {
         )
     }
 
-    /// Read session `id`'s metadata.
-    pub fn load(&self, id: &str) -> Result<SessionMeta, PackError> {
-        let not_found = || PackError::new(codes::SESSION_NOT_FOUND, self.session_not_found(id));
-        if !valid_id(id) {
+    /// Whether session `id` exists and `caller` may use it: its recorded
+    /// owner, read alone (a file that is not JSON has none).
+    fn allowed(&self, id: &str, caller: &Owner) -> bool {
+        let Ok(text) = fs::read_to_string(self.dir(id).join("session.json")) else {
+            return false;
+        };
+        let owner = serde_json::from_str::<Value>(&text)
+            .ok()
+            .and_then(|mut meta| serde_json::from_value(meta.get_mut("owner")?.take()).ok());
+        self.ownership.allows(owner.as_ref(), caller)
+    }
+
+    /// Read session `id`'s metadata, if `caller` may use it; else
+    /// `SESSION_NOT_FOUND`, as for an id that does not exist.
+    pub fn load(&self, id: &str, caller: &Owner) -> Result<SessionMeta, PackError> {
+        let not_found =
+            || PackError::new(codes::SESSION_NOT_FOUND, self.session_not_found(id, caller));
+        if !valid_id(id) || !self.allowed(id, caller) {
             return Err(not_found());
         }
         let path = self.dir(id).join("session.json");
@@ -245,6 +282,14 @@ impl Notebooks {
         })
     }
 
+    /// The sessions `caller` may use, by id (unreadable ones left out).
+    pub fn sessions(&self, caller: &Owner) -> Vec<SessionMeta> {
+        let ids = self.ids(caller);
+        ids.iter()
+            .filter_map(|id| self.load(id, caller).ok())
+            .collect()
+    }
+
     /// Write session metadata (atomically: a crash never leaves half a file).
     pub fn save(&self, meta: &SessionMeta) -> Result<(), PackError> {
         let dir = self.dir(&meta.id);
@@ -255,12 +300,13 @@ impl Notebooks {
         fs::rename(&tmp, &path).map_err(|e| io_error(&path, e))
     }
 
-    /// Create a new session directory with its files.
+    /// Create a new session directory with its files, owned by `owner`.
     pub fn create(
         &self,
         title: &str,
         language: Language,
         package_json: &str,
+        owner: &Owner,
     ) -> Result<SessionMeta, PackError> {
         let id = new_id("s");
         let dir = self.dir(&id);
@@ -269,6 +315,7 @@ impl Notebooks {
         write(&dir.join("tsconfig.json"), TSCONFIG_JSON)?;
         let meta = SessionMeta {
             id,
+            owner: Some(owner.clone()),
             title: title.to_owned(),
             language,
             cells: Vec::new(),
@@ -277,9 +324,9 @@ impl Notebooks {
         Ok(meta)
     }
 
-    /// Remove session `id` and everything in its directory.
-    pub fn delete(&self, id: &str) -> Result<(), PackError> {
-        self.load(id)?;
+    /// Remove session `id` of `caller` and everything in its directory.
+    pub fn delete(&self, id: &str, caller: &Owner) -> Result<(), PackError> {
+        self.load(id, caller)?;
         let dir = self.dir(id);
         fs::remove_dir_all(&dir).map_err(|e| io_error(&dir, e))
     }
@@ -331,6 +378,8 @@ pub fn io_error(path: &Path, e: io::Error) -> PackError {
 
 #[cfg(test)]
 mod tests {
+    use pack_sdk::owned::Share;
+
     use super::*;
 
     #[test]
@@ -371,17 +420,74 @@ mod tests {
         check_filename("utils-2.mts").unwrap();
     }
 
+    fn notebooks(root: &Path, share: Share) -> Notebooks {
+        let rule = Ownership::with_unowned(share, Owner::new("local", "local"));
+        Notebooks::new(root.into(), rule)
+    }
+
     #[test]
     fn a_session_is_found_after_a_restart_and_lists_what_exists() {
         let root = tempfile::tempdir().unwrap();
-        let meta = Notebooks::new(root.path().into())
-            .create("t", Language::Typescript, PACKAGE_JSON)
+        let ada = Owner::new("acme", "ada");
+        let meta = notebooks(root.path(), Share::User)
+            .create("t", Language::Typescript, PACKAGE_JSON, &ada)
             .unwrap();
         // A second value over the same root: nothing is cached.
-        let again = Notebooks::new(root.path().into());
-        assert_eq!(again.load(&meta.id).unwrap().title, "t");
-        let err = again.load("../x").unwrap_err();
+        let again = notebooks(root.path(), Share::User);
+        assert_eq!(again.load(&meta.id, &ada).unwrap().title, "t");
+        assert_eq!(again.load(&meta.id, &ada).unwrap().owner, Some(ada.clone()));
+        let err = again.load("../x", &ada).unwrap_err();
         assert_eq!(err.code(), codes::SESSION_NOT_FOUND);
         assert!(err.message().contains(&meta.id), "{err}");
+    }
+
+    #[test]
+    fn a_session_is_its_owners_alone_and_an_ownerless_one_the_identitys() {
+        let root = tempfile::tempdir().unwrap();
+        let nb = notebooks(root.path(), Share::User);
+        let (ada, bob, eve) = (
+            Owner::new("acme", "ada"),
+            Owner::new("acme", "bob"),
+            Owner::new("evil", "eve"),
+        );
+        let theirs = nb
+            .create("a", Language::Typescript, PACKAGE_JSON, &ada)
+            .unwrap();
+        let mine = nb
+            .create("e", Language::Typescript, PACKAGE_JSON, &eve)
+            .unwrap();
+        for caller in [&eve, &bob] {
+            let err = nb.load(&theirs.id, caller).unwrap_err();
+            assert_eq!(err.code(), codes::SESSION_NOT_FOUND);
+            let unknown = nb.load("s-unknown", caller).unwrap_err();
+            assert_eq!(
+                err.message().replace(&theirs.id, "s-unknown"),
+                unknown.message()
+            );
+            assert!(nb.delete(&theirs.id, caller).is_err());
+        }
+        assert_eq!(nb.ids(&eve), [mine.id.as_str()]);
+        assert!(nb.ids(&bob).is_empty());
+        assert_eq!(
+            notebooks(root.path(), Share::Org).ids(&bob),
+            [theirs.id.as_str()]
+        );
+        // A session.json from before owners: the host's identity's alone.
+        let mut old = nb.load(&theirs.id, &ada).unwrap();
+        old.owner = None;
+        nb.save(&old).unwrap();
+        let local = Owner::new("local", "local");
+        assert!(nb.load(&old.id, &ada).is_err());
+        assert_eq!(nb.load(&old.id, &local).unwrap().title, "a");
+        // One that is not JSON has no owner either.
+        fs::write(nb.dir(&mine.id).join("session.json"), "{").unwrap();
+        assert_eq!(
+            nb.load(&mine.id, &eve).unwrap_err().code(),
+            codes::SESSION_NOT_FOUND
+        );
+        assert_eq!(
+            nb.load(&mine.id, &local).unwrap_err().code(),
+            codes::INTERNAL
+        );
     }
 }

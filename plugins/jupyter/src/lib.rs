@@ -3,8 +3,11 @@
 //! Two backends behind one trait ([`kernel::Backend`]): `local` (default)
 //! launches `ipykernel` itself and speaks the Jupyter messaging protocol over
 //! ZeroMQ on IPC sockets; `server` drives kernels on a Jupyter Server (REST +
-//! websocket). Sessions are owned by the pack: closed after an idle TTL,
-//! limited in number, and all shut down when the host exits.
+//! websocket). Sessions are owned by the pack and each belongs to the caller
+//! that created it (the SDK's [`pack_sdk::owned::Table`]: anyone else gets
+//! `SESSION_NOT_FOUND`, as for an unknown id; `share = "org"` lets the
+//! organisation's users share them): closed after an idle TTL, limited in
+//! number per owner and in all, and all shut down when the host exits.
 
 mod conn;
 mod execute;
@@ -16,19 +19,22 @@ mod sessions;
 
 use std::{
     path::PathBuf,
-    sync::{Arc, Weak, atomic::Ordering},
+    sync::{Arc, atomic::Ordering},
     time::{Duration, Instant, UNIX_EPOCH},
 };
 
 use pack_process::EnvAllowList;
-use pack_sdk::{Context, Empty, PackDef, PackError, Value, codes};
+use pack_sdk::{
+    Context, Empty, PackDef, PackError, Value, codes,
+    owned::{self, Share, Table},
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::{
     execute::{Collected, Image, Limits, Outcome, Output},
     kernel::Backend,
-    sessions::{Session, Sessions},
+    sessions::{SESSIONS, Session},
 };
 
 /// The largest `timeout` of one execution, in seconds.
@@ -66,9 +72,17 @@ pub struct Config {
     /// Sessions idle this long are closed (default 30 min).
     #[serde(default = "default_ttl")]
     pub session_ttl_secs: u64,
-    /// At most this many sessions at once (default 8).
+    /// At most this many sessions at once on the host (default 8).
     #[serde(default = "default_max_sessions")]
     pub max_sessions: usize,
+    /// At most this many sessions of one owner: a user, or with
+    /// `share = "org"` an organisation (default: `max_sessions`).
+    #[serde(default)]
+    pub max_sessions_per_owner: Option<usize>,
+    /// Who may use a session besides the user who created it: `user` (no
+    /// one, the default) or `org` (every user of the organisation).
+    #[serde(default)]
+    pub share: Share,
     /// Images larger than this (after base64) are dropped with a note
     /// (default 1 MiB).
     #[serde(default = "default_max_image")]
@@ -241,14 +255,17 @@ pub struct SessionInfo {
     pub idle_secs: u64,
 }
 
-/// `jupyter.session_list`.
+/// `jupyter.session_list`: the caller's own sessions.
 #[derive(Serialize, JsonSchema)]
 pub struct SessionList {
     pub sessions: Vec<SessionInfo>,
     /// `local` or `server`.
     pub backend: String,
-    /// `max_sessions`.
+    /// `max_sessions`: the most on the whole host.
     pub max_sessions: usize,
+    /// `max_sessions_per_owner`: the most the caller (or with `share =
+    /// "org"` its organisation) may have.
+    pub max_sessions_per_owner: usize,
 }
 
 /// What an action on a session did.
@@ -264,7 +281,7 @@ pub struct Done {
 pub struct Jupyter {
     config: Config,
     backend: Arc<dyn Backend>,
-    sessions: Arc<Sessions>,
+    sessions: Arc<Table<Session>>,
 }
 
 impl Jupyter {
@@ -294,15 +311,18 @@ impl Jupyter {
                 Arc::new(backend)
             }
         };
-        if config.max_sessions == 0 {
-            return Err(PackError::invalid_argument(
-                "config of pack `jupyter`: `max_sessions` is 0; it must be at least 1",
-            ));
-        }
-        let sessions = Arc::new(Sessions::new(config.max_sessions));
-        spawn_reaper(
-            Arc::downgrade(&sessions),
+        let limits = owned::Limits {
+            max: config.max_sessions,
+            per_owner: config.max_sessions_per_owner.unwrap_or(config.max_sessions),
+        };
+        let sessions = Table::<Session>::new(SESSIONS, config.share, limits).map_err(|e| {
+            PackError::invalid_argument(format!("config of pack `jupyter`: {}", e.message()))
+        })?;
+        let sessions = Arc::new(sessions);
+        // Idle past the TTL: closed.
+        sessions.spawn_reaper(
             Duration::from_secs(config.session_ttl_secs.max(1)),
+            |session| async move { session.kernel.shutdown().await },
         );
         Ok(Self {
             config,
@@ -320,42 +340,35 @@ impl Jupyter {
     }
 }
 
-/// Close sessions idle longer than `ttl`, checking a few times per TTL.
-fn spawn_reaper(sessions: Weak<Sessions>, ttl: Duration) {
-    let every = (ttl / 4).clamp(Duration::from_millis(250), Duration::from_secs(60));
-    tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(every).await;
-            let Some(sessions) = sessions.upgrade() else {
-                return;
-            };
-            for session in sessions.expired(ttl) {
-                session.kernel.shutdown().await;
-            }
-        }
-    });
-}
-
+/// Start a kernel as a session owned by the caller.
 async fn session_create(
     state: Arc<Jupyter>,
     args: CreateArgs,
-    _ctx: Context,
+    ctx: Context,
 ) -> Result<Created, PackError> {
     let backend = &state.backend;
-    let slot = state.sessions.reserve()?;
+    let slot = state.sessions.reserve(&ctx.owner())?;
     let started = Instant::now();
     let kernel = backend
         .start(&args.kernel_name, args.notebook_path.as_deref())
         .await?;
-    let session = Arc::new(Session::new(
-        kernel.session_id,
-        kernel.kernel_id,
-        args.kernel_name,
-        args.notebook_path,
-        kernel.kernel,
-    ));
-    state.sessions.insert(Arc::clone(&session));
-    drop(slot);
+    // A kernel id names the session too.
+    let aliases = if kernel.kernel_id == kernel.session_id {
+        Vec::new()
+    } else {
+        vec![kernel.kernel_id.clone()]
+    };
+    let session = slot.insert(
+        kernel.session_id.clone(),
+        aliases,
+        Session::new(
+            kernel.session_id,
+            kernel.kernel_id,
+            args.kernel_name,
+            args.notebook_path,
+            kernel.kernel,
+        ),
+    );
     Ok(Created {
         session_id: session.session_id.clone(),
         kernel_id: session.kernel_id.clone(),
@@ -376,7 +389,8 @@ async fn execute_code(
             args.timeout
         )));
     }
-    let session = state.sessions.get(&args.session_id)?;
+    // Held until the end: a session in use never expires.
+    let session = state.sessions.get(&ctx.owner(), &args.session_id)?;
     let started = Instant::now();
     let elapsed_ms = || started.elapsed().as_secs_f64() * 1000.0;
     if let Some(reason) = session.dead_reason() {
@@ -389,7 +403,6 @@ async fn execute_code(
     }
     let _running = session.exec_lock.lock().await;
     session.busy.store(true, Ordering::SeqCst);
-    session.touch();
     let limits = Limits {
         max_image_bytes: state.config.max_image_bytes,
         max_output_bytes: state.config.max_output_bytes,
@@ -397,7 +410,6 @@ async fn execute_code(
     let timeout = Duration::from_secs_f64(args.timeout);
     let outcome = execute::execute(&session.kernel, &args.code, timeout, limits, &ctx).await;
     session.busy.store(false, Ordering::SeqCst);
-    session.touch();
     match outcome {
         Outcome::Done(mut c) => match c.error.take() {
             None => Ok(ExecuteOutput {
@@ -485,14 +497,15 @@ fn kernel_died(session: &Session, reason: &str, c: Collected, elapsed_ms: f64) -
         ))
 }
 
+/// The caller's own sessions.
 async fn session_list(
     state: Arc<Jupyter>,
     _: Empty,
-    _ctx: Context,
+    ctx: Context,
 ) -> Result<SessionList, PackError> {
     let sessions = state
         .sessions
-        .all()
+        .list(&ctx.owner())
         .into_iter()
         .map(|s| {
             let dead = s.dead_reason().is_some() || s.kernel.conn().dead_reason().is_some();
@@ -518,20 +531,21 @@ async fn session_list(
             }
         })
         .collect();
+    let limits = state.sessions.limits();
     Ok(SessionList {
         sessions,
         backend: state.backend_name(),
-        max_sessions: state.config.max_sessions,
+        max_sessions: limits.max,
+        max_sessions_per_owner: limits.per_owner,
     })
 }
 
 async fn session_close(
     state: Arc<Jupyter>,
     args: SessionArgs,
-    _ctx: Context,
+    ctx: Context,
 ) -> Result<Done, PackError> {
-    let session = state.sessions.get(&args.session_id)?;
-    state.sessions.remove(&session.session_id);
+    let session = state.sessions.take(&ctx.owner(), &args.session_id)?;
     session.kernel.shutdown().await;
     Ok(Done {
         session_id: session.session_id.clone(),
@@ -543,10 +557,9 @@ async fn session_close(
 async fn interrupt(
     state: Arc<Jupyter>,
     args: SessionArgs,
-    _ctx: Context,
+    ctx: Context,
 ) -> Result<Done, PackError> {
-    let session = state.sessions.get(&args.session_id)?;
-    session.touch();
+    let session = state.sessions.get(&ctx.owner(), &args.session_id)?;
     session.kernel.interrupt().await.map_err(|e| {
         PackError::new(
             codes::UPSTREAM_ERROR,
@@ -563,9 +576,8 @@ async fn interrupt(
     })
 }
 
-async fn restart(state: Arc<Jupyter>, args: SessionArgs, _ctx: Context) -> Result<Done, PackError> {
-    let session = state.sessions.get(&args.session_id)?;
-    session.touch();
+async fn restart(state: Arc<Jupyter>, args: SessionArgs, ctx: Context) -> Result<Done, PackError> {
+    let session = state.sessions.get(&ctx.owner(), &args.session_id)?;
     session.kernel.restart().await.map_err(|e| {
         session.set_dead(Some(format!("the restart failed: {e}")));
         PackError::new(
@@ -601,7 +613,7 @@ fn pack() -> PackDef<Jupyter> {
         "Run code in a session's kernel: stdout, stderr, the last expression's displayed value, images (PNG/JPEG/SVG), or the exception with its traceback. `timeout` in seconds (default 30, at most 300).",
         execute_code,
     )
-    .function("session_list", "The open sessions and their state (idle, busy, dead).", session_list)
+    .function("session_list", "Your open sessions and their state (idle, busy, dead).", session_list)
     .function("session_close", "Shut a session's kernel down.", session_close)
     .function("interrupt", "Interrupt what a session's kernel is running (KeyboardInterrupt); state is kept.", interrupt)
     .function("restart", "Restart a session's kernel: its state is lost, a dead session comes back.", restart)
@@ -683,5 +695,177 @@ mod result_schemas {
             c,
             1.0,
         ))
+    }
+}
+
+/// Sessions belong to their creator: the pack called in-process as callers
+/// of two organisations, with real kernels (the Python of
+/// `PACKHOST_TEST_PYTHON`, which `./dev test` sets, else its venv).
+#[cfg(test)]
+mod ownership {
+    use pack_sdk::{json, owned::Owner, testing::PackTest};
+
+    use super::*;
+
+    fn python() -> String {
+        if let Ok(python) = std::env::var("PACKHOST_TEST_PYTHON") {
+            return python;
+        }
+        let venv = PathBuf::from(std::env::var("HOME").unwrap_or_default())
+            .join(".cache/packhost-venv/bin/python");
+        assert!(
+            venv.exists(),
+            "no Python with ipykernel: run `./dev test`, or set PACKHOST_TEST_PYTHON"
+        );
+        venv.display().to_string()
+    }
+
+    fn start(extra: Value) -> PackTest {
+        let mut config = json!({ "python": python() });
+        config
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        PackTest::build(pack).config(config).start().unwrap()
+    }
+
+    fn ada() -> Owner {
+        Owner::new("acme", "ada")
+    }
+    fn bob() -> Owner {
+        Owner::new("acme", "bob")
+    }
+    fn eve() -> Owner {
+        Owner::new("evil", "eve")
+    }
+
+    async fn create(pack: &PackTest, owner: &Owner, args: Value) -> (String, String) {
+        let out = pack.call(owner, "session_create", args).await.unwrap();
+        let id = |key: &str| out[key].as_str().unwrap().to_owned();
+        (id("session_id"), id("kernel_id"))
+    }
+
+    async fn listed(pack: &PackTest, owner: &Owner) -> Vec<String> {
+        let out = pack.call(owner, "session_list", json!({})).await.unwrap();
+        let sessions = out["sessions"].as_array().unwrap().iter();
+        sessions
+            .map(|s| s["session_id"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn another_caller_gets_what_an_unknown_id_gets() {
+        let pack = start(json!({}));
+        let (mine, _) = create(&pack, &ada(), json!({})).await;
+        let (notebook, kernel) = create(&pack, &ada(), json!({"notebook_path": "a.ipynb"})).await;
+        let (theirs, _) = create(&pack, &eve(), json!({})).await;
+        let run = |id: &str| json!({"session_id": id, "code": "secret = 42; secret"});
+        assert_eq!(
+            pack.call(&ada(), "execute_code", run(&mine)).await.unwrap()["result"],
+            "42"
+        );
+        let mut own = vec![mine.clone(), notebook.clone()];
+        own.sort();
+        assert_eq!(listed(&pack, &ada()).await, own);
+        assert_eq!(listed(&pack, &eve()).await, [theirs.as_str()]);
+        assert!(listed(&pack, &bob()).await.is_empty(), "share = user");
+        let unknown = pack
+            .call(&eve(), "execute_code", run("no-such-id"))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            unknown.message(),
+            format!("no session `no-such-id` (your sessions: {theirs})")
+        );
+        // Another organisation, by session and by kernel id, and another
+        // user of ada's organisation: every function answers as for an id
+        // nobody has, and lists none of ada's ids.
+        for (caller, id) in [(eve(), &mine), (eve(), &kernel), (bob(), &notebook)] {
+            let expected = pack
+                .call(&caller, "execute_code", run("no-such-id"))
+                .await
+                .unwrap_err();
+            for (function, args) in [
+                ("execute_code", run(id)),
+                ("interrupt", json!({"session_id": id})),
+                ("restart", json!({"session_id": id})),
+                ("session_close", json!({"session_id": id})),
+            ] {
+                let err = pack.call(&caller, function, args).await.unwrap_err();
+                assert_eq!(err.code(), codes::SESSION_NOT_FOUND, "{function}: {err}");
+                let message = err.message().replace(id.as_str(), "no-such-id");
+                assert_eq!(message, expected.message(), "{function}");
+                for own in [&mine, &notebook, &kernel] {
+                    assert!(!message.contains(own.as_str()), "{function}: {err}");
+                }
+            }
+        }
+        // Nothing of ada's was touched.
+        let out = pack.call(&ada(), "execute_code", run(&mine)).await.unwrap();
+        assert_eq!(out["execution_count"], 2, "ada's kernel ran nothing else");
+        assert_eq!(listed(&pack, &ada()).await, own);
+        pack.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn share_org_lets_the_organisation_share_and_nobody_else() {
+        let pack = start(json!({"share": "org"}));
+        let (session, _) = create(&pack, &ada(), json!({})).await;
+        let run = |code: &str| json!({"session_id": session, "code": code});
+        pack.call(&ada(), "execute_code", run("x = 7"))
+            .await
+            .unwrap();
+        let out = pack.call(&bob(), "execute_code", run("x")).await.unwrap();
+        assert_eq!(out["result"], "7");
+        assert_eq!(listed(&pack, &bob()).await, [session.as_str()]);
+        let err = pack
+            .call(&eve(), "execute_code", run("x"))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), codes::SESSION_NOT_FOUND);
+        assert!(listed(&pack, &eve()).await.is_empty());
+        pack.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn limits_count_per_owner_and_for_the_host() {
+        let pack = start(json!({"max_sessions": 2, "max_sessions_per_owner": 1}));
+        let (mine, _) = create(&pack, &ada(), json!({})).await;
+        let err = pack
+            .call(&ada(), "session_create", json!({}))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), codes::LIMIT_EXCEEDED);
+        assert_eq!(
+            err.message(),
+            format!(
+                "you have 1 session(s) open, the most one owner may have is 1 \
+                 (`max_sessions_per_owner`): {mine}"
+            )
+        );
+        let (theirs, _) = create(&pack, &eve(), json!({})).await;
+        // The host is full: bob hears so, and nothing of ada's or eve's.
+        let err = pack
+            .call(&bob(), "session_create", json!({}))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), codes::LIMIT_EXCEEDED);
+        assert_eq!(
+            err.message(),
+            "this host has reached its limit of 2 open sessions (`max_sessions`)"
+        );
+        pack.call(&eve(), "session_close", json!({"session_id": theirs}))
+            .await
+            .unwrap();
+        create(&pack, &bob(), json!({})).await;
+        let list = pack.call(&bob(), "session_list", json!({})).await.unwrap();
+        assert_eq!(
+            (
+                list["max_sessions"].clone(),
+                list["max_sessions_per_owner"].clone()
+            ),
+            (json!(2), json!(1))
+        );
+        pack.shutdown().await;
     }
 }

@@ -11,10 +11,16 @@
 //! Data crosses as JSON strings: the manifest ([`Manifest`]), call arguments,
 //! results and errors ([`WireError`]). The surface stays tiny on purpose: every
 //! type here is frozen once released; new functions go after the
-//! `last_prefix_field` markers.
+//! `last_prefix_field` markers. Such an addition lets a newer pack load in an
+//! older host, not the reverse: measured with abi_stable 0.11.3, a host whose
+//! `Host` vtable or root module gained a field refuses every pack built
+//! before ("too many fields"). What older packs must keep loading with goes
+//! into the JSON that crosses, as new optional keys (the [`Catalog`]'s
+//! `identity` did).
 //!
-//! Besides the ABI, one convention both sides share and nothing crosses:
-//! how a config path reads ([`paths`]: `~/x` is under `$HOME`).
+//! Besides the ABI, two conventions both sides share: how a config path
+//! reads ([`paths`]: `~/x` is under `$HOME`), and who may see a project
+//! ([`projects`]).
 //!
 //! Threading rule: each side runs its own work on its own tokio runtime and hands
 //! the other side only an [`FfiFuture`] that awaits the finished work. Dropping
@@ -34,8 +40,9 @@ pub use async_ffi::FfiFuture;
 use serde::{Deserialize, Serialize};
 
 pub mod paths;
+pub mod projects;
 mod wire;
-pub use wire::{Catalog, CatalogTool, FunctionSpec, Manifest, WireError, codes};
+pub use wire::{Catalog, CatalogTool, FunctionSpec, Manifest, Owner, WireError, codes};
 
 /// Outcome of one call crossing the ABI: `ROk(result JSON)` or
 /// `RErr(`[`WireError`]` JSON)`.
@@ -60,7 +67,10 @@ pub enum LogLevel {
 /// The host as a pack sees it for its whole life (given to the constructor).
 #[sabi_trait]
 pub trait Host: Send + Sync + Clone {
-    /// The `[projects]` of the config as a JSON object: name -> absolute path.
+    /// The `[projects]` every organisation may see, as a JSON object: name ->
+    /// absolute path. Projects named for some organisations only
+    /// ([`projects`]) are not here: a call's [`CallContext::catalog`] has
+    /// those its caller may see.
     fn projects(&self) -> RString;
     /// Write a log line attributed to the pack.
     #[sabi(last_prefix_field)]
@@ -85,8 +95,8 @@ pub trait CallContext: Send + Sync + Clone {
     fn progress(&self, progress: f64, total: ROption<f64>, message: RStr<'_>);
     /// Whether the client cancelled this call (or it timed out).
     fn is_cancelled(&self) -> bool;
-    /// What this caller can call, as JSON [`Catalog`]: code mode builds its
-    /// proxies from it.
+    /// What this caller can call and see, as JSON [`Catalog`]: code mode
+    /// builds its proxies from it.
     fn catalog(&self) -> RString;
     /// Call another tool (`pack.function`, an alias, or `run`) through the host's
     /// executor, with this call's identity. Arguments and result are JSON.

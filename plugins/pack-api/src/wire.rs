@@ -29,15 +29,48 @@ pub struct FunctionSpec {
     pub output_schema: Value,
 }
 
-/// Every tool a caller can reach, as the host tells a pack (code mode).
+/// Every tool a caller can reach and every project it may see, as the host
+/// tells a pack (code mode builds its proxies from it), and the host's
+/// `[identity]`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Catalog {
     /// Pack functions, in listing order.
     pub tools: Vec<CatalogTool>,
     /// `alias -> pack.function`.
     pub aliases: std::collections::BTreeMap<String, String>,
-    /// `[projects]`: name -> absolute path.
+    /// The `[projects]` this caller may see: name -> absolute path.
     pub projects: std::collections::BTreeMap<String, String>,
+    /// The host's `[identity]`: who a call is when the transport does not
+    /// say (stdio, HTTP without tokens). State a pack recorded before it
+    /// recorded owners belongs to it. (Hosts before it did not say.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<Owner>,
+}
+
+/// Who a call is, or who owns a piece of state: an organisation and a user
+/// in it (from the transport's authentication, never from arguments).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Owner {
+    /// The organisation.
+    pub org: String,
+    /// The user.
+    pub user: String,
+}
+
+impl Owner {
+    /// `user` of `org`.
+    pub fn new(org: impl Into<String>, user: impl Into<String>) -> Self {
+        Self {
+            org: org.into(),
+            user: user.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Owner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "user `{}` of organisation `{}`", self.user, self.org)
+    }
 }
 
 /// One pack function in a [`Catalog`].

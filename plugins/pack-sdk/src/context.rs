@@ -3,7 +3,7 @@
 use std::{collections::BTreeMap, path::PathBuf};
 
 use abi_stable::std_types::{RNone, ROption, RResult, RSome};
-use pack_api::{CallContextBox, Catalog, HostBox, LogLevel, WireError};
+use pack_api::{CallContextBox, Catalog, HostBox, LogLevel, Owner, WireError};
 use serde_json::Value;
 
 use crate::PackError;
@@ -17,8 +17,10 @@ impl Host {
         Self(inner)
     }
 
-    /// The configured projects (`[projects]` in `packs.toml`): name -> absolute
-    /// path, whether or not the path exists.
+    /// The configured projects (`[projects]` in `packs.toml`) that every
+    /// organisation sees: name -> absolute path, whether or not the path
+    /// exists. A project named for some organisations only is not here:
+    /// [`Context::projects`] gives the projects one caller sees.
     pub fn projects(&self) -> BTreeMap<String, PathBuf> {
         serde_json::from_str(&self.0.projects()).unwrap_or_default()
     }
@@ -50,6 +52,12 @@ impl Context {
         self.0.org().into()
     }
 
+    /// The caller as an owner of state: organisation and user. What a pack
+    /// keeps between calls belongs to it ([`owned`](crate::owned)).
+    pub fn owner(&self) -> Owner {
+        Owner::new(self.org(), self.user())
+    }
+
     /// The MCP request id, as text.
     pub fn request_id(&self) -> String {
         self.0.request_id().into()
@@ -76,9 +84,30 @@ impl Context {
     }
 
     /// Every tool this caller can reach (pack functions with signatures and
-    /// schemas, aliases, projects): what code mode exposes.
+    /// schemas, aliases) and every project it may see: what code mode
+    /// exposes. It is the whole list, as JSON: call it when needed, not on
+    /// every call.
     pub fn catalog(&self) -> Catalog {
         serde_json::from_str(&self.0.catalog()).unwrap_or_default()
+    }
+
+    /// The projects this caller may see (`[projects]`, less those named for
+    /// other organisations): name -> absolute path. The host applies the
+    /// rule; they stay the same for one organisation while the host runs,
+    /// so a pack may keep them per [`Context::org`].
+    pub fn projects(&self) -> BTreeMap<String, PathBuf> {
+        let catalog = self.catalog();
+        let projects = catalog.projects.into_iter();
+        projects.map(|(name, path)| (name, path.into())).collect()
+    }
+
+    /// The host's `[identity]`: who a call is when the transport does not
+    /// say (stdio, HTTP without tokens). State a pack recorded before it
+    /// recorded owners belongs to it
+    /// ([`Ownership`](crate::owned::Ownership)). `None` from a host too old
+    /// to say. It reads the [catalog](Self::catalog): keep it.
+    pub fn host_identity(&self) -> Option<Owner> {
+        self.catalog().identity
     }
 
     /// Call any tool the host serves (`pack.function`, an alias, `run`) with

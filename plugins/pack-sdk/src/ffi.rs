@@ -131,6 +131,31 @@ fn report_panics_to(host: &HostBox) {
     });
 }
 
+/// Build the pack's state from `config` and wrap it for the ABI (what the
+/// host's `new` gets, and what `testing::PackTest` calls).
+pub(crate) fn instantiate<S: Send + Sync + 'static>(
+    def: PackDef<S>,
+    config: Value,
+    host: HostBox,
+) -> Result<PackBox, PackError> {
+    // The constructor may start background work that needs a runtime.
+    let state = {
+        let _guard = runtime().enter();
+        (def.init)(config, Host::new(host))?
+    };
+    let pack = PackImpl {
+        name: def.name,
+        state: Arc::new(state),
+        functions: def
+            .functions
+            .into_iter()
+            .map(|(spec, handler)| (spec.name, handler))
+            .collect(),
+        shutdown: def.shutdown,
+    };
+    Ok(Pack_TO::from_value(pack, TD_Opaque))
+}
+
 /// Body of the exported `new` function.
 pub fn construct<S: Send + Sync + 'static>(
     build: fn() -> PackDef<S>,
@@ -142,22 +167,7 @@ pub fn construct<S: Send + Sync + 'static>(
         let config: Value = serde_json::from_str(config_json.as_str())
             .map_err(|e| PackError::invalid_argument(format!("config is not JSON: {e}")))?;
         report_panics_to(&host);
-        // The constructor may start background work that needs a runtime.
-        let state = {
-            let _guard = runtime().enter();
-            (def.init)(config, Host::new(host))?
-        };
-        let pack = PackImpl {
-            name: def.name,
-            state: Arc::new(state),
-            functions: def
-                .functions
-                .into_iter()
-                .map(|(spec, handler)| (spec.name, handler))
-                .collect(),
-            shutdown: def.shutdown,
-        };
-        Ok(Pack_TO::from_value(pack, TD_Opaque))
+        instantiate(def, config, host)
     }));
     match result {
         Ok(Ok(pack)) => RResult::ROk(pack),

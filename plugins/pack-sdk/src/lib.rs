@@ -48,21 +48,26 @@
 //! errors instead of a host crash, cancelling a call's task when the host
 //! drops it, and the ABI export itself. Arguments and results are JSON
 //! objects (MCP's are): a function whose types are not is refused when the
-//! pack loads. With the feature `test-support`, [`testing`] checks values
-//! against the schemas the way MCP clients do.
+//! pack loads. State a pack keeps between calls belongs to the caller that
+//! created it: [`owned`] has the table and the rules, so every pack shares
+//! one behaviour (another caller gets what an unknown id gets). With the
+//! feature `test-support`, [`testing`] runs a pack in-process as any caller
+//! (`PackTest`) and checks values against the schemas the way MCP clients
+//! do.
 #![deny(missing_docs)]
 
 mod context;
 mod def;
 mod error;
 mod ffi;
+pub mod owned;
 #[cfg(feature = "test-support")]
 pub mod testing;
 
 pub use context::{Context, Host};
 pub use def::{Empty, PackDef};
 pub use error::PackError;
-pub use pack_api::{Catalog, CatalogTool, LogLevel, codes, paths};
+pub use pack_api::{Catalog, CatalogTool, LogLevel, codes, paths, projects};
 pub use serde_json::{Value, json};
 
 /// Not public API: what [`export_pack!`] expands to needs these paths.

@@ -1,10 +1,32 @@
-//! Checks for a pack's own tests (feature `test-support`): results as MCP
-//! clients check them.
+//! A pack's own tests (feature `test-support`): call the pack in-process as
+//! any caller, and check results as MCP clients check them.
 //!
-//! The official MCP clients validate a tool's structured content against the
+//! [`PackTest`] builds a pack from its [`PackDef`] with a config, a host
+//! `[identity]` and projects of your choosing, and calls its functions
+//! through the same JSON path the host uses (arguments checked against the
+//! input schema, the pack's runtime, panics caught), with a context whose
+//! organisation and user you pick, so ownership rules are unit-tested per
+//! pack:
+//!
+//! ```ignore
+//! #[tokio::test]
+//! async fn another_organisation_cannot_use_my_session() {
+//!     let pack = PackTest::build(my_pack).config(json!({})).start().unwrap();
+//!     let (ada, eve) = (Owner::new("acme", "ada"), Owner::new("evil", "eve"));
+//!     let id = pack.call(&ada, "open", json!({})).await.unwrap()["id"].clone();
+//!     let err = pack.call(&eve, "read", json!({"id": id})).await.unwrap_err();
+//!     assert_eq!(err.code(), "SESSION_NOT_FOUND");
+//!     pack.shutdown().await;
+//! }
+//! ```
+//!
+//! Every result it returns, and the result shape of every failure, has been
+//! checked against the function's output schema (it panics otherwise). The
+//! official MCP clients validate a tool's structured content against the
 //! `outputSchema` it listed, on success and (the TypeScript SDK) on failure
 //! too. The schemas come from your types, so a mismatch is a value the types
-//! allow but the schema does not describe; these catch it in a unit test:
+//! allow but the schema does not describe; the checks below also catch it
+//! for values made directly:
 //!
 //! ```ignore
 //! #[test]
@@ -14,12 +36,296 @@
 //! }
 //! ```
 
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex},
+};
+
+use abi_stable::{
+    sabi_trait::TD_Opaque,
+    std_types::{RArc, ROption, RResult, RStr, RString},
+};
+use async_ffi::{FfiFuture, FutureExt as _};
 use jsonschema::Validator;
+use pack_api::{
+    CallContext, CallContext_TO, CallResult, Catalog, CatalogTool, FunctionSpec, Host, Host_TO,
+    LogLevel, Owner, PackBox, WireError, codes, projects::Project,
+};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::{PackDef, PackError, def::output_schema};
+
+/// A pack running in-process, called as any caller you choose. See the
+/// [module](self) docs.
+pub struct PackTest {
+    name: String,
+    pack: PackBox,
+    functions: BTreeMap<String, (FunctionSpec, Validator, Validator)>,
+    projects: BTreeMap<String, Project>,
+    identity: Owner,
+    logs: Arc<Mutex<Vec<String>>>,
+}
+
+/// How a [`PackTest`] is made: [`PackTest::build`], then the config, the
+/// host's identity and projects, then [`Self::start`].
+pub struct PackTestBuilder<S> {
+    build: fn() -> PackDef<S>,
+    config: Value,
+    identity: Owner,
+    projects: BTreeMap<String, Project>,
+}
+
+impl PackTest {
+    /// A pack made by `build` (the function given to `export_pack!`), with
+    /// an empty config, `[identity]` `local`/`local` and no projects.
+    pub fn build<S: Send + Sync + 'static>(build: fn() -> PackDef<S>) -> PackTestBuilder<S> {
+        PackTestBuilder {
+            build,
+            config: Value::Object(Default::default()),
+            identity: Owner::new("local", "local"),
+            projects: BTreeMap::new(),
+        }
+    }
+
+    /// Call `function` with `args` as `caller`: arguments are checked
+    /// against the input schema (`INVALID_ARGUMENT`, as the host does), then
+    /// the pack runs it. Panics when the result, or a failure's result
+    /// shape, does not fit the output schema.
+    pub async fn call(
+        &self,
+        caller: &Owner,
+        function: &str,
+        args: Value,
+    ) -> Result<Value, PackError> {
+        let Some((spec, input, output)) = self.functions.get(function) else {
+            return Err(PackError::new(
+                codes::UNKNOWN_FUNCTION,
+                format!(
+                    "pack `{}` has no function `{function}` (has: {})",
+                    self.name,
+                    self.functions
+                        .keys()
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        };
+        let problems: Vec<String> = input.iter_errors(&args).map(|e| e.to_string()).collect();
+        if !problems.is_empty() {
+            return Err(PackError::invalid_argument(format!(
+                "`{}.{function}`: {}",
+                self.name,
+                problems.join("; ")
+            )));
+        }
+        let visible = self
+            .projects
+            .iter()
+            .filter(|(_, p)| p.visible_to(&caller.org))
+            .map(|(name, p)| (name.clone(), p.path.display().to_string()))
+            .collect();
+        let catalog = Catalog {
+            tools: self
+                .functions
+                .values()
+                .map(|(spec, _, _)| CatalogTool {
+                    pack: self.name.clone(),
+                    function: spec.name.clone(),
+                    signature: format!("{}.{}(...)", self.name, spec.name),
+                    description: spec.description.clone(),
+                    input_schema: spec.input_schema.clone(),
+                })
+                .collect(),
+            aliases: BTreeMap::new(),
+            projects: visible,
+            identity: Some(self.identity.clone()),
+        };
+        let ctx = CallContext_TO::from_ptr(
+            RArc::new(TestCall {
+                caller: caller.clone(),
+                catalog: serde_json::to_string(&catalog).expect("a catalog is JSON"),
+                logs: Arc::clone(&self.logs),
+            }),
+            TD_Opaque,
+        );
+        let args = args.to_string();
+        let at = format!("`{}.{function}`", self.name);
+        let fits = |value: &Value, what: &str| {
+            let errors: Vec<String> = output
+                .iter_errors(value)
+                .map(|e| format!("at `{}`: {e}", e.instance_path()))
+                .collect();
+            assert!(
+                errors.is_empty(),
+                "{at}: {what} {value} does not fit the output schema {}: {}",
+                spec.output_schema,
+                errors.join("; ")
+            );
+        };
+        match self
+            .pack
+            .call(RStr::from_str(function), RStr::from_str(&args), ctx)
+            .await
+        {
+            RResult::ROk(json) => {
+                let value: Value = serde_json::from_str(&json)
+                    .unwrap_or_else(|e| panic!("{at} returned a result that is not JSON: {e}"));
+                fits(&value, "the result");
+                Ok(value)
+            }
+            RResult::RErr(json) => {
+                let wire: WireError = serde_json::from_str(&json)
+                    .unwrap_or_else(|e| panic!("{at} returned an error that is not JSON: {e}"));
+                if let Some(result) = &wire.result {
+                    fits(result, "the failure's result shape");
+                }
+                Err(PackError::from_wire(wire))
+            }
+        }
+    }
+
+    /// The lines the pack logged so far (`LEVEL: message`).
+    pub fn logs(&self) -> Vec<String> {
+        self.logs.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Run the pack's shutdown (kill its processes, close connections), as
+    /// the host does before it exits.
+    pub async fn shutdown(&self) {
+        self.pack.shutdown().await;
+    }
+}
+
+impl<S: Send + Sync + 'static> PackTestBuilder<S> {
+    /// The `config` table of the pack's section, as JSON.
+    pub fn config(mut self, config: Value) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The host's `[identity]` (what [`Context::host_identity`](crate::Context::host_identity)
+    /// says).
+    pub fn identity(mut self, identity: Owner) -> Self {
+        self.identity = identity;
+        self
+    }
+
+    /// One more `[projects]` entry.
+    pub fn project(mut self, name: &str, project: Project) -> Self {
+        self.projects.insert(name.to_owned(), project);
+        self
+    }
+
+    /// Build the pack: its constructor runs with the config (an error is
+    /// what the host would report as a load failure).
+    pub fn start(self) -> Result<PackTest, PackError> {
+        let def = (self.build)();
+        let name = def.name.to_owned();
+        let mut functions = BTreeMap::new();
+        for spec in def.manifest("0.0.0").functions {
+            let input = validator(&spec.input_schema)
+                .map_err(|e| PackError::internal(format!("`{name}.{}` input: {e}", spec.name)))?;
+            let output = validator(&spec.output_schema)
+                .map_err(|e| PackError::internal(format!("`{name}.{}` output: {e}", spec.name)))?;
+            functions.insert(spec.name.clone(), (spec, input, output));
+        }
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        let open: BTreeMap<&String, &std::path::PathBuf> = self
+            .projects
+            .iter()
+            .filter(|(_, p)| p.orgs.is_none())
+            .map(|(name, p)| (name, &p.path))
+            .collect();
+        let host = Host_TO::from_ptr(
+            RArc::new(TestHost {
+                projects: serde_json::to_string(&open).expect("paths are JSON"),
+                logs: Arc::clone(&logs),
+            }),
+            TD_Opaque,
+        );
+        let pack = crate::ffi::instantiate(def, self.config, host)?;
+        Ok(PackTest {
+            name,
+            pack,
+            functions,
+            projects: self.projects,
+            identity: self.identity,
+            logs,
+        })
+    }
+}
+
+#[derive(Clone)]
+struct TestHost {
+    projects: String,
+    logs: Arc<Mutex<Vec<String>>>,
+}
+
+impl Host for TestHost {
+    fn projects(&self) -> RString {
+        self.projects.as_str().into()
+    }
+
+    fn log(&self, level: LogLevel, message: RStr<'_>) {
+        record(&self.logs, level, message.as_str());
+    }
+}
+
+#[derive(Clone)]
+struct TestCall {
+    caller: Owner,
+    catalog: String,
+    logs: Arc<Mutex<Vec<String>>>,
+}
+
+impl CallContext for TestCall {
+    fn user(&self) -> RString {
+        self.caller.user.as_str().into()
+    }
+
+    fn org(&self) -> RString {
+        self.caller.org.as_str().into()
+    }
+
+    fn request_id(&self) -> RString {
+        "test".into()
+    }
+
+    fn log(&self, level: LogLevel, message: RStr<'_>) {
+        record(&self.logs, level, message.as_str());
+    }
+
+    fn progress(&self, _: f64, _: ROption<f64>, _: RStr<'_>) {}
+
+    fn is_cancelled(&self) -> bool {
+        false
+    }
+
+    fn catalog(&self) -> RString {
+        self.catalog.as_str().into()
+    }
+
+    fn call_tool(&self, name: RStr<'_>, _: RStr<'_>) -> FfiFuture<CallResult> {
+        let error = WireError::new(
+            codes::UNKNOWN_FUNCTION,
+            format!(
+                "`{name}`: a PackTest has no host to call other tools through; \
+                 test code mode end to end"
+            ),
+        );
+        let json = serde_json::to_string(&error).expect("an error is JSON");
+        async move { RResult::RErr(json.into()) }.into_ffi()
+    }
+}
+
+fn record(logs: &Mutex<Vec<String>>, level: LogLevel, message: &str) {
+    logs.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(format!("{level:?}: {message}"));
+}
 
 /// `value` (an `R`) against the output schema the SDK lists for a function
 /// returning `R`.
@@ -82,4 +388,130 @@ pub fn check_manifest<S: Send + Sync + 'static>(build: fn() -> PackDef<S>) -> Re
 
 fn validator(schema: &Value) -> Result<Validator, String> {
     jsonschema::draft202012::new(schema).map_err(|e| format!("the schema does not compile: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use schemars::JsonSchema;
+    use serde::Deserialize;
+    use serde_json::json;
+
+    use super::*;
+    use crate::{
+        Context, Empty,
+        owned::{Kind, Limits, Share, Table},
+    };
+
+    /// A pack of notes, each its creator's.
+    struct Notes(Table<String>);
+
+    #[derive(Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct Write {
+        /// The text.
+        text: String,
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct Read {
+        /// A note id.
+        id: String,
+    }
+
+    #[derive(Serialize, JsonSchema)]
+    struct Note {
+        id: String,
+        text: String,
+    }
+
+    #[derive(Serialize, JsonSchema)]
+    struct Misfit {
+        count: u32,
+    }
+
+    async fn write(notes: Arc<Notes>, args: Write, ctx: Context) -> Result<Note, PackError> {
+        let slot = notes.0.reserve(&ctx.owner())?;
+        let id = format!("n{}", args.text.len());
+        slot.insert(id.clone(), vec![], args.text.clone());
+        Ok(Note {
+            id,
+            text: args.text,
+        })
+    }
+
+    async fn read(notes: Arc<Notes>, args: Read, ctx: Context) -> Result<Note, PackError> {
+        let note = notes.0.get(&ctx.owner(), &args.id)?;
+        Ok(Note {
+            id: args.id,
+            text: note.value().clone(),
+        })
+    }
+
+    async fn misfit(_: Arc<Notes>, _: Empty, _: Context) -> Result<Misfit, PackError> {
+        Err(PackError::internal("x").with_result(&json!({"count": "many"})))
+    }
+
+    fn notes() -> PackDef<Notes> {
+        PackDef::new("notes", "Notes", |_: Empty, _| {
+            let limits = Limits {
+                max: 4,
+                per_owner: 2,
+            };
+            Ok(Notes(Table::new(
+                Kind::sessions("write one"),
+                Share::User,
+                limits,
+            )?))
+        })
+        .function("write", "Write a note", write)
+        .function("read", "Read a note", read)
+        .function("misfit", "A failure whose shape does not fit", misfit)
+    }
+
+    #[tokio::test]
+    async fn calls_run_as_the_caller_given() {
+        let pack = PackTest::build(notes).start().unwrap();
+        let (ada, eve) = (Owner::new("acme", "ada"), Owner::new("evil", "eve"));
+        let note = pack
+            .call(&ada, "write", json!({"text": "hi"}))
+            .await
+            .unwrap();
+        assert_eq!(note, json!({"id": "n2", "text": "hi"}));
+        let read = json!({"id": "n2"});
+        assert_eq!(
+            pack.call(&ada, "read", read.clone()).await.unwrap()["text"],
+            "hi"
+        );
+        let err = pack.call(&eve, "read", read).await.unwrap_err();
+        assert_eq!(err.code(), codes::SESSION_NOT_FOUND);
+        assert_eq!(err.help(), Some("write one"));
+    }
+
+    #[tokio::test]
+    async fn arguments_are_checked_as_the_host_checks_them() {
+        let pack = PackTest::build(notes).start().unwrap();
+        let ada = Owner::new("acme", "ada");
+        let err = pack
+            .call(&ada, "write", json!({"txt": 1}))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), codes::INVALID_ARGUMENT);
+        assert!(err.message().starts_with("`notes.write`: "), "{err}");
+        let err = pack.call(&ada, "wirte", json!({})).await.unwrap_err();
+        assert_eq!(err.code(), codes::UNKNOWN_FUNCTION);
+        assert!(
+            err.message().contains("(has: misfit, read, write)"),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    #[should_panic(expected = "does not fit the output schema")]
+    async fn a_failure_shape_that_does_not_fit_fails_the_test() {
+        let pack = PackTest::build(notes).start().unwrap();
+        let _ = pack.call(&Owner::new("a", "b"), "misfit", json!({})).await;
+    }
 }

@@ -1,7 +1,12 @@
 //! `proj`: project paths and files, confined to project roots.
 //!
 //! The projects are the host's `[projects]` table in `packs.toml`
-//! (`name = "path"`); the pack itself takes no config. Functions:
+//! (`name = "path"`, or `name = { path = "path", orgs = ["acme"] }`); the
+//! pack itself takes no config. A caller sees the projects its organisation
+//! may see: those the host puts in the call's catalog (the one place the
+//! rule, `pack_api::projects`, is applied; code mode shows the same list).
+//! Any other name is an unknown project.
+//! Functions:
 //!
 //! - `proj.list()`: the configured projects and whether their roots exist.
 //! - `proj.path(name, sub)`: the absolute path of `sub` inside a project.
@@ -11,17 +16,18 @@
 //!
 //! Every caller-supplied path goes through [`confine::confine`]: relative
 //! paths only, no `..`, no symlink leading outside the root. The logic lives
-//! in plain functions taking [`State`] (tested directly); the async functions
-//! registered with the SDK only move that work onto a blocking thread.
+//! in plain functions taking [`State`], the projects one caller sees (tested
+//! directly); the async functions registered with the SDK pick that view
+//! for the caller and move the work onto a blocking thread.
 
 pub mod confine;
 pub mod files;
 pub mod grep;
 
 use std::{
-    collections::BTreeMap,
+    collections::{BTreeMap, HashMap},
     path::{Path, PathBuf},
-    sync::Arc,
+    sync::{Arc, Mutex},
 };
 
 use pack_sdk::{Context, Empty, Host, PackDef, PackError};
@@ -35,7 +41,27 @@ use crate::{
 /// Named in "unknown project" errors so a model sees what it can call.
 const FUNCTIONS: &str = "proj.list, proj.path, proj.read, proj.ls, proj.grep";
 
-/// The pack's state: the configured projects.
+/// The pack's state: the projects each organisation sees, as the host's
+/// catalog says on the first call of the organisation (the host applies
+/// `[projects]`' `orgs`; they do not change while it runs).
+#[derive(Debug, Default)]
+pub struct Projects {
+    by_org: Mutex<HashMap<String, Arc<State>>>,
+}
+
+impl Projects {
+    /// The projects the caller of `ctx` sees.
+    pub fn for_caller(&self, ctx: &Context) -> Arc<State> {
+        let org = ctx.org();
+        let mut by_org = self.by_org.lock().unwrap_or_else(|e| e.into_inner());
+        let state = by_org
+            .entry(org)
+            .or_insert_with(|| Arc::new(State::new(ctx.projects())));
+        Arc::clone(state)
+    }
+}
+
+/// The projects one caller sees.
 #[derive(Debug, Clone, Default)]
 pub struct State {
     projects: BTreeMap<String, PathBuf>,
@@ -47,7 +73,7 @@ impl State {
         Self { projects }
     }
 
-    /// The configured projects, sorted by name.
+    /// The projects, sorted by name.
     pub fn projects(&self) -> &BTreeMap<String, PathBuf> {
         &self.projects
     }
@@ -88,36 +114,41 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| PackError::internal(format!("proj worker thread failed: {e}")))?
 }
 
-async fn list(state: Arc<State>, _: Empty, _: Context) -> Result<ProjectList, PackError> {
+async fn list(all: Arc<Projects>, _: Empty, ctx: Context) -> Result<ProjectList, PackError> {
+    let state = all.for_caller(&ctx);
     blocking(move || Ok(files::list(&state))).await
 }
 
-async fn path(state: Arc<State>, args: PathArgs, _: Context) -> Result<PathResult, PackError> {
+async fn path(all: Arc<Projects>, args: PathArgs, ctx: Context) -> Result<PathResult, PackError> {
+    let state = all.for_caller(&ctx);
     blocking(move || files::path(&state, &args)).await
 }
 
-async fn read(state: Arc<State>, args: ReadArgs, _: Context) -> Result<ReadResult, PackError> {
+async fn read(all: Arc<Projects>, args: ReadArgs, ctx: Context) -> Result<ReadResult, PackError> {
+    let state = all.for_caller(&ctx);
     blocking(move || files::read(&state, &args)).await
 }
 
-async fn ls(state: Arc<State>, args: LsArgs, _: Context) -> Result<LsResult, PackError> {
+async fn ls(all: Arc<Projects>, args: LsArgs, ctx: Context) -> Result<LsResult, PackError> {
+    let state = all.for_caller(&ctx);
     blocking(move || files::ls(&state, &args)).await
 }
 
-async fn grep(state: Arc<State>, args: GrepArgs, ctx: Context) -> Result<GrepResult, PackError> {
+async fn grep(all: Arc<Projects>, args: GrepArgs, ctx: Context) -> Result<GrepResult, PackError> {
+    let state = all.for_caller(&ctx);
     // A blocking task outlives a dropped call, so the walk polls for cancellation.
     blocking(move || grep::grep(&state, &args, &|| ctx.is_cancelled())).await
 }
 
-fn pack() -> PackDef<State> {
+fn pack() -> PackDef<Projects> {
     PackDef::new(
         "proj",
         "Project paths and files: list projects, resolve paths, read, list and search files inside a project root",
-        |_: Empty, host: Host| Ok(State::new(host.projects())),
+        |_: Empty, _: Host| Ok(Projects::default()),
     )
     .function(
         "list",
-        "List the configured projects: name, absolute root path, and whether the root exists.",
+        "List the projects you can see: name, absolute root path, and whether the root exists.",
         list,
     )
     .function(
@@ -197,6 +228,59 @@ mod tests {
             for (arg, prop) in properties {
                 assert!(prop["description"].is_string(), "{function}.{arg}");
             }
+        }
+    }
+}
+
+/// The pack called in-process as callers of two organisations.
+#[cfg(test)]
+mod visibility {
+    use pack_sdk::{codes, json, owned::Owner, projects::Project, testing::PackTest};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_project_named_for_one_organisation_is_unknown_to_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("secret.txt"), "acme only\n").unwrap();
+        let closed = Project {
+            path: dir.path().to_path_buf(),
+            orgs: Some(vec!["acme".to_owned()]),
+        };
+        let pack = PackTest::build(pack)
+            .project("open", Project::everyone(dir.path()))
+            .project("acme-books", closed)
+            .start()
+            .unwrap();
+        let (ada, eve) = (Owner::new("acme", "ada"), Owner::new("evil", "eve"));
+        let names = |list: pack_sdk::Value| -> Vec<String> {
+            let projects = list["projects"].as_array().unwrap().iter();
+            projects
+                .map(|p| p["name"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        let listed = pack.call(&ada, "list", json!({})).await.unwrap();
+        assert_eq!(names(listed), ["acme-books", "open"]);
+        let listed = pack.call(&eve, "list", json!({})).await.unwrap();
+        assert_eq!(names(listed), ["open"]);
+        let read = json!({"name": "acme-books", "path": "secret.txt"});
+        let out = pack.call(&ada, "read", read.clone()).await.unwrap();
+        assert_eq!(out["content"], "acme only\n");
+        let unknown = json!({"name": "nope", "path": "secret.txt"});
+        let unknown = pack.call(&eve, "read", unknown).await.unwrap_err();
+        for (function, args) in [
+            ("read", read),
+            ("path", json!({"name": "acme-books"})),
+            ("ls", json!({"name": "acme-books"})),
+            ("grep", json!({"name": "acme-books", "pattern": "acme"})),
+        ] {
+            let err = pack.call(&eve, function, args).await.unwrap_err();
+            assert_eq!(err.code(), codes::NOT_FOUND, "{function}: {err}");
+            assert_eq!(
+                err.message().replace("acme-books", "nope"),
+                unknown.message(),
+                "{function}: an unknown project's error"
+            );
         }
     }
 }

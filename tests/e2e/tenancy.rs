@@ -1,0 +1,441 @@
+//! Tenancy through the real binary over HTTP: bearer tokens of two
+//! organisations (`acme`: ada and bob; `evil`: eve). State belongs to whoever
+//! created it: another caller gets exactly what an unknown id gets, and
+//! listings and error messages never show the owner's ids. Limits count per
+//! owner; `share = "org"` lets one organisation share; a project named for
+//! one organisation is unknown to the others.
+
+use packhost_tests::{
+    Recorder, TestHost, error_code, hello_section, http::HttpHost, is_error, ok, structured, text,
+};
+use rmcp::{RoleClient, model::CallToolResult, service::RunningService};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use crate::http::{call, token};
+
+type Client = RunningService<RoleClient, Recorder>;
+
+/// A host on `config` with a token each for ada and bob of `acme` and eve
+/// of `evil`.
+struct Tenants {
+    /// Runs until the test ends.
+    _host: HttpHost,
+    ada: Client,
+    bob: Client,
+    eve: Client,
+}
+
+impl Tenants {
+    async fn start(config: &str) -> Self {
+        let (ada, ada_entry) = token("ada", "acme", &[]);
+        let (bob, bob_entry) = token("bob", "acme", &[]);
+        let (eve, eve_entry) = token("eve", "evil", &[]);
+        let config = format!("{config}\n{ada_entry}\n{bob_entry}\n{eve_entry}\n");
+        let host = HttpHost::start(&config, &[]).await;
+        Self {
+            ada: host.client(Some(&ada)).await.expect("connect"),
+            bob: host.client(Some(&bob)).await.expect("connect"),
+            eve: host.client(Some(&eve)).await.expect("connect"),
+            _host: host,
+        }
+    }
+}
+
+fn jupyter(extra: &str) -> String {
+    let python = crate::jupyter::python();
+    format!("[packs.jupyter]\ntimeout_ms = 600000\nconfig = {{ python = {python:?}{extra} }}\n")
+}
+
+fn exec_ts(notebooks: &TempDir, extra: &str) -> String {
+    format!(
+        "[packs.exec_ts]\ntimeout_ms = 600000\nconfig = {{ notebooks_dir = {:?}, pool_size = 0{extra} }}\n",
+        notebooks.path().display().to_string()
+    )
+}
+
+fn id(value: &Value, key: &str) -> String {
+    value[key].as_str().expect(key).to_owned()
+}
+
+/// `stolen` (a call on someone else's `id`) failed exactly as `unknown`
+/// (the same call on `unknown_id`, which nobody has) with `code`, and shows
+/// none of `secrets` (the owner's other ids, its data) anywhere.
+#[track_caller]
+fn as_unknown(
+    stolen: &CallToolResult,
+    unknown: &CallToolResult,
+    id: &str,
+    unknown_id: &str,
+    code: &str,
+    secrets: &[&str],
+) {
+    assert!(is_error(stolen), "got: {}", text(stolen));
+    assert_eq!(error_code(stolen), code, "{}", text(stolen));
+    assert_eq!(
+        text(stolen).replace(id, unknown_id),
+        text(unknown),
+        "someone else's id must read as an unknown one"
+    );
+    assert_eq!(
+        structured(stolen).to_string().replace(id, unknown_id),
+        structured(unknown).to_string()
+    );
+    let everything = format!("{stolen:?}");
+    for secret in secrets.iter().filter(|s| **s != id) {
+        assert!(
+            !everything.contains(secret),
+            "`{secret}` leaked: {everything}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn jupyter_sessions_of_one_organisation_are_unknown_to_another() {
+    let t = Tenants::start(&jupyter("")).await;
+    let plain = ok(&call(&t.ada, "jupyter.session_create", json!({})).await);
+    let notebook = ok(&call(
+        &t.ada,
+        "jupyter.session_create",
+        json!({"notebook_path": "books.ipynb"}),
+    )
+    .await);
+    let session = id(&plain, "session_id");
+    let (nb_session, nb_kernel) = (id(&notebook, "session_id"), id(&notebook, "kernel_id"));
+    let run = |id: &str, code: &str| json!({"session_id": id, "code": code});
+    ok(&call(
+        &t.ada,
+        "jupyter.execute_code",
+        run(&session, "secret = 'acme-secret'"),
+    )
+    .await);
+    let secrets = [
+        session.as_str(),
+        &nb_session,
+        &nb_kernel,
+        "acme-secret",
+        "books.ipynb",
+    ];
+    // Eve (another organisation) and bob (another user of acme, `share` is
+    // `user` by default) list none of ada's sessions.
+    for client in [&t.eve, &t.bob] {
+        let listed = ok(&call(client, "jupyter.session_list", json!({})).await);
+        assert_eq!(listed["sessions"], json!([]), "{listed}");
+    }
+    // Every function that takes a session id, by session id and by kernel
+    // id: what an id nobody has gets.
+    for client in [&t.eve, &t.bob] {
+        for id in [&session, &nb_session, &nb_kernel] {
+            for (function, args) in [
+                ("jupyter.execute_code", run(id, "secret")),
+                ("jupyter.interrupt", json!({"session_id": id})),
+                ("jupyter.restart", json!({"session_id": id})),
+                ("jupyter.session_close", json!({"session_id": id})),
+            ] {
+                let stolen = call(client, function, args.clone()).await;
+                let unknown_args = args.to_string().replace(id.as_str(), "s-unknown");
+                let unknown = call(
+                    client,
+                    function,
+                    serde_json::from_str(&unknown_args).unwrap(),
+                )
+                .await;
+                as_unknown(
+                    &stolen,
+                    &unknown,
+                    id,
+                    "s-unknown",
+                    "SESSION_NOT_FOUND",
+                    &secrets,
+                );
+            }
+        }
+    }
+    // Ada's sessions are as she left them: nothing ran, restarted or closed.
+    let out = ok(&call(&t.ada, "jupyter.execute_code", run(&session, "secret")).await);
+    assert_eq!(out["result"], "'acme-secret'");
+    assert_eq!(out["execution_count"], 2);
+    let listed = ok(&call(&t.ada, "jupyter.session_list", json!({})).await);
+    assert_eq!(listed["sessions"].as_array().unwrap().len(), 2, "{listed}");
+    // Eve's own listing error names only hers.
+    let mine = ok(&call(&t.eve, "jupyter.session_create", json!({})).await);
+    let unknown = call(&t.eve, "jupyter.execute_code", run(&session, "1")).await;
+    assert!(
+        text(&unknown).contains(&format!("(your sessions: {})", id(&mine, "session_id"))),
+        "{}",
+        text(&unknown)
+    );
+}
+
+#[tokio::test]
+async fn jupyter_limits_count_per_owner_and_for_the_host() {
+    let t = Tenants::start(&jupyter(", max_sessions = 2, max_sessions_per_owner = 1")).await;
+    let mine = ok(&call(&t.ada, "jupyter.session_create", json!({})).await);
+    let mine = id(&mine, "session_id");
+    let refused = call(&t.ada, "jupyter.session_create", json!({})).await;
+    assert_eq!(error_code(&refused), "LIMIT_EXCEEDED", "{}", text(&refused));
+    assert!(
+        text(&refused).contains("(`max_sessions_per_owner`)") && text(&refused).contains(&mine),
+        "{}",
+        text(&refused)
+    );
+    // Another organisation still has room of its own.
+    let theirs = ok(&call(&t.eve, "jupyter.session_create", json!({})).await);
+    let theirs = id(&theirs, "session_id");
+    // Now the host is full: bob is told so, with no one else's ids.
+    let full = call(&t.bob, "jupyter.session_create", json!({})).await;
+    assert_eq!(error_code(&full), "LIMIT_EXCEEDED", "{}", text(&full));
+    assert!(text(&full).contains("(`max_sessions`)"), "{}", text(&full));
+    assert!(
+        !text(&full).contains(&mine) && !text(&full).contains(&theirs),
+        "{}",
+        text(&full)
+    );
+    ok(&call(
+        &t.eve,
+        "jupyter.session_close",
+        json!({"session_id": theirs}),
+    )
+    .await);
+    ok(&call(&t.bob, "jupyter.session_create", json!({})).await);
+}
+
+/// Every `exec_ts` function that takes a session id, on `session`.
+fn notebook_calls(session: &str, cell: &str) -> Vec<(&'static str, Value)> {
+    vec![
+        ("exec_ts.cell_list", json!({"sessionId": session})),
+        (
+            "exec_ts.cell_create",
+            json!({"sessionId": session, "source": "console.log(1)"}),
+        ),
+        (
+            "exec_ts.cell_update",
+            json!({"sessionId": session, "cellId": cell, "source": "console.log(2)"}),
+        ),
+        (
+            "exec_ts.cell_execute",
+            json!({"sessionId": session, "cellId": cell}),
+        ),
+        (
+            "exec_ts.cell_delete",
+            json!({"sessionId": session, "cellId": cell}),
+        ),
+        ("exec_ts.session_export", json!({"sessionId": session})),
+        ("exec_ts.npm_install", json!({"sessionId": session})),
+        ("exec_ts.session_delete", json!({"sessionId": session})),
+    ]
+}
+
+#[tokio::test]
+async fn exec_ts_notebooks_of_one_organisation_are_unknown_to_another_across_restarts() {
+    let notebooks = TempDir::new().unwrap();
+    let t = Tenants::start(&exec_ts(&notebooks, "")).await;
+    let created = ok(&call(
+        &t.ada,
+        "exec_ts.session_create",
+        json!({"title": "acme books"}),
+    )
+    .await);
+    let session = id(&created, "sessionId");
+    let cell = ok(&call(
+        &t.ada,
+        "exec_ts.cell_create",
+        json!({"sessionId": session, "filename": "books.ts", "source": "console.log('acme-secret')"}),
+    )
+    .await);
+    let cell = id(&cell, "cellId");
+    let imported = ok(&call(
+        &t.ada,
+        "exec_ts.session_import",
+        json!({"markdown": "# acme imported\n"}),
+    )
+    .await);
+    let other = id(&imported, "sessionId");
+    let secrets = [
+        session.as_str(),
+        &other,
+        &cell,
+        "acme-secret",
+        "acme books",
+        "books.ts",
+    ];
+    notebook_attacks(&t, &session, &cell, &secrets).await;
+    notebook_intact(&t, &session, &cell).await;
+    // The owner is on disk: a new host over the same notebooks knows it.
+    drop(t);
+    let t = Tenants::start(&exec_ts(&notebooks, "")).await;
+    notebook_attacks(&t, &session, &cell, &secrets).await;
+    notebook_intact(&t, &session, &cell).await;
+}
+
+/// Eve (another organisation) and bob (another user of acme) list none of
+/// ada's notebooks, and every function on ada's `session` answers as for an
+/// id nobody has.
+async fn notebook_attacks(t: &Tenants, session: &str, cell: &str, secrets: &[&str]) {
+    for client in [&t.eve, &t.bob] {
+        let listed = ok(&call(client, "exec_ts.session_list", json!({})).await);
+        assert_eq!(listed["sessions"], json!([]), "{listed}");
+        for ((function, args), (_, unknown)) in notebook_calls(session, cell)
+            .into_iter()
+            .zip(notebook_calls("s-unknown", cell))
+        {
+            let stolen = call(client, function, args).await;
+            let unknown = call(client, function, unknown).await;
+            as_unknown(
+                &stolen,
+                &unknown,
+                session,
+                "s-unknown",
+                "SESSION_NOT_FOUND",
+                secrets,
+            );
+        }
+    }
+}
+
+/// Ada's notebook as she left it: its cell, its output, both sessions.
+async fn notebook_intact(t: &Tenants, session: &str, cell: &str) {
+    let cells = ok(&call(&t.ada, "exec_ts.cell_list", json!({"sessionId": session})).await);
+    assert_eq!(cells["cells"].as_array().unwrap().len(), 1, "{cells}");
+    let out = ok(&call(
+        &t.ada,
+        "exec_ts.cell_execute",
+        json!({"sessionId": session, "cellId": cell}),
+    )
+    .await);
+    assert_eq!(out["stdout"], "acme-secret\n");
+    let listed = ok(&call(&t.ada, "exec_ts.session_list", json!({})).await);
+    assert_eq!(listed["sessions"].as_array().unwrap().len(), 2, "{listed}");
+}
+
+#[tokio::test]
+async fn share_org_lets_one_organisation_share_its_sessions() {
+    let notebooks = TempDir::new().unwrap();
+    let config = jupyter(", share = \"org\"") + &exec_ts(&notebooks, ", share = \"org\"");
+    let t = Tenants::start(&config).await;
+    let kernel = ok(&call(&t.ada, "jupyter.session_create", json!({})).await);
+    let kernel = id(&kernel, "session_id");
+    let run = |code: &str| json!({"session_id": kernel, "code": code});
+    ok(&call(&t.ada, "jupyter.execute_code", run("shared = 6 * 7")).await);
+    let out = ok(&call(&t.bob, "jupyter.execute_code", run("shared")).await);
+    assert_eq!(out["result"], "42");
+    let notebook = ok(&call(&t.ada, "exec_ts.session_create", json!({})).await);
+    let notebook = id(&notebook, "sessionId");
+    ok(&call(
+        &t.bob,
+        "exec_ts.cell_create",
+        json!({"sessionId": notebook, "source": "console.log('by bob')"}),
+    )
+    .await);
+    let listed = ok(&call(&t.bob, "exec_ts.session_list", json!({})).await);
+    assert_eq!(listed["sessions"][0]["sessionId"], notebook.as_str());
+    // The organisation, and only it.
+    let stolen = call(&t.eve, "jupyter.execute_code", run("shared")).await;
+    assert_eq!(
+        error_code(&stolen),
+        "SESSION_NOT_FOUND",
+        "{}",
+        text(&stolen)
+    );
+    let stolen = call(&t.eve, "exec_ts.cell_list", json!({"sessionId": notebook})).await;
+    assert_eq!(
+        error_code(&stolen),
+        "SESSION_NOT_FOUND",
+        "{}",
+        text(&stolen)
+    );
+    for function in ["jupyter.session_list", "exec_ts.session_list"] {
+        let listed = ok(&call(&t.eve, function, json!({})).await);
+        assert_eq!(listed["sessions"], json!([]), "{function}: {listed}");
+    }
+}
+
+#[tokio::test]
+async fn an_ownerless_notebook_session_is_the_stdio_identitys_alone() {
+    let notebooks = TempDir::new().unwrap();
+    let identity = "[identity]\nuser = \"root\"\norg = \"local\"\n";
+    let stdio = TestHost::start(&(exec_ts(&notebooks, "") + identity)).await;
+    let created = ok(&stdio.call("exec_ts.session_create", json!({})).await);
+    let session = id(&created, "sessionId");
+    // As sessions were written before owners were recorded.
+    let file = notebooks.path().join(&session).join("session.json");
+    let mut meta: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(meta["owner"], json!({"org": "local", "user": "root"}));
+    meta.as_object_mut().unwrap().remove("owner");
+    std::fs::write(&file, meta.to_string()).unwrap();
+    let listed = ok(&stdio.call("exec_ts.session_list", json!({})).await);
+    assert_eq!(listed["sessions"][0]["sessionId"], session.as_str());
+    ok(&stdio
+        .call("exec_ts.cell_list", json!({"sessionId": session}))
+        .await);
+    let t = Tenants::start(&(exec_ts(&notebooks, "") + identity)).await;
+    for client in [&t.ada, &t.eve] {
+        let listed = ok(&call(client, "exec_ts.session_list", json!({})).await);
+        assert_eq!(listed["sessions"], json!([]), "{listed}");
+        let stolen = call(client, "exec_ts.cell_list", json!({"sessionId": session})).await;
+        assert_eq!(
+            error_code(&stolen),
+            "SESSION_NOT_FOUND",
+            "{}",
+            text(&stolen)
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_project_named_for_one_organisation_is_unknown_to_the_others() {
+    let (open, books) = (TempDir::new().unwrap(), TempDir::new().unwrap());
+    std::fs::write(books.path().join("ledger.txt"), "acme-secret\n").unwrap();
+    let config = format!(
+        "[packs.proj]\n{}\n[projects]\nopen = {:?}\nbooks = {{ path = {:?}, orgs = [\"acme\"] }}\n",
+        hello_section(""),
+        open.path().display().to_string(),
+        books.path().display().to_string(),
+    );
+    let t = Tenants::start(&config).await;
+    let names = |list: &Value| -> Vec<String> {
+        let projects = list["projects"].as_array().unwrap().iter();
+        projects
+            .map(|p| p["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let listed = ok(&call(&t.ada, "proj.list", json!({})).await);
+    assert_eq!(names(&listed), ["books", "open"]);
+    let listed = ok(&call(&t.eve, "proj.list", json!({})).await);
+    assert_eq!(names(&listed), ["open"]);
+    let read = json!({"name": "books", "path": "ledger.txt"});
+    let out = ok(&call(&t.ada, "proj.read", read).await);
+    assert_eq!(out["content"], "acme-secret\n");
+    let books_path = books.path().display().to_string();
+    let secrets = ["acme-secret", books_path.as_str()];
+    for (function, args) in [
+        ("proj.read", json!({"name": "books", "path": "ledger.txt"})),
+        ("proj.path", json!({"name": "books"})),
+        ("proj.ls", json!({"name": "books"})),
+        ("proj.grep", json!({"name": "books", "pattern": "acme"})),
+    ] {
+        let stolen = call(&t.eve, function, args.clone()).await;
+        let unknown = args.to_string().replace("\"books\"", "\"nope\"");
+        let unknown = call(&t.eve, function, serde_json::from_str(&unknown).unwrap()).await;
+        as_unknown(&stolen, &unknown, "books", "nope", "NOT_FOUND", &secrets);
+    }
+    // Code mode's catalog (what `proj.<project>` in Python is made from).
+    let catalog = ok(&call(&t.eve, "hello.catalog", json!({})).await);
+    assert_eq!(
+        catalog["projects"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["open"]
+    );
+    let catalog = ok(&call(&t.ada, "hello.catalog", json!({})).await);
+    assert_eq!(
+        catalog["projects"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["books", "open"]
+    );
+}
