@@ -21,7 +21,7 @@ use packhost_tests::{
     bench::{Row, arg, ms, percentile, print_table, ratio},
     is_error,
     jupyter::JupyterServer,
-    structured, text,
+    structured, text, venv_python,
 };
 use rmcp::{
     ServiceExt,
@@ -101,15 +101,6 @@ impl Reference {
     }
 }
 
-fn python() -> String {
-    std::env::var("PACKHOST_TEST_PYTHON").unwrap_or_else(|_| {
-        PathBuf::from(std::env::var("HOME").unwrap_or_default())
-            .join(".cache/packhost-venv/bin/python")
-            .display()
-            .to_string()
-    })
-}
-
 async fn call_ok(host: &TestHost, name: &str, args: Value) -> Value {
     let result = host.call(name, args).await;
     assert!(!is_error(&result), "{name}: {}", text(&result));
@@ -178,7 +169,7 @@ async fn main() {
     let calls = arg("--calls", 200);
     let starts = arg("--starts", 5);
     let mcp_calls = arg("--mcp-calls", 20);
-    let python = python();
+    let python = venv_python();
 
     let mut reference = Reference::start(&python).await;
     let config =

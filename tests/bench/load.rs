@@ -92,12 +92,7 @@ async fn round(host: &HttpHost, clients: usize, calls: usize, session: &str) -> 
 async fn main() {
     let clients = arg("--clients", 100);
     let calls = arg("--calls", 100);
-    let python = std::env::var("PACKHOST_TEST_PYTHON").unwrap_or_else(|_| {
-        format!(
-            "{}/.cache/packhost-venv/bin/python",
-            std::env::var("HOME").unwrap_or_default()
-        )
-    });
+    let python = packhost_tests::venv_python();
     let config = format!(
         "[packs.proj]\n[packs.exec_py]\nconfig = {{ pool_size = 4 }}\n[packs.jupyter]\nconfig = {{ python = \"{python}\" }}\n\
          [projects]\nload = \"{}\"\n[http]\nmax_sessions = {}\n",

@@ -7,30 +7,18 @@
 //! makes in `~/.cache/packhost-venv`.
 
 use std::{
-    path::PathBuf,
     process::Command,
     time::{Duration, Instant},
 };
 
-use packhost_tests::{TestHost, failed, is_error, jupyter::JupyterServer, ok, structured, text};
+use packhost_tests::{
+    TestHost, failed, is_error, jupyter::JupyterServer, ok, structured, text, venv_python,
+};
 use serde_json::{Value, json};
-
-pub(crate) fn python() -> String {
-    if let Ok(python) = std::env::var("PACKHOST_TEST_PYTHON") {
-        return python;
-    }
-    let venv = PathBuf::from(std::env::var("HOME").unwrap_or_default())
-        .join(".cache/packhost-venv/bin/python");
-    assert!(
-        venv.exists(),
-        "no Python with ipykernel: run `./dev test` (it installs tests/requirements.txt into ~/.cache/packhost-venv), or set PACKHOST_TEST_PYTHON"
-    );
-    venv.display().to_string()
-}
 
 /// A `[packs.jupyter]` section; `extra` is more `key = value` of its config.
 fn config(extra: &str) -> String {
-    let python = python();
+    let python = venv_python();
     format!("[packs.jupyter]\ntimeout_ms = 600000\nconfig = {{ python = {python:?}{extra} }}\n")
 }
 
@@ -397,7 +385,7 @@ async fn local_session_limit_and_idle_expiry() {
 async fn local_missing_ipykernel_names_the_fix() {
     // A Python without ipykernel: a bare venv of the test interpreter.
     let dir = tempfile::TempDir::new().unwrap();
-    let status = Command::new(python())
+    let status = Command::new(venv_python())
         .args(["-m", "venv", "--without-pip"])
         .arg(dir.path().join("bare"))
         .status()
@@ -477,7 +465,7 @@ async fn local_sigkill_of_the_host_leaves_no_kernel_behind() {
 
 /// A real `jupyter server` for this test's host.
 fn jupyter_server() -> JupyterServer {
-    JupyterServer::start(&python()).unwrap_or_else(|e| panic!("{e}"))
+    JupyterServer::start(&venv_python()).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The host config using `server` as the jupyter backend.

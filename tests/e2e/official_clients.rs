@@ -14,23 +14,10 @@ use std::{path::PathBuf, process::Stdio, time::Duration};
 use packhost_tests::{
     downstream::{everything_stdio, integrations},
     http::HttpHost,
-    packhost_bin,
+    packhost_bin, venv_python,
 };
 use serde_json::{Value, json};
 use tempfile::TempDir;
-
-/// The Python with ipykernel, Pillow and `mcp` (`./dev test`'s venv).
-fn python() -> String {
-    std::env::var("PACKHOST_TEST_PYTHON").unwrap_or_else(|_| {
-        let venv = PathBuf::from(std::env::var("HOME").unwrap_or_default())
-            .join(".cache/packhost-venv/bin/python");
-        assert!(
-            venv.exists(),
-            "no test venv: run `./dev test` (it installs tests/requirements.txt into ~/.cache/packhost-venv), or set PACKHOST_TEST_PYTHON"
-        );
-        venv.display().to_string()
-    })
-}
 
 /// The TypeScript SDK's package directory, exported by `./dev test`.
 fn ts_sdk() -> String {
@@ -405,7 +392,7 @@ fn setup(extra: &str) -> (TempDir, String, String) {
          [packs.remote_mcp]\nconfig = {{ database = {database:?} }}\n\
          [packs.everything]\nkind = \"mcp\"\ncommand = {everything:?}\n\
          {extra}\n",
-        python = python(),
+        python = venv_python(),
         everything = everything_stdio(),
     );
     std::fs::write(dir.path().join("packs.toml"), &config).unwrap();
@@ -433,7 +420,7 @@ async fn drive(
     std::fs::write(&spec_path, spec.to_string()).unwrap();
     let mut command = match sdk {
         Sdk::Python => {
-            let mut command = tokio::process::Command::new(python());
+            let mut command = tokio::process::Command::new(venv_python());
             command.arg(script("client.py"));
             command
         }

@@ -43,7 +43,7 @@ impl Tenants {
 }
 
 fn jupyter(extra: &str) -> String {
-    let python = crate::jupyter::python();
+    let python = packhost_tests::venv_python();
     format!("[packs.jupyter]\ntimeout_ms = 600000\nconfig = {{ python = {python:?}{extra} }}\n")
 }
 

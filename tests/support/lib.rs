@@ -236,6 +236,23 @@ impl TestHost {
     }
 }
 
+/// The test venv's Python (ipykernel, jupyter_server, Pillow, `mcp`):
+/// `PACKHOST_TEST_PYTHON`, which `./dev test` and `./dev bench` set, else
+/// the venv they make.
+pub fn venv_python() -> String {
+    if let Ok(python) = std::env::var("PACKHOST_TEST_PYTHON") {
+        return python;
+    }
+    let venv = PathBuf::from(std::env::var("HOME").unwrap_or_default())
+        .join(".cache/packhost-venv/bin/python");
+    assert!(
+        venv.exists(),
+        "no test venv: run `./dev test` (it installs tests/requirements.txt into \
+         ~/.cache/packhost-venv), or set PACKHOST_TEST_PYTHON"
+    );
+    venv.display().to_string()
+}
+
 /// Wait until process group `group` has no live member (zombies do not
 /// count: they only wait for their reaper); after `within`, `Err` with the
 /// members still alive.
