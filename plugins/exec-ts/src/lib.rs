@@ -1121,7 +1121,14 @@ mod result_schemas {
 /// callers of two organisations.
 #[cfg(test)]
 mod ownership {
-    use pack_sdk::{Value, json, owned::Owner, testing::PackTest};
+    use pack_sdk::{
+        Value, json,
+        owned::Owner,
+        testing::{
+            PackTest,
+            callers::{ada, bob, eve},
+        },
+    };
 
     use super::*;
 
@@ -1131,16 +1138,6 @@ mod ownership {
             .identity(Owner::new("local", "root"))
             .start()
             .unwrap()
-    }
-
-    fn ada() -> Owner {
-        Owner::new("acme", "ada")
-    }
-    fn bob() -> Owner {
-        Owner::new("acme", "bob")
-    }
-    fn eve() -> Owner {
-        Owner::new("evil", "eve")
     }
 
     async fn ids(pack: &PackTest, caller: &Owner) -> Vec<String> {

@@ -703,7 +703,14 @@ mod result_schemas {
 /// `PACKHOST_TEST_PYTHON`, which `./dev test` sets, else its venv).
 #[cfg(test)]
 mod ownership {
-    use pack_sdk::{json, owned::Owner, testing::PackTest};
+    use pack_sdk::{
+        json,
+        owned::Owner,
+        testing::{
+            PackTest,
+            callers::{ada, bob, eve},
+        },
+    };
 
     use super::*;
 
@@ -727,16 +734,6 @@ mod ownership {
             .unwrap()
             .extend(extra.as_object().unwrap().clone());
         PackTest::build(pack).config(config).start().unwrap()
-    }
-
-    fn ada() -> Owner {
-        Owner::new("acme", "ada")
-    }
-    fn bob() -> Owner {
-        Owner::new("acme", "bob")
-    }
-    fn eve() -> Owner {
-        Owner::new("evil", "eve")
     }
 
     async fn create(pack: &PackTest, owner: &Owner, args: Value) -> (String, String) {
