@@ -29,7 +29,7 @@ use std::{
 use pack_process::EnvAllowList;
 use pack_sdk::{
     Context, Empty, Host, PackDef, PackError, codes,
-    owned::{Ownership, Share},
+    owned::{Limits, Ownership, Share},
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -78,6 +78,21 @@ pub struct Config {
     /// organisation).
     #[serde(default)]
     pub share: Share,
+    /// Notebook sessions on this host at most. Default 1000.
+    #[serde(default = "default_max_sessions")]
+    pub max_sessions: usize,
+    /// Sessions one owner (a user, or with `share = "org"` an organisation)
+    /// may have at most. Default 100.
+    #[serde(default = "default_max_sessions_per_owner")]
+    pub max_sessions_per_owner: usize,
+}
+
+fn default_max_sessions() -> usize {
+    1000
+}
+
+fn default_max_sessions_per_owner() -> usize {
+    100
 }
 
 fn default_node() -> PathBuf {
@@ -142,7 +157,14 @@ impl State {
         );
         Ok(Self {
             runner,
-            notebooks: Notebooks::new(notebooks_dir, ownership),
+            notebooks: Notebooks::new(
+                notebooks_dir,
+                ownership,
+                Limits {
+                    max: config.max_sessions,
+                    per_owner: config.max_sessions_per_owner,
+                },
+            ),
             lock: Mutex::new(()),
         })
     }
@@ -1274,6 +1296,47 @@ mod ownership {
             .unwrap_err();
         assert_eq!(err.code(), codes::SESSION_NOT_FOUND);
         pack.call(&identity, "cell_list", args).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn sessions_are_limited_per_owner_and_for_the_host() {
+        let root = tempfile::tempdir().unwrap();
+        let pack = PackTest::build(pack)
+            .config(json!({
+                "notebooks_dir": root.path(), "pool_size": 0,
+                "max_sessions": 3, "max_sessions_per_owner": 2
+            }))
+            .start()
+            .unwrap();
+        let create = |caller: Owner| {
+            let pack = &pack;
+            async move { pack.call(&caller, "session_create", json!({})).await }
+        };
+        create(ada()).await.unwrap();
+        create(ada()).await.unwrap();
+        let full = create(ada()).await.unwrap_err();
+        assert_eq!(full.code(), "LIMIT_EXCEEDED");
+        assert!(
+            full.to_string().contains("`max_sessions_per_owner`"),
+            "{full}"
+        );
+        let mine = ids(&pack, &ada()).await;
+        assert!(
+            mine.iter().all(|id| full.to_string().contains(id)),
+            "{full}"
+        );
+        create(bob()).await.unwrap();
+        let host_full = create(eve()).await.unwrap_err();
+        assert_eq!(host_full.code(), "LIMIT_EXCEEDED");
+        assert!(
+            host_full.to_string().contains("`max_sessions`"),
+            "{host_full}"
+        );
+        // Nobody else's ids.
+        for id in mine.iter().chain(&ids(&pack, &bob()).await) {
+            assert!(!host_full.to_string().contains(id.as_str()), "{host_full}");
+        }
+        pack.shutdown().await;
     }
 
     #[tokio::test]

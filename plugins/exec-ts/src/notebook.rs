@@ -33,7 +33,7 @@ use std::{
 
 use pack_sdk::{
     Context, PackError, Value, codes,
-    owned::{Owner, Ownership},
+    owned::{Kind, Limits, Owner, Ownership},
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -141,6 +141,7 @@ impl CellMeta {
 pub struct Notebooks {
     root: PathBuf,
     ownership: Ownership,
+    limits: Limits,
 }
 
 /// Whether `id` can name a session or cell: 1–64 of `[A-Za-z0-9_-]`.
@@ -202,8 +203,12 @@ pub const TSCONFIG_JSON: &str = r#"{
 impl Notebooks {
     /// Sessions under `root` (created when the first session is), shared
     /// as `ownership` says.
-    pub fn new(root: PathBuf, ownership: Ownership) -> Self {
-        Self { root, ownership }
+    pub fn new(root: PathBuf, ownership: Ownership, limits: Limits) -> Self {
+        Self {
+            root,
+            ownership,
+            limits,
+        }
     }
 
     /// Who the call of `ctx` is, for the operations below.
@@ -223,15 +228,22 @@ impl Notebooks {
 
     /// The ids of the sessions `caller` may use, sorted.
     pub fn ids(&self, caller: &Owner) -> Vec<String> {
-        let mut ids: Vec<String> = fs::read_dir(&self.root)
+        let mut ids: Vec<String> = self
+            .all_ids()
+            .filter(|id| self.allowed(id, caller))
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    /// Every session's id, whoever owns it.
+    fn all_ids(&self) -> impl Iterator<Item = String> {
+        fs::read_dir(&self.root)
             .into_iter()
             .flatten()
             .flatten()
             .filter_map(|entry| entry.file_name().into_string().ok())
-            .filter(|id| valid_id(id) && self.allowed(id, caller))
-            .collect();
-        ids.sort();
-        ids
+            .filter(|id| valid_id(id))
     }
 
     /// `SESSION_NOT_FOUND` for `id`, listing the sessions `caller` may use.
@@ -308,6 +320,15 @@ impl Notebooks {
         package_json: &str,
         owner: &Owner,
     ) -> Result<SessionMeta, PackError> {
+        let mine = self.ids(owner);
+        let kind = Kind {
+            limit_help: "delete one of yours with exec_ts.session_delete(sessionId), or raise \
+                         the limit in [packs.exec_ts] config",
+            ..Kind::sessions("create one with exec_ts.session_create()")
+        };
+        let share = self.ownership.share();
+        self.limits
+            .check(&kind, share, &mine, mine.len(), self.all_ids().count())?;
         let id = new_id("s");
         let dir = self.dir(&id);
         fs::create_dir_all(dir.join("src")).map_err(|e| io_error(&dir, e))?;
@@ -422,7 +443,11 @@ mod tests {
 
     fn notebooks(root: &Path, share: Share) -> Notebooks {
         let rule = Ownership::with_unowned(share, Owner::new("local", "local"));
-        Notebooks::new(root.into(), rule)
+        let limits = Limits {
+            max: 1000,
+            per_owner: 100,
+        };
+        Notebooks::new(root.into(), rule, limits)
     }
 
     #[test]

@@ -168,6 +168,55 @@ pub struct Limits {
     pub per_owner: usize,
 }
 
+impl Limits {
+    /// Whether one more item fits: `held` of the owner's (among them `mine`,
+    /// the ids listed to the caller) and `total` on the host. The error names
+    /// neither the ids nor the number of anyone else's.
+    pub fn check(
+        &self,
+        kind: &Kind,
+        share: Share,
+        mine: &[String],
+        held: usize,
+        total: usize,
+    ) -> Result<(), PackError> {
+        let noun = kind.noun;
+        let listed = if mine.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", mine.join(", "))
+        };
+        if held >= self.per_owner {
+            return Err(PackError::new(
+                codes::LIMIT_EXCEEDED,
+                format!(
+                    "{} {held} {noun}(s) open, the most one owner may have is {} \
+                     (`max_{noun}s_per_owner`){listed}",
+                    share.unit(),
+                    self.per_owner,
+                ),
+            )
+            .with_help(kind.limit_help));
+        }
+        if total >= self.max {
+            return Err(PackError::new(
+                codes::LIMIT_EXCEEDED,
+                format!(
+                    "this host has reached its limit of {} open {noun}s (`max_{noun}s`){}",
+                    self.max,
+                    if mine.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; yours{listed}")
+                    }
+                ),
+            )
+            .with_help(kind.limit_help));
+        }
+        Ok(())
+    }
+}
+
 /// One item of a [`Table`]: the value, its id, owner, and when it was last
 /// used.
 pub struct Entry<T> {
@@ -355,47 +404,20 @@ impl<T: Send + Sync + 'static> Table<T> {
     /// limit reached (and only the caller's own ids).
     pub fn reserve(&self, caller: &Owner) -> Result<Slot<'_, T>, PackError> {
         let mut rows = self.rows();
-        let noun = self.kind.noun;
         let mine = visible_ids(&rows, self.share, caller);
         let mine_starting = rows
             .starting
             .iter()
             .filter(|o| self.share.allows(o, caller))
             .count();
-        let listed = if mine.is_empty() {
-            String::new()
-        } else {
-            format!(": {}", mine.join(", "))
-        };
-        if mine.len() + mine_starting >= self.limits.per_owner {
-            return Err(PackError::new(
-                codes::LIMIT_EXCEEDED,
-                format!(
-                    "{} {} {noun}(s) open, the most one owner may have is {} \
-                     (`max_{noun}s_per_owner`){listed}",
-                    self.share.unit(),
-                    mine.len() + mine_starting,
-                    self.limits.per_owner,
-                ),
-            )
-            .with_help(self.kind.limit_help));
-        }
-        if rows.entries.len() + rows.starting.len() >= self.limits.max {
-            // Others' items are neither listed nor counted.
-            return Err(PackError::new(
-                codes::LIMIT_EXCEEDED,
-                format!(
-                    "this host has reached its limit of {} open {noun}s (`max_{noun}s`){}",
-                    self.limits.max,
-                    if mine.is_empty() {
-                        String::new()
-                    } else {
-                        format!("; yours{listed}")
-                    }
-                ),
-            )
-            .with_help(self.kind.limit_help));
-        }
+        let total = rows.entries.len() + rows.starting.len();
+        self.limits.check(
+            &self.kind,
+            self.share,
+            &mine,
+            mine.len() + mine_starting,
+            total,
+        )?;
         rows.starting.push(caller.clone());
         Ok(Slot {
             table: self,
