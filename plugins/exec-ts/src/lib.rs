@@ -148,6 +148,11 @@ impl State {
                 })?
                 .join(".packhost/notebooks"),
         };
+        let limits = Limits {
+            max: config.max_sessions,
+            per_owner: config.max_sessions_per_owner,
+        };
+        let notebooks = Notebooks::new(notebooks_dir, ownership, limits)?;
         let tools = Tools::find(&config.node);
         let runner = Runner::new(
             tools,
@@ -157,14 +162,7 @@ impl State {
         );
         Ok(Self {
             runner,
-            notebooks: Notebooks::new(
-                notebooks_dir,
-                ownership,
-                Limits {
-                    max: config.max_sessions,
-                    per_owner: config.max_sessions_per_owner,
-                },
-            ),
+            notebooks,
             lock: Mutex::new(()),
         })
     }
@@ -1337,6 +1335,16 @@ mod ownership {
             assert!(!host_full.to_string().contains(id.as_str()), "{host_full}");
         }
         pack.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn a_limit_of_zero_is_refused_at_start() {
+        let root = tempfile::tempdir().unwrap();
+        let started = PackTest::build(pack)
+            .config(json!({"notebooks_dir": root.path(), "pool_size": 0, "max_sessions": 0}))
+            .start();
+        let error = started.err().expect("a limit of 0 is refused");
+        assert!(error.to_string().contains("`max_sessions` is 0"), "{error}");
     }
 
     #[tokio::test]

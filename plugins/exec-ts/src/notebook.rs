@@ -184,6 +184,15 @@ pub fn new_id(prefix: &str) -> String {
     format!("{prefix}{:012x}", hasher.finish() & 0xffff_ffff_ffff)
 }
 
+/// What the limits call notebook sessions, and how to free one.
+fn sessions() -> Kind {
+    Kind {
+        limit_help: "delete one of yours with exec_ts.session_delete(sessionId), or raise the \
+                     limit in [packs.exec_ts] config",
+        ..Kind::sessions("create one with exec_ts.session_create()")
+    }
+}
+
 /// The `package.json` of a new session.
 pub const PACKAGE_JSON: &str = "{\n  \"type\": \"module\",\n  \"dependencies\": {}\n}\n";
 
@@ -203,12 +212,14 @@ pub const TSCONFIG_JSON: &str = r#"{
 impl Notebooks {
     /// Sessions under `root` (created when the first session is), shared
     /// as `ownership` says.
-    pub fn new(root: PathBuf, ownership: Ownership, limits: Limits) -> Self {
-        Self {
+    /// Sessions under `root`; a limit of 0 is refused, naming its key.
+    pub fn new(root: PathBuf, ownership: Ownership, limits: Limits) -> Result<Self, PackError> {
+        limits.validate(&sessions())?;
+        Ok(Self {
             root,
             ownership,
             limits,
-        }
+        })
     }
 
     /// Who the call of `ctx` is, for the operations below.
@@ -321,14 +332,14 @@ impl Notebooks {
         owner: &Owner,
     ) -> Result<SessionMeta, PackError> {
         let mine = self.ids(owner);
-        let kind = Kind {
-            limit_help: "delete one of yours with exec_ts.session_delete(sessionId), or raise \
-                         the limit in [packs.exec_ts] config",
-            ..Kind::sessions("create one with exec_ts.session_create()")
-        };
         let share = self.ownership.share();
-        self.limits
-            .check(&kind, share, &mine, mine.len(), self.all_ids().count())?;
+        self.limits.check(
+            &sessions(),
+            share,
+            &mine,
+            mine.len(),
+            self.all_ids().count(),
+        )?;
         let id = new_id("s");
         let dir = self.dir(&id);
         fs::create_dir_all(dir.join("src")).map_err(|e| io_error(&dir, e))?;
@@ -447,7 +458,7 @@ mod tests {
             max: 1000,
             per_owner: 100,
         };
-        Notebooks::new(root.into(), rule, limits)
+        Notebooks::new(root.into(), rule, limits).unwrap()
     }
 
     #[test]

@@ -169,6 +169,22 @@ pub struct Limits {
 }
 
 impl Limits {
+    /// A limit of 0 is refused, naming its config key: nothing could ever be
+    /// made.
+    pub fn validate(&self, kind: &Kind) -> Result<(), PackError> {
+        for (value, key) in [
+            (self.max, format!("max_{}s", kind.noun)),
+            (self.per_owner, format!("max_{}s_per_owner", kind.noun)),
+        ] {
+            if value == 0 {
+                return Err(PackError::invalid_argument(format!(
+                    "`{key}` is 0; it must be at least 1"
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Whether one more item fits: `held` of the owner's (among them `mine`,
     /// the ids listed to the caller) and `total` on the host. The error names
     /// neither the ids nor the number of anyone else's.
@@ -369,16 +385,7 @@ impl<T> Table<T> {
 impl<T: Send + Sync + 'static> Table<T> {
     /// An empty table; a limit of 0 is refused, naming its config key.
     pub fn new(kind: Kind, share: Share, limits: Limits) -> Result<Self, PackError> {
-        for (value, key) in [
-            (limits.max, format!("max_{}s", kind.noun)),
-            (limits.per_owner, format!("max_{}s_per_owner", kind.noun)),
-        ] {
-            if value == 0 {
-                return Err(PackError::invalid_argument(format!(
-                    "`{key}` is 0; it must be at least 1"
-                )));
-            }
-        }
+        limits.validate(&kind)?;
         Ok(Self {
             kind,
             share,
