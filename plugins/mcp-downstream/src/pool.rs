@@ -416,9 +416,9 @@ impl Pool {
     }
 
     /// Send `request` to `key`'s server and take its answer with `answer`
-    /// (`None`: an answer of the wrong kind). A request lost with a
-    /// connection that died before it reached the server is sent once more,
-    /// on a new connection.
+    /// (`None`: an answer of the wrong kind) within `timeout`. A request lost
+    /// with a connection that died before it reached the server is sent once
+    /// more, on a new connection, in the time that is left.
     async fn request<T>(
         &self,
         key: &str,
@@ -428,10 +428,13 @@ impl Pool {
         answer: fn(ServerResult) -> Option<T>,
     ) -> Result<T, Failure> {
         let slot = self.slot(key, endpoint);
+        // One time limit for the request, sent once or twice.
+        let deadline = tokio::time::Instant::now() + timeout;
         let mut resent = false;
         let (connection, error) = loop {
             let connection = self.connection(key, &slot).await?;
-            let outcome = tokio::time::timeout(timeout, send(&connection, request.clone())).await;
+            let outcome =
+                tokio::time::timeout_at(deadline, send(&connection, request.clone())).await;
             *slot.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
             let lost = match outcome {
                 Ok(Ok(result)) => match answer(result) {
