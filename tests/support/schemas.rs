@@ -19,6 +19,7 @@ use std::{
     sync::{Arc, Mutex, atomic::Ordering},
 };
 
+use pack_sdk::testing::check_schema;
 use rmcp::{
     RoleClient,
     model::{CallToolRequestParams, CallToolResult, Tool},
@@ -154,23 +155,7 @@ pub fn check_tool(tool: &Value) -> Result<(), String> {
             }
             continue;
         };
-        if schema["type"] != "object" {
-            return Err(format!(
-                "tool {name}: the {key} root is not \"type\": \"object\": {schema}"
-            ));
-        }
-        if let Some(properties) = schema.get("properties") {
-            let Some(properties) = properties.as_object() else {
-                return Err(format!("tool {name}: {key}.properties is not an object"));
-            };
-            if let Some((property, _)) = properties.iter().find(|(_, s)| !s.is_object()) {
-                return Err(format!(
-                    "tool {name}: {key}.properties.{property} is not an object schema: {schema}"
-                ));
-            }
-        }
-        jsonschema::validator_for(schema)
-            .map_err(|e| format!("tool {name}: the {key} does not compile: {e}"))?;
+        check_schema(schema).map_err(|e| format!("tool {name}: the {key}: {e}"))?;
     }
     Ok(())
 }

@@ -372,18 +372,32 @@ pub fn check_manifest<S: Send + Sync + 'static>(build: fn() -> PackDef<S>) -> Re
             ("input", &function.input_schema),
             ("output", &function.output_schema),
         ] {
-            let at = format!("`{}.{}` {what} schema", manifest.name, function.name);
-            if schema["type"] != "object" {
-                return Err(format!("{at} is not an object schema: {schema}"));
-            }
-            let properties = schema["properties"].as_object().into_iter().flatten();
-            if let Some((name, _)) = properties.into_iter().find(|(_, s)| !s.is_object()) {
-                return Err(format!("{at}: property `{name}` has a boolean schema"));
-            }
-            validator(schema).map_err(|e| format!("{at}: {e}"))?;
+            check_schema(schema)
+                .map_err(|e| format!("`{}.{}` {what} schema: {e}", manifest.name, function.name))?;
         }
     }
     Ok(())
+}
+
+/// A tool's input or output schema as the official MCP clients take it: an
+/// object schema (`"type": "object"` at the root), object schemas under
+/// `properties` (the TypeScript client refuses a whole `tools/list` with a
+/// boolean there), and it compiles (draft 2020-12).
+pub fn check_schema(schema: &Value) -> Result<(), String> {
+    if schema["type"] != "object" {
+        return Err(format!("the root is not \"type\": \"object\": {schema}"));
+    }
+    if let Some(properties) = schema.get("properties") {
+        let Some(properties) = properties.as_object() else {
+            return Err(format!("`properties` is not an object: {schema}"));
+        };
+        if let Some((name, _)) = properties.iter().find(|(_, s)| !s.is_object()) {
+            return Err(format!(
+                "property `{name}` has a boolean schema, not an object: {schema}"
+            ));
+        }
+    }
+    validator(schema).map(drop)
 }
 
 fn validator(schema: &Value) -> Result<Validator, String> {
