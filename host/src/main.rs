@@ -10,6 +10,8 @@ use clap::Parser;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    // The sandbox helper runs before any thread exists.
+    pack_sandbox::run_if_invoked();
     let cli = packhost::cli::Cli::parse();
     packhost::logging::init(cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -63,7 +63,12 @@ pub async fn run(
     ctx: &Context,
 ) -> Result<RunOutput, PackError> {
     let started = Instant::now();
-    let Interpreter { group, channel } = interpreter;
+    // Its folder goes when the call ends.
+    let Interpreter {
+        group,
+        channel,
+        dir: _dir,
+    } = interpreter;
     let (reader, mut writer) = channel.into_split();
     let line = json!({
         "code": request.code,
@@ -153,6 +158,12 @@ fn shape(
             Err(PackError::new(codes::TIMEOUT, &message)
                 .with_help("pass a larger `timeout_ms`, or make the code finish sooner")
                 .with_result(&failure("TimeoutError", message.clone())))
+        }
+        (_, Exit::Exceeded(bound)) => {
+            let message = format!("the code was ended: it passed {bound}");
+            Err(PackError::new(codes::LIMIT_EXCEEDED, &message)
+                .with_help(format!("use less, or raise `{}` in [packs.exec_py] config", bound.key()))
+                .with_result(&failure("LimitExceeded", message.clone())))
         }
         (Some(Answer::Value { has_value, result, result_repr }), _) => Ok(RunOutput {
             success: true,

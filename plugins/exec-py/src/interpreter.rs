@@ -1,5 +1,6 @@
-//! Pre-started Python interpreters: each runs `runner.py` and waits on a
-//! private socket (fd 3) for the one request it will serve.
+//! Pre-started Python interpreters: each runs `runner.py`, confined to its
+//! own fresh folder, and waits on a private socket (fd 3) for the one
+//! request it will serve.
 
 use std::{
     collections::BTreeMap,
@@ -9,8 +10,9 @@ use std::{
     process::Stdio,
 };
 
-use pack_process::{EnvAllowList, ProcessGroup};
-use tokio::{net::UnixStream, process::Command};
+use pack_process::{EnvAllowList, Limits, Policy, ProcessGroup, Sandbox};
+use tempfile::TempDir;
+use tokio::net::UnixStream;
 
 const RUNNER: &str = include_str!("runner.py");
 
@@ -23,21 +25,71 @@ pub struct Interpreter {
     pub group: ProcessGroup,
     /// JSON lines both ways: the request, bridge calls and replies, the answer.
     pub channel: UnixStream,
+    /// Its own folder, the only one it may write; removed after the call.
+    pub dir: TempDir,
+}
+
+/// How interpreters are started: the same for pooled and one-off ones.
+#[derive(Clone)]
+pub struct Launcher {
+    pub python: Python,
+    pub env: EnvAllowList,
+    pub sandbox: std::sync::Arc<Sandbox>,
+    pub limits: Limits,
+    /// Where the interpreters' own folders are made.
+    pub scratch: PathBuf,
+}
+
+/// A resolved interpreter and the folders it reads its standard library
+/// and packages from.
+#[derive(Clone, Debug)]
+pub struct Python {
+    pub executable: PathBuf,
+    pub runtime: Vec<PathBuf>,
+}
+
+impl Launcher {
+    /// Start an interpreter in a fresh folder of its own; `cwd` (read-only,
+    /// or writable with `cwd_writable`) is readable too.
+    pub async fn start(&self, cwd: Option<(&Path, bool)>) -> io::Result<Interpreter> {
+        let dir = tempfile::Builder::new()
+            .prefix("call-")
+            .tempdir_in(&self.scratch)?;
+        let mut policy = Policy::new(self.python.runtime.iter().cloned(), dir.path())
+            .limits(self.limits.clone());
+        match cwd {
+            Some((cwd, true)) => policy = policy.write([cwd.to_path_buf()]),
+            Some((cwd, false)) => policy = policy.read([cwd.to_path_buf()]),
+            None => {}
+        }
+        let confined = self
+            .sandbox
+            .command(&policy, &self.python.executable)
+            .map_err(io::Error::other)?;
+        Interpreter::start(confined, &self.env, dir).await
+    }
 }
 
 impl Interpreter {
-    /// Start `python` on the runner in `dir`, with only the allowed variables.
-    pub async fn start(python: &Path, env: &EnvAllowList, dir: &Path) -> io::Result<Self> {
+    /// Start the confined interpreter on the runner in `dir`, with only the
+    /// allowed variables.
+    async fn start(
+        confined: pack_process::Confined,
+        env: &EnvAllowList,
+        dir: TempDir,
+    ) -> io::Result<Self> {
         let (ours, theirs) = StdUnixStream::pair()?;
-        let mut command = Command::new(python);
+        let mut confined = confined;
+        let command = &mut confined.command;
         // -I: ignore PYTHON* variables and the user site; -u: unbuffered output.
         command
             .args(["-I", "-u", "-c", RUNNER])
-            .current_dir(dir)
+            .current_dir(dir.path())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        env.apply(&mut command, &BTreeMap::new());
+        let tmp = BTreeMap::from([("TMPDIR".to_owned(), dir.path().display().to_string())]);
+        env.apply(command, &tmp);
         let fd = theirs.as_raw_fd();
         // SAFETY: only async-signal-safe calls (dup2, fcntl) between fork and exec.
         unsafe {
@@ -55,12 +107,13 @@ impl Interpreter {
                 }
             });
         }
-        let group = ProcessGroup::spawn(&mut command)?;
+        let group = ProcessGroup::spawn(confined)?;
         drop(theirs);
         ours.set_nonblocking(true)?;
         Ok(Self {
             group,
             channel: UnixStream::from_std(ours)?,
+            dir,
         })
     }
 
@@ -70,22 +123,39 @@ impl Interpreter {
     }
 }
 
-/// The real interpreter behind `python3` on PATH: a pyenv shim costs ~300 ms
-/// per spawn, so it is resolved once.
-pub fn resolve(configured: Option<&Path>) -> Result<PathBuf, String> {
+/// The real interpreter behind `python3` on PATH (a pyenv shim costs ~300 ms
+/// per spawn, so it is resolved once) and its folders: the prefixes of a
+/// virtual environment and of the installation it was made from.
+pub fn resolve(configured: Option<&Path>) -> Result<Python, String> {
     let program = configured.unwrap_or(Path::new("python3"));
     let output = std::process::Command::new(program)
-        .args(["-c", "import sys; print(sys.executable)"])
+        .args([
+            "-c",
+            "import sys; print(sys.executable); print(sys.prefix); print(sys.base_prefix); print(sys.exec_prefix); print(sys.base_exec_prefix)",
+        ])
         .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("cannot run `{}`: {e}", program.display()))?;
-    let path = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-    if !output.status.success() || path.is_empty() {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let mut lines = stdout.lines().map(PathBuf::from);
+    let Some(executable) = lines.next().filter(|p| output.status.success() && p.is_absolute())
+    else {
         return Err(format!(
             "`{}` did not report its interpreter: {}",
             program.display(),
             String::from_utf8_lossy(&output.stderr).trim()
         ));
+    };
+    let mut runtime: Vec<PathBuf> = lines.collect();
+    // A venv's `python` links to the installation's binary.
+    if let Some(real) = executable.canonicalize().ok().and_then(|p| p.parent().map(Path::to_path_buf)) {
+        runtime.push(real);
     }
-    Ok(PathBuf::from(path))
+    if let Some(dir) = executable.parent() {
+        runtime.push(dir.to_path_buf());
+    }
+    Ok(Python {
+        executable,
+        runtime,
+    })
 }

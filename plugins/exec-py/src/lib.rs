@@ -1,9 +1,10 @@
 //! `exec_py`: run Python and get back exactly what happened.
 //!
 //! Every call runs in a fresh interpreter (taken from a small pool of
-//! pre-started ones, so no call pays the start-up), in its own process group,
-//! with an allow-listed environment, capped output, and a time limit that
-//! kills the whole group. The value of the last expression (or of a top-level
+//! pre-started ones, so no call pays the start-up), confined by the sandbox
+//! to its own folder with no network and bounded memory and processes, in
+//! its own process group, with an allow-listed environment, capped output,
+//! and a time limit that kills the whole group. The value of the last expression (or of a top-level
 //! `return`) comes back as JSON. With `bridge` on, every pack the caller can
 //! reach is a Python object in the code (`proj.list()`, aliases too), and its
 //! calls go back through the host over a private socket.
@@ -17,12 +18,12 @@ use std::{
     time::Duration,
 };
 
-use pack_process::{EnvAllowList, WarmPool};
-use pack_sdk::{Context, PackDef, PackError, Value};
+use pack_process::{EnvAllowList, Limits, Mode, Sandbox, WarmPool};
+use pack_sdk::{Context, LogLevel, PackDef, PackError, Value};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::interpreter::Interpreter;
+use crate::interpreter::{Interpreter, Launcher};
 
 /// `[packs.exec_py] config`.
 #[derive(Deserialize, JsonSchema)]
@@ -46,6 +47,18 @@ pub struct Config {
     /// leading `~` is the home directory.
     #[serde(default, deserialize_with = "pack_sdk::paths::deserialize_home")]
     pub cwd_roots: Vec<PathBuf>,
+    /// Whether code may write in a `cwd` it is given (it always may in its
+    /// own fresh folder).
+    #[serde(default)]
+    pub cwd_writable: bool,
+    /// `"on"`: the code is confined (its folder, no network, bounds), or
+    /// refused where the machine cannot confine it. `"off"`: it runs with
+    /// the host user's rights.
+    #[serde(default)]
+    pub sandbox: Mode,
+    /// The bounds of each interpreter.
+    #[serde(default)]
+    pub limits: Limits,
 }
 
 fn default_pool_size() -> usize {
@@ -131,37 +144,47 @@ pub struct RunOutput {
 pub struct ExecPy {
     config: Config,
     /// Err: why there is no interpreter (every call says so).
-    pool: Result<WarmPool<Interpreter>, String>,
-    scratch: PathBuf,
+    interpreters: Result<(Launcher, WarmPool<Interpreter>), String>,
 }
 
 impl ExecPy {
-    fn new(config: Config) -> Result<Self, PackError> {
+    fn new(config: Config, host: &pack_sdk::Host) -> Result<Self, PackError> {
+        config.limits.validate().map_err(PackError::invalid_argument)?;
+        if config.sandbox == Mode::Off {
+            host.log(
+                LogLevel::Warn,
+                "sandbox = \"off\": Python code runs unconfined, with every right of the host's user",
+            );
+        }
         let scratch = std::env::temp_dir().join("packhost-exec-py");
         std::fs::create_dir_all(&scratch)?;
-        let env = EnvAllowList::new(config.env_allow.clone());
-        let pool = interpreter::resolve(config.python.as_deref()).map(|python| {
-            let dir = scratch.clone();
-            WarmPool::new(
+        let interpreters = interpreter::resolve(config.python.as_deref()).map(|python| {
+            let launcher = Launcher {
+                python,
+                env: EnvAllowList::new(config.env_allow.clone()),
+                sandbox: Arc::new(Sandbox::new(config.sandbox)),
+                limits: config.limits.clone(),
+                scratch,
+            };
+            let starter = launcher.clone();
+            let pool = WarmPool::new(
                 config.pool_size,
                 move || {
-                    let (python, env, dir) = (python.clone(), env.clone(), dir.clone());
-                    async move { Interpreter::start(&python, &env, &dir).await }
+                    let starter = starter.clone();
+                    async move { starter.start(None).await }
                 },
                 Interpreter::is_alive,
-            )
+            );
+            (launcher, pool)
         });
         Ok(Self {
             config,
-            pool,
-            scratch,
+            interpreters,
         })
     }
 
-    fn working_dir(&self, cwd: Option<&Path>, scratch: &Path) -> Result<PathBuf, PackError> {
-        let Some(cwd) = cwd else {
-            return Ok(scratch.to_path_buf());
-        };
+    /// The `cwd` argument, checked against `cwd_roots` and resolved.
+    fn working_dir(&self, cwd: &Path) -> Result<PathBuf, PackError> {
         let roots = || {
             let roots: Vec<String> = self
                 .config
@@ -198,22 +221,29 @@ impl ExecPy {
 }
 
 async fn run(state: Arc<ExecPy>, args: RunArgs, ctx: Context) -> Result<RunOutput, PackError> {
-    let pool = state.pool.as_ref().map_err(|why| {
+    let (launcher, pool) = state.interpreters.as_ref().map_err(|why| {
         PackError::not_found(format!("no Python interpreter: {why}"))
             .with_help("install Python 3, or set `python` in [packs.exec_py] config")
     })?;
-    let scratch = tempfile::Builder::new()
-        .prefix("call-")
-        .tempdir_in(&state.scratch)?;
-    let cwd = state.working_dir(args.cwd.as_deref(), scratch.path())?;
-    let interpreter = pool
-        .take()
-        .await
-        .map_err(|e| PackError::internal(format!("cannot start Python: {e}")))?;
+    let cwd = args
+        .cwd
+        .as_deref()
+        .map(|cwd| state.working_dir(cwd))
+        .transpose()?;
+    let started = match &cwd {
+        Some(cwd) => {
+            launcher
+                .start(Some((cwd, state.config.cwd_writable)))
+                .await
+        }
+        None => pool.take().await,
+    };
+    let interpreter = started.map_err(|e| PackError::internal(format!("cannot start Python: {e}")))?;
+    let own = interpreter.dir.path();
     let request = call::Request {
         code: args.code,
-        cwd: cwd.display().to_string(),
-        tmpdir: scratch.path().display().to_string(),
+        cwd: cwd.as_deref().unwrap_or(own).display().to_string(),
+        tmpdir: own.display().to_string(),
         catalog: args.bridge.then(|| ctx.catalog()),
         max_result_bytes: state.config.max_output_bytes,
     };
@@ -232,7 +262,7 @@ fn pack() -> PackDef<ExecPy> {
     PackDef::new(
         "exec_py",
         "Run Python in a fresh interpreter: stdout, stderr and the value of the last expression; every pack is callable from the code",
-        |config: Config, _host| ExecPy::new(config),
+        |config: Config, host| ExecPy::new(config, &host),
     )
     .function(
         "run",
@@ -240,7 +270,7 @@ fn pack() -> PackDef<ExecPy> {
         run,
     )
     .on_shutdown(|state: Arc<ExecPy>| async move {
-        if let Ok(pool) = &state.pool {
+        if let Ok((_, pool)) = &state.interpreters {
             pool.clear();
         }
     })

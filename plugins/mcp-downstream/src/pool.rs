@@ -565,13 +565,16 @@ impl Pool {
         };
         match endpoint {
             Endpoint::Stdio { command, args, env } => {
-                let mut cmd = tokio::process::Command::new(command);
+                // TODO(sandbox): confine stdio servers.
+                let mut confined = pack_process::Sandbox::new(pack_process::Mode::Off)
+                    .command(&pack_process::Policy::new([], std::path::Path::new("/")), std::path::Path::new(command))?;
+                let cmd = &mut confined.command;
                 cmd.args(args)
                     .stdin(Stdio::piped())
                     .stdout(Stdio::piped())
                     .stderr(Stdio::piped());
-                EnvAllowList::default().apply(&mut cmd, env);
-                let mut group = ProcessGroup::spawn(&mut cmd)
+                EnvAllowList::default().apply(cmd, env);
+                let mut group = ProcessGroup::spawn(confined)
                     .map_err(|e| format!("{describe}: cannot start `{command}`: {e}"))?;
                 let child = group.child();
                 let (Some(stdout), Some(stdin), Some(stderr)) =

@@ -7,7 +7,8 @@ use std::{
     time::{Duration, Instant},
 };
 
-use tokio::process::{Child, Command};
+use pack_sandbox::{Bound, Cgroup, Confined};
+use tokio::process::Child;
 use tokio_util::task::AbortOnDropHandle;
 
 use crate::capture::{Buffer, Capture, read_capped};
@@ -16,11 +17,14 @@ use crate::capture::{Buffer, Capture, read_capped};
 /// open only while a process outside the group holds them.
 const DRAIN_GRACE: Duration = Duration::from_millis(500);
 
-/// A spawned child leading its own process group. Dropping it kills the
-/// whole group and reaps the child.
+/// A spawned child leading its own process group (and, where the machine
+/// has them, its own cgroup). Dropping it kills the whole group and reaps
+/// the child.
 pub struct ProcessGroup {
     child: Option<Child>,
     pgid: Option<libc::pid_t>,
+    /// Reaches what left the group (`setsid`); dropped after the child.
+    cgroup: Option<Cgroup>,
 }
 
 /// How a child ended.
@@ -32,6 +36,8 @@ pub enum Exit {
     Signal(i32),
     /// It ran past its time limit and its group was killed.
     TimedOut,
+    /// It passed a bound of its sandbox and was ended.
+    Exceeded(Bound),
 }
 
 impl Exit {
@@ -41,6 +47,7 @@ impl Exit {
             Exit::Code(code) => code,
             Exit::Signal(signal) => 128 + signal,
             Exit::TimedOut => 124,
+            Exit::Exceeded(_) => 137,
         }
     }
 
@@ -71,16 +78,33 @@ pub struct Finished {
 }
 
 impl ProcessGroup {
-    /// Spawn `command` as the leader of a new process group. Set its
-    /// environment (see [`crate::EnvAllowList`]) and pipes first.
-    pub fn spawn(command: &mut Command) -> io::Result<Self> {
+    /// Spawn a confined command (from [`pack_sandbox::Sandbox::command`]) as
+    /// the leader of a new process group. Set its environment (see
+    /// [`crate::EnvAllowList`]) and pipes first.
+    pub fn spawn(confined: Confined) -> io::Result<Self> {
+        let Confined {
+            mut command,
+            cgroup,
+        } = confined;
         command.process_group(0);
         let child = command.spawn()?;
         let pgid = child.id().and_then(|id| libc::pid_t::try_from(id).ok());
         Ok(Self {
             child: Some(child),
             pgid,
+            cgroup,
         })
+    }
+
+    /// The bound the child passed, if it failed for one: the signal of an
+    /// rlimit, or the kernel's count in its cgroup.
+    pub fn exceeded(&self, exit: Exit) -> Option<Bound> {
+        match exit {
+            Exit::Code(0) | Exit::TimedOut | Exit::Exceeded(_) => None,
+            Exit::Signal(signal) => Bound::from_signal(signal)
+                .or_else(|| self.cgroup.as_ref().and_then(Cgroup::exceeded)),
+            Exit::Code(_) => self.cgroup.as_ref().and_then(Cgroup::exceeded),
+        }
     }
 
     /// The child, to take its pipes.
@@ -104,13 +128,16 @@ impl ProcessGroup {
             && !leader.and_then(proc_stat).is_some_and(|stat| stat.ending())
     }
 
-    /// SIGKILL to every process of the group.
+    /// SIGKILL to every process of the group, and of its cgroup.
     pub fn kill(&self) {
         if let Some(pgid) = self.pgid {
             // SAFETY: killpg only sends a signal; ESRCH (group gone) is fine.
             unsafe {
                 libc::killpg(pgid, libc::SIGKILL);
             }
+        }
+        if let Some(cgroup) = &self.cgroup {
+            cgroup.kill();
         }
     }
 
@@ -143,6 +170,10 @@ impl ProcessGroup {
                 let _ = self.child().wait().await;
                 Exit::TimedOut
             }
+        };
+        let exit = match self.exceeded(exit) {
+            Some(bound) => Exit::Exceeded(bound),
+            None => exit,
         };
         // Grandchildren die with the call: no orphans.
         self.kill();
@@ -218,6 +249,9 @@ fn proc_stat(pid: u32) -> Option<ProcStat> {
 impl Drop for ProcessGroup {
     fn drop(&mut self) {
         self.kill();
+        // The cgroup goes once the child is reaped: it cannot be removed
+        // while a member is still exiting.
+        let cgroup = self.cgroup.take();
         let Some(mut child) = self.child.take() else {
             return;
         };
@@ -230,6 +264,7 @@ impl Drop for ProcessGroup {
             Ok(runtime) => {
                 runtime.spawn(async move {
                     let _ = child.wait().await;
+                    drop(cgroup);
                 });
             }
             Err(_) => {
@@ -241,6 +276,7 @@ impl Drop for ProcessGroup {
                             libc::waitpid(id as libc::pid_t, &mut status, 0);
                         }
                     }
+                    drop(cgroup);
                 });
             }
         }

@@ -1,0 +1,255 @@
+//! One cgroup per confined child, where the machine lets the host make them:
+//! memory and process bounds for the child and all it starts, a kill that
+//! reaches processes that left the process group (`setsid`), and the
+//! kernel's count of which bound was hit.
+
+use std::{
+    fs, io,
+    path::{Path, PathBuf},
+    sync::atomic::{AtomicU64, Ordering},
+    time::Duration,
+};
+
+use crate::{Bound, Limits};
+
+/// Where a pack makes its children's cgroups: one folder per controller (v1)
+/// or one folder (v2), named after the host's pid and removed with the pack.
+#[derive(Debug)]
+pub struct Cgroups {
+    version: Version,
+    /// v1: `[memory, pids]` folders; v2: one folder.
+    parents: Vec<PathBuf>,
+    next: AtomicU64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Version {
+    V1,
+    V2,
+}
+
+/// One child's cgroup; dropping it kills what is left inside and removes it.
+#[derive(Debug)]
+pub struct Cgroup {
+    version: Version,
+    dirs: Vec<PathBuf>,
+}
+
+impl Cgroups {
+    /// The host's own cgroup folders, if it may make sub-groups with the
+    /// memory and pids controllers there; `Err` says why not.
+    pub fn detect() -> Result<Self, String> {
+        let own = fs::read_to_string("/proc/self/cgroup")
+            .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
+        // Each pack links its own copy of this crate: the time tells their
+        // folders apart.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |t| t.subsec_nanos());
+        let name = format!("packhost-{}-{nanos:x}", std::process::id());
+        let v1 = |controller: &str| -> Option<PathBuf> {
+            own.lines().find_map(|line| {
+                let mut parts = line.splitn(3, ':');
+                let (_, list, path) = (parts.next()?, parts.next()?, parts.next()?);
+                list.split(',')
+                    .any(|c| c == controller)
+                    .then(|| cgroup_dir(&format!("/sys/fs/cgroup/{controller}"), path))
+            })
+        };
+        let made = |dirs: Vec<PathBuf>, version| -> Result<Self, String> {
+            let parents: Vec<PathBuf> = dirs.iter().map(|dir| dir.join(&name)).collect();
+            for parent in &parents {
+                match fs::create_dir(parent) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(format!("cannot make {}: {e}", parent.display())),
+                }
+            }
+            Ok(Self {
+                version,
+                parents,
+                next: AtomicU64::new(0),
+            })
+        };
+        if let (Some(memory), Some(pids)) = (v1("memory"), v1("pids"))
+            && memory.is_dir()
+            && pids.is_dir()
+        {
+            return made(vec![memory, pids], Version::V1);
+        }
+        let unified = own
+            .lines()
+            .find_map(|line| line.strip_prefix("0::"))
+            .ok_or("no memory and pids controllers (v1) and no cgroup v2")?;
+        let root = ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+            .into_iter()
+            .find(|root| {
+                fs::read_to_string(Path::new(root).join("cgroup.controllers"))
+                    .is_ok_and(|c| c.contains("memory") && c.contains("pids"))
+            })
+            .ok_or("cgroup v2 offers no memory and pids controllers")?;
+        let dir = cgroup_dir(root, unified);
+        let cgroups = made(vec![dir], Version::V2)?;
+        // v2 hands controllers down only through `subtree_control`.
+        fs::write(
+            cgroups.parents[0].join("cgroup.subtree_control"),
+            "+memory +pids",
+        )
+        .map_err(|e| format!("cannot enable memory and pids under {name}: {e}"))?;
+        Ok(cgroups)
+    }
+
+    /// `"cgroup v1 (memory, pids)"` or `"cgroup v2"`.
+    pub fn describe(&self) -> &'static str {
+        match self.version {
+            Version::V1 => "cgroup v1 (memory, pids)",
+            Version::V2 => "cgroup v2 (memory, pids)",
+        }
+    }
+
+    /// A new empty cgroup bounded by `limits`.
+    pub fn create(&self, limits: &Limits) -> io::Result<Cgroup> {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let dirs: Vec<PathBuf> = self
+            .parents
+            .iter()
+            .map(|parent| parent.join(format!("c{id}")))
+            .collect();
+        for dir in &dirs {
+            fs::create_dir(dir)?;
+        }
+        let cgroup = Cgroup {
+            version: self.version,
+            dirs,
+        };
+        let memory = (limits.memory_mb << 20).to_string();
+        let processes = limits.processes.to_string();
+        match self.version {
+            Version::V1 => {
+                fs::write(cgroup.dirs[0].join("memory.limit_in_bytes"), &memory)?;
+                fs::write(cgroup.dirs[1].join("pids.max"), &processes)?;
+            }
+            Version::V2 => {
+                fs::write(cgroup.dirs[0].join("memory.max"), &memory)?;
+                // Swap would let the bound be passed slowly instead of hit.
+                let _ = fs::write(cgroup.dirs[0].join("memory.swap.max"), "0");
+                fs::write(cgroup.dirs[0].join("pids.max"), &processes)?;
+            }
+        }
+        Ok(cgroup)
+    }
+}
+
+impl Drop for Cgroups {
+    fn drop(&mut self) {
+        for parent in &self.parents {
+            let _ = fs::remove_dir(parent);
+        }
+    }
+}
+
+/// `/proc/self/cgroup` gives paths from the hierarchy's root.
+fn cgroup_dir(mount: &str, path: &str) -> PathBuf {
+    Path::new(mount).join(path.trim_start_matches('/'))
+}
+
+impl Cgroup {
+    /// The `cgroup.procs` files the child writes its pid into before it
+    /// confines itself.
+    pub fn procs_files(&self) -> Vec<PathBuf> {
+        self.dirs.iter().map(|dir| dir.join("cgroup.procs")).collect()
+    }
+
+    /// SIGKILL to every process inside, wherever its process group.
+    pub fn kill(&self) {
+        if self.version == Version::V2 && fs::write(self.dirs[0].join("cgroup.kill"), "1").is_ok()
+        {
+            return;
+        }
+        // v1: a forking process can add members while they are killed;
+        // the pids bound keeps this short.
+        for _ in 0..8 {
+            let members = self.members();
+            if members.is_empty() {
+                return;
+            }
+            for pid in members {
+                // SAFETY: kill only sends a signal.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+        }
+    }
+
+    fn members(&self) -> Vec<libc::pid_t> {
+        self.dirs
+            .iter()
+            .filter_map(|dir| fs::read_to_string(dir.join("cgroup.procs")).ok())
+            .flat_map(|procs| {
+                procs
+                    .lines()
+                    .filter_map(|line| line.trim().parse().ok())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    /// The bound the kernel enforced, if any: an out-of-memory kill, or a
+    /// fork refused at the process bound.
+    pub fn exceeded(&self) -> Option<Bound> {
+        let count = |file: &Path, key: &str| -> u64 {
+            fs::read_to_string(file)
+                .ok()
+                .and_then(|text| {
+                    text.lines().find_map(|line| {
+                        let (name, value) = line.split_once(' ')?;
+                        (name == key).then(|| value.trim().parse().ok())?
+                    })
+                })
+                .unwrap_or(0)
+        };
+        let (oom, pids) = match self.version {
+            Version::V1 => (
+                count(&self.dirs[0].join("memory.oom_control"), "oom_kill"),
+                count(&self.dirs[1].join("pids.events"), "max"),
+            ),
+            Version::V2 => (
+                count(&self.dirs[0].join("memory.events"), "oom_kill"),
+                count(&self.dirs[0].join("pids.events"), "max"),
+            ),
+        };
+        if oom > 0 {
+            Some(Bound::Memory)
+        } else if pids > 0 {
+            Some(Bound::Processes)
+        } else {
+            None
+        }
+    }
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        self.kill();
+        let dirs = std::mem::take(&mut self.dirs);
+        let removed = |dirs: &[PathBuf]| {
+            dirs.iter().all(|dir| match fs::remove_dir(dir) {
+                Ok(()) => true,
+                Err(e) => e.kind() == io::ErrorKind::NotFound,
+            })
+        };
+        if removed(&dirs) {
+            return;
+        }
+        // Killed members leave the cgroup a moment after the signal.
+        std::thread::spawn(move || {
+            for _ in 0..200 {
+                std::thread::sleep(Duration::from_millis(10));
+                if removed(&dirs) {
+                    return;
+                }
+            }
+        });
+    }
+}

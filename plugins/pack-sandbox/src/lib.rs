@@ -1,0 +1,169 @@
+//! Confinement for every child process a pack starts: the one place where
+//! what model-written code (and a started MCP server) may touch is decided
+//! and enforced.
+//!
+//! A pack builds a [`Policy`] (read-only runtime folders, its writable work
+//! folder, network, [`Limits`]) and asks its [`Sandbox`] for a [`Confined`]
+//! command. The command runs the host's own binary as a helper
+//! ([`run_if_invoked`], called first thing in `main`, single-threaded),
+//! which joins a fresh cgroup, sets rlimits, drops every capability, applies
+//! Landlock (files, TCP, signals, abstract sockets) and a seccomp filter,
+//! and only then executes the program. Any step that fails ends the helper
+//! with [`SETUP_FAILED`]: nothing runs unconfined by accident.
+//!
+//! With [`Mode::Off`] (an explicit `sandbox = "off"` in a pack's config) the
+//! program runs directly, with the host user's rights.
+#![deny(missing_docs)]
+
+mod cgroup;
+mod helper;
+mod policy;
+mod report;
+mod seccomp;
+
+use std::{
+    ffi::OsStr,
+    fmt,
+    path::{Path, PathBuf},
+    sync::OnceLock,
+};
+
+pub use cgroup::Cgroup;
+pub use helper::{LANDLOCK_ABI, SETUP_FAILED, SETUP_FAILED_PREFIX, run_if_invoked};
+pub use policy::{Limits, Mode, Network, Policy};
+pub use report::Report;
+
+use crate::{cgroup::Cgroups, helper::Launch};
+
+/// A bound a confined child passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    /// `limits.memory_mb`.
+    Memory,
+    /// `limits.processes`.
+    Processes,
+    /// `limits.cpu_seconds`.
+    CpuTime,
+    /// `limits.file_size_mb`.
+    FileSize,
+}
+
+impl Bound {
+    /// The bound a signal that ended a child stands for: the kernel sends
+    /// SIGXCPU past `RLIMIT_CPU` and SIGXFSZ past `RLIMIT_FSIZE`.
+    pub fn from_signal(signal: i32) -> Option<Self> {
+        match signal {
+            libc::SIGXCPU => Some(Self::CpuTime),
+            libc::SIGXFSZ => Some(Self::FileSize),
+            _ => None,
+        }
+    }
+
+    /// The config key of the bound.
+    pub fn key(self) -> &'static str {
+        match self {
+            Bound::Memory => "limits.memory_mb",
+            Bound::Processes => "limits.processes",
+            Bound::CpuTime => "limits.cpu_seconds",
+            Bound::FileSize => "limits.file_size_mb",
+        }
+    }
+}
+
+impl fmt::Display for Bound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self {
+            Bound::Memory => "its memory bound",
+            Bound::Processes => "its bound on processes and threads",
+            Bound::CpuTime => "its CPU-time bound",
+            Bound::FileSize => "its file-size bound",
+        };
+        write!(f, "{what} (`{}`)", self.key())
+    }
+}
+
+/// A pack's sandbox: its mode, the helper, and the machine's cgroups.
+pub struct Sandbox {
+    mode: Mode,
+    helper: PathBuf,
+    /// Checked once, at the first confined command: `Err` says what the
+    /// machine lacks, and every command is refused with it.
+    ready: OnceLock<Result<Option<Cgroups>, String>>,
+}
+
+/// A command ready to spawn, and the cgroup that bounds it (kill through
+/// it, read [`Cgroup::exceeded`] after, drop it when the child is gone).
+pub struct Confined {
+    /// The command: set its arguments, directory, environment and pipes.
+    pub command: tokio::process::Command,
+    /// The child's own cgroup, where the machine has them.
+    pub cgroup: Option<Cgroup>,
+}
+
+impl Sandbox {
+    /// A sandbox in `mode`, with the running binary as its helper (the host
+    /// calls [`run_if_invoked`] first thing in `main`).
+    pub fn new(mode: Mode) -> Self {
+        let helper = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe"));
+        Self::with_helper(mode, helper)
+    }
+
+    /// A sandbox whose helper is `helper` (a binary that calls
+    /// [`run_if_invoked`] first thing in `main`).
+    pub fn with_helper(mode: Mode, helper: PathBuf) -> Self {
+        Self {
+            mode,
+            helper,
+            ready: OnceLock::new(),
+        }
+    }
+
+    /// Its mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// A command that runs `program` under `policy`, or why it cannot be
+    /// confined here (with `sandbox = "off"` as the way out, in words).
+    pub fn command(&self, policy: &Policy, program: &Path) -> Result<Confined, String> {
+        if self.mode == Mode::Off {
+            return Ok(Confined {
+                command: tokio::process::Command::new(program),
+                cgroup: None,
+            });
+        }
+        let cgroups = self
+            .ready
+            .get_or_init(|| {
+                Report::probe(&self.helper).ready()?;
+                Ok(Cgroups::detect().ok())
+            })
+            .as_ref()
+            .map_err(|missing| {
+                format!(
+                    "code cannot be confined on this machine: {missing}; \
+                     run `packhost check` for the sandbox report, or set `sandbox = \"off\"` \
+                     in the pack's config to run it unconfined"
+                )
+            })?;
+        let cgroup = match cgroups {
+            Some(cgroups) => Some(
+                cgroups
+                    .create(&policy.limits)
+                    .map_err(|e| format!("cannot make the child's cgroup: {e}"))?,
+            ),
+            None => None,
+        };
+        let launch = Launch {
+            policy: policy.clone(),
+            cgroups: cgroup.iter().flat_map(Cgroup::procs_files).collect(),
+        };
+        let launch = serde_json::to_string(&launch).map_err(|e| e.to_string())?;
+        let mut command = tokio::process::Command::new(&self.helper);
+        command
+            .arg(helper::ARG)
+            .arg(launch)
+            .arg(OsStr::new(program));
+        Ok(Confined { command, cgroup })
+    }
+}
