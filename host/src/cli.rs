@@ -222,6 +222,8 @@ fn check(executor: &Executor, loaded: &Loaded, errors: &[LoadError]) -> ExitCode
     for error in errors {
         println!("error {error}");
     }
+    let helper = std::env::current_exe().unwrap_or_else(|_| "/proc/self/exe".into());
+    println!("sandbox:\n{}", pack_sandbox::Report::probe(&helper));
     if errors.is_empty() {
         ExitCode::SUCCESS
     } else {

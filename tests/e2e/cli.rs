@@ -107,12 +107,24 @@ fn check_accepts_a_good_config() {
     exit_code(&output, 0);
     let text = stdout(&output);
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 2, "{text}");
     assert!(
         lines[0].starts_with("config: /") && lines[0].ends_with("/packs.toml (ok)"),
         "{text}"
     );
     assert!(lines[1].starts_with("ok    proj (5 functions) /"), "{text}");
+    assert_sandbox_report(&lines[2..]);
+}
+
+/// This machine has what the sandbox needs: the report must say so (the
+/// suite fails here rather than skip where it does not).
+fn assert_sandbox_report(lines: &[&str]) {
+    let report = lines.join("\n");
+    assert_eq!(lines[0], "sandbox:", "{report}");
+    assert!(lines[1].starts_with("  Landlock ABI "), "{report}");
+    assert_eq!(lines[2], "  seccomp: yes", "{report}");
+    assert!(lines[3].starts_with("  bounds: cgroup v"), "{report}");
+    assert_eq!(lines[4], "  code runs confined", "{report}");
+    assert_eq!(lines.len(), 5, "{report}");
 }
 
 #[test]
@@ -120,10 +132,10 @@ fn check_without_a_config_file_uses_the_defaults() {
     let dir = TempDir::new().unwrap();
     let output = packhost_command(dir.path()).arg("check").output().unwrap();
     exit_code(&output, 0);
-    assert_eq!(
-        stdout(&output).trim_end(),
-        "config: none found, using built-in defaults"
-    );
+    let text = stdout(&output);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "config: none found, using built-in defaults");
+    assert_sandbox_report(&lines[1..]);
 }
 
 #[test]

@@ -408,14 +408,21 @@ fn interpreters_of(pid: u32) -> Vec<u32> {
 
 #[tokio::test]
 async fn cancelling_the_call_kills_the_interpreter() {
-    let host = host().await;
-    let marker = host.dir.path().join("pgid");
-    let code = format!(
-        "import os, time\nopen({:?}, 'w').write(str(os.getpgid(0)))\ntime.sleep(60)",
-        marker.display().to_string()
+    // The code tells its group through a folder it may write.
+    let shared = tempfile::tempdir().unwrap();
+    let root = shared.path().display().to_string();
+    let host = TestHost::start(&config(&format!(
+        "config = {{ cwd_roots = [{root:?}], cwd_writable = true }}"
+    )))
+    .await;
+    let marker = shared.path().join("pgid");
+    let code = "import os, time\nopen('pgid', 'w').write(str(os.getpgid(0)))\ntime.sleep(60)";
+    let params = rmcp::model::CallToolRequestParams::new("exec_py.run").with_arguments(
+        json!({"code": code, "cwd": root})
+            .as_object()
+            .unwrap()
+            .clone(),
     );
-    let params = rmcp::model::CallToolRequestParams::new("exec_py.run")
-        .with_arguments(json!({"code": code}).as_object().unwrap().clone());
     let call = packhost_tests::schemas::call_tool(&host.client, params);
     // Dropping the request future makes the client send notifications/cancelled.
     let abandoned = tokio::time::timeout(Duration::from_millis(1500), call).await;

@@ -319,24 +319,27 @@ async fn without_sessions_every_post_stands_alone_and_answers_json() {
 
 #[tokio::test]
 async fn a_client_that_goes_away_mid_call_leaves_no_process_behind() {
-    goes_away_mid_call("[packs.exec_py]\n").await;
+    goes_away_mid_call("").await;
 }
 
 #[tokio::test]
 async fn without_sessions_a_client_that_goes_away_mid_call_leaves_no_process_behind() {
-    goes_away_mid_call("[packs.exec_py]\n[http]\nsessions = false\n").await;
+    goes_away_mid_call("[http]\nsessions = false\n").await;
 }
 
-async fn goes_away_mid_call(config: &str) {
-    let host = HttpHost::start(config, &[]).await;
-    let marker = host.dir.path().join("pgid");
-    let code = format!(
-        "import os, time\nopen({:?}, 'w').write(str(os.getpgid(0)))\ntime.sleep(60)",
-        marker.display().to_string()
+async fn goes_away_mid_call(extra: &str) {
+    // The code tells its group through a folder it may write.
+    let shared = tempfile::tempdir().unwrap();
+    let root = shared.path().display().to_string();
+    let config = format!(
+        "[packs.exec_py]\nconfig = {{ cwd_roots = [{root:?}], cwd_writable = true }}\n{extra}"
     );
+    let host = HttpHost::start(&config, &[]).await;
+    let marker = shared.path().join("pgid");
+    let code = "import os, time\nopen('pgid', 'w').write(str(os.getpgid(0)))\ntime.sleep(60)";
     let client = host.client(None).await.unwrap();
     let running = tokio::spawn(async move {
-        call(&client, "exec_py.run", json!({ "code": code })).await;
+        call(&client, "exec_py.run", json!({ "code": code, "cwd": root })).await;
     });
     let mut waited = 0;
     while !marker.exists() {

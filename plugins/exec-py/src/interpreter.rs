@@ -138,7 +138,9 @@ pub fn resolve(configured: Option<&Path>) -> Result<Python, String> {
         .map_err(|e| format!("cannot run `{}`: {e}", program.display()))?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let mut lines = stdout.lines().map(PathBuf::from);
-    let Some(executable) = lines.next().filter(|p| output.status.success() && p.is_absolute())
+    let Some(executable) = lines
+        .next()
+        .filter(|p| output.status.success() && p.is_absolute())
     else {
         return Err(format!(
             "`{}` did not report its interpreter: {}",
@@ -148,7 +150,11 @@ pub fn resolve(configured: Option<&Path>) -> Result<Python, String> {
     };
     let mut runtime: Vec<PathBuf> = lines.collect();
     // A venv's `python` links to the installation's binary.
-    if let Some(real) = executable.canonicalize().ok().and_then(|p| p.parent().map(Path::to_path_buf)) {
+    if let Some(real) = executable
+        .canonicalize()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+    {
         runtime.push(real);
     }
     if let Some(dir) = executable.parent() {

@@ -149,7 +149,10 @@ pub struct ExecPy {
 
 impl ExecPy {
     fn new(config: Config, host: &pack_sdk::Host) -> Result<Self, PackError> {
-        config.limits.validate().map_err(PackError::invalid_argument)?;
+        config
+            .limits
+            .validate()
+            .map_err(PackError::invalid_argument)?;
         if config.sandbox == Mode::Off {
             host.log(
                 LogLevel::Warn,
@@ -231,14 +234,11 @@ async fn run(state: Arc<ExecPy>, args: RunArgs, ctx: Context) -> Result<RunOutpu
         .map(|cwd| state.working_dir(cwd))
         .transpose()?;
     let started = match &cwd {
-        Some(cwd) => {
-            launcher
-                .start(Some((cwd, state.config.cwd_writable)))
-                .await
-        }
+        Some(cwd) => launcher.start(Some((cwd, state.config.cwd_writable))).await,
         None => pool.take().await,
     };
-    let interpreter = started.map_err(|e| PackError::internal(format!("cannot start Python: {e}")))?;
+    let interpreter =
+        started.map_err(|e| PackError::internal(format!("cannot start Python: {e}")))?;
     let own = interpreter.dir.path();
     let request = call::Request {
         code: args.code,

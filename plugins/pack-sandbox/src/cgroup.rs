@@ -157,13 +157,15 @@ impl Cgroup {
     /// The `cgroup.procs` files the child writes its pid into before it
     /// confines itself.
     pub fn procs_files(&self) -> Vec<PathBuf> {
-        self.dirs.iter().map(|dir| dir.join("cgroup.procs")).collect()
+        self.dirs
+            .iter()
+            .map(|dir| dir.join("cgroup.procs"))
+            .collect()
     }
 
     /// SIGKILL to every process inside, wherever its process group.
     pub fn kill(&self) {
-        if self.version == Version::V2 && fs::write(self.dirs[0].join("cgroup.kill"), "1").is_ok()
-        {
+        if self.version == Version::V2 && fs::write(self.dirs[0].join("cgroup.kill"), "1").is_ok() {
             return;
         }
         // v1: a forking process can add members while they are killed;

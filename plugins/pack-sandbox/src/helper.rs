@@ -86,7 +86,11 @@ fn set_rlimits(launch: &Launch) -> Result<(), String> {
     let with_cgroup = !launch.cgroups.is_empty();
     let mut bounds = vec![
         (libc::RLIMIT_CPU, limits.cpu_seconds, "cpu_seconds"),
-        (libc::RLIMIT_FSIZE, limits.file_size_mb << 20, "file_size_mb"),
+        (
+            libc::RLIMIT_FSIZE,
+            limits.file_size_mb << 20,
+            "file_size_mb",
+        ),
         (libc::RLIMIT_NOFILE, limits.open_files, "open_files"),
         (libc::RLIMIT_CORE, 0, "core"),
     ];
@@ -151,7 +155,10 @@ fn landlock(policy: &Policy) -> Result<(), String> {
             .map_err(failed)?;
     }
     let mut created = ruleset.create().map_err(failed)?;
-    for (paths, dir_access) in [(&policy.read, read), (&policy.write, AccessFs::from_all(abi))] {
+    for (paths, dir_access) in [
+        (&policy.read, read),
+        (&policy.write, AccessFs::from_all(abi)),
+    ] {
         for path in paths {
             // What is not there grants nothing.
             let Ok(fd) = PathFd::new(path) else { continue };

@@ -48,7 +48,12 @@ impl Report {
     pub fn ready(&self) -> Result<(), String> {
         let needed = LANDLOCK_ABI as i64;
         match self.landlock_abi {
-            None => return Err("the kernel has no Landlock (Linux 6.12+ with landlock in the `lsm=` list)".into()),
+            None => {
+                return Err(
+                    "the kernel has no Landlock (Linux 6.12+ with landlock in the `lsm=` list)"
+                        .into(),
+                );
+            }
             Some(abi) if abi < needed => {
                 return Err(format!(
                     "the kernel's Landlock ABI is {abi}; the sandbox needs {needed} (Linux 6.12+)"
@@ -81,14 +86,19 @@ fn run_true(helper: &Path) -> Result<(), String> {
         return Ok(());
     }
     let stderr = String::from_utf8_lossy(&output.stderr);
-    Err(match stderr.lines().find_map(|l| l.strip_prefix(SETUP_FAILED_PREFIX)) {
-        Some(why) => why.to_owned(),
-        None => format!(
-            "the helper {} did not confine `true` ({}); is it packhost?",
-            helper.display(),
-            output.status
-        ),
-    })
+    Err(
+        match stderr
+            .lines()
+            .find_map(|l| l.strip_prefix(SETUP_FAILED_PREFIX))
+        {
+            Some(why) => why.to_owned(),
+            None => format!(
+                "the helper {} did not confine `true` ({}); is it packhost?",
+                helper.display(),
+                output.status
+            ),
+        },
+    )
 }
 
 impl fmt::Display for Report {

@@ -143,7 +143,9 @@ fn socket_rules(network: &Network) -> Result<Option<Vec<SeccompRule>>, seccompil
 fn rule(conditions: &[(u8, SeccompCmpOp, u64)]) -> Result<SeccompRule, seccompiler::BackendError> {
     let conditions = conditions
         .iter()
-        .map(|(arg, op, value)| SeccompCondition::new(*arg, SeccompCmpArgLen::Dword, op.clone(), *value))
+        .map(|(arg, op, value)| {
+            SeccompCondition::new(*arg, SeccompCmpArgLen::Dword, op.clone(), *value)
+        })
         .collect::<Result<Vec<_>, _>>()?;
     SeccompRule::new(conditions)
 }
