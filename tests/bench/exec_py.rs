@@ -4,7 +4,9 @@
 //!
 //! Usage: `packhost-bench-exec-py [--calls N] [--bridged N]` (defaults 50 and
 //! 200). Calls are spaced by `--gap-ms` (default 100) so that the warm pool
-//! has refilled, as between an agent's calls.
+//! has refilled, as between an agent's calls, and also run back to back;
+//! both with the sandbox on and with `sandbox = "off"`, so the cost of
+//! confinement shows.
 
 use std::time::{Duration, Instant};
 
@@ -41,24 +43,19 @@ async fn main() {
     })
     .await;
 
-    let config = format!(
-        "[packs.exec_py]\n[packs.proj]\n[projects]\nbench = \"{}\"\n",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let host = TestHost::start(&config).await;
-    let mut run = Vec::with_capacity(calls);
-    for i in 0..calls + 3 {
-        // The pause is not timed: it lets the pool refill, as between an agent's calls.
-        tokio::time::sleep(gap).await;
-        let started = Instant::now();
-        let result = host.call("exec_py.run", json!({"code": "1+1"})).await;
-        let elapsed = started.elapsed();
-        assert!(!is_error(&result), "{}", text(&result));
-        assert_eq!(structured(&result)["result"], 2);
-        if i >= 3 {
-            run.push(elapsed);
-        }
-    }
+    let config = |sandbox: &str| {
+        format!(
+            "[packs.exec_py]\nconfig = {{ sandbox = {sandbox:?} }}\n[packs.proj]\n[projects]\nbench = \"{}\"\n",
+            env!("CARGO_MANIFEST_DIR")
+        )
+    };
+    let unconfined = TestHost::start(&config("off")).await;
+    let off_spaced = run_latency(&unconfined, calls, gap).await;
+    let off_back_to_back = run_latency(&unconfined, calls, Duration::ZERO).await;
+    unconfined.client.cancel().await.expect("stop client");
+    let host = TestHost::start(&config("on")).await;
+    let run = run_latency(&host, calls, gap).await;
+    let back_to_back = run_latency(&host, calls, Duration::ZERO).await;
 
     // Per-call time measured inside Python, so the interpreter's start does not count.
     let code = format!(
@@ -82,6 +79,11 @@ async fn main() {
         percentile(&run, 0.5),
         percentile(&direct, 0.5),
     );
+    let (back50, off50, off_back50) = (
+        percentile(&back_to_back, 0.5),
+        percentile(&off_spaced, 0.5),
+        percentile(&off_back_to_back, 0.5),
+    );
     print_table(
         &format!(
             "exec_py benchmark: {calls} calls spaced by {} ms, {bridged} bridged calls, python {python}",
@@ -96,6 +98,27 @@ async fn main() {
                 ratio: ratio(run50, bare50),
             },
             Row {
+                metric: "the same, back to back, median".into(),
+                value: ms(back50),
+                target: "-".into(),
+                reference: format!("`python3 -c 1+1` spawn: {}", ms(bare50)),
+                ratio: ratio(back50, bare50),
+            },
+            Row {
+                metric: "spaced, confined vs `sandbox = \"off\"`, median".into(),
+                value: ms(run50),
+                target: "-".into(),
+                reference: format!("unconfined: {}", ms(off50)),
+                ratio: ratio(run50, off50),
+            },
+            Row {
+                metric: "back to back, confined vs `sandbox = \"off\"`, median".into(),
+                value: ms(back50),
+                target: "-".into(),
+                reference: format!("unconfined: {}", ms(off_back50)),
+                ratio: ratio(back50, off_back50),
+            },
+            Row {
                 metric: "`proj.list()` called from Python (bridge), median".into(),
                 value: ms(bridged_median),
                 target: "≤ 1 ms".into(),
@@ -104,4 +127,23 @@ async fn main() {
             },
         ],
     );
+}
+
+/// `exec_py.run("1+1")` at the client, `calls` times after 3 untimed ones,
+/// each after `gap` (untimed: it lets the pool refill, as between an
+/// agent's calls).
+async fn run_latency(host: &TestHost, calls: usize, gap: Duration) -> Vec<Duration> {
+    let mut run = Vec::with_capacity(calls);
+    for i in 0..calls + 3 {
+        tokio::time::sleep(gap).await;
+        let started = Instant::now();
+        let result = host.call("exec_py.run", json!({"code": "1+1"})).await;
+        let elapsed = started.elapsed();
+        assert!(!is_error(&result), "{}", text(&result));
+        assert_eq!(structured(&result)["result"], 2);
+        if i >= 3 {
+            run.push(elapsed);
+        }
+    }
+    run
 }
