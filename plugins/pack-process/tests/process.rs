@@ -7,17 +7,25 @@ use std::{
     time::{Duration, Instant},
 };
 
-use pack_process::{EnvAllowList, Exit, ProcessGroup, TRUNCATED_MARKER, WarmPool, live_members};
-use tokio::process::Command;
+use pack_process::{
+    Confined, EnvAllowList, Exit, Mode, Policy, ProcessGroup, Sandbox, TRUNCATED_MARKER, WarmPool,
+    live_members,
+};
 
-fn sh(script: &str) -> Command {
-    let mut command = Command::new("sh");
-    command
+/// Unconfined: these tests are about process groups, and a test binary is
+/// not the sandbox's helper (tests/e2e/sandbox.rs confines for real).
+fn sh(script: &str) -> Confined {
+    let policy = Policy::new([], std::path::Path::new("/tmp"));
+    let mut confined = Sandbox::new(Mode::Off)
+        .command(&policy, std::path::Path::new("sh"))
+        .unwrap();
+    confined
+        .command
         .args(["-c", script])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    command
+    confined
 }
 
 fn group_alive(pgid: u32) -> bool {
@@ -39,7 +47,7 @@ async fn wait_until_gone(pgid: u32) {
 
 #[tokio::test]
 async fn captures_both_streams_and_the_exit_code() {
-    let group = ProcessGroup::spawn(&mut sh("echo out; echo err >&2; exit 3")).unwrap();
+    let group = ProcessGroup::spawn(sh("echo out; echo err >&2; exit 3")).unwrap();
     let finished = group.finish(Duration::from_secs(10), 1024).await;
     assert_eq!(finished.stdout.text, "out\n");
     assert_eq!(finished.stderr.text, "err\n");
@@ -50,7 +58,7 @@ async fn captures_both_streams_and_the_exit_code() {
 #[tokio::test]
 async fn a_timeout_kills_the_whole_group_and_keeps_the_output() {
     let mut group =
-        ProcessGroup::spawn(&mut sh("echo before; sleep 30 & sleep 30; echo after")).unwrap();
+        ProcessGroup::spawn(sh("echo before; sleep 30 & sleep 30; echo after")).unwrap();
     let pgid = group.child().id().unwrap();
     let started = Instant::now();
     let finished = group.finish(Duration::from_millis(300), 1024).await;
@@ -68,7 +76,7 @@ async fn a_timeout_kills_the_whole_group_and_keeps_the_output() {
 
 #[tokio::test]
 async fn grandchildren_do_not_outlive_a_normal_exit() {
-    let mut group = ProcessGroup::spawn(&mut sh("sleep 30 & echo done")).unwrap();
+    let mut group = ProcessGroup::spawn(sh("sleep 30 & echo done")).unwrap();
     let pgid = group.child().id().unwrap();
     let finished = group.finish(Duration::from_secs(10), 1024).await;
     assert_eq!(finished.exit, Exit::Code(0));
@@ -79,7 +87,7 @@ async fn grandchildren_do_not_outlive_a_normal_exit() {
 #[tokio::test]
 async fn output_is_capped_while_streaming() {
     // 50 MB through a 1 KiB cap: the reader keeps 1 KiB and drains the rest.
-    let group = ProcessGroup::spawn(&mut sh("head -c 50000000 /dev/zero | tr '\\0' a")).unwrap();
+    let group = ProcessGroup::spawn(sh("head -c 50000000 /dev/zero | tr '\\0' a")).unwrap();
     let finished = group.finish(Duration::from_secs(60), 1024).await;
     assert_eq!(finished.exit, Exit::Code(0));
     assert!(finished.stdout.truncated);
@@ -92,14 +100,14 @@ async fn output_is_capped_while_streaming() {
 #[tokio::test]
 async fn a_cut_never_splits_a_character() {
     // "é" is two bytes: a 3-byte cap falls inside the second one.
-    let group = ProcessGroup::spawn(&mut sh("printf 'ééé'")).unwrap();
+    let group = ProcessGroup::spawn(sh("printf 'ééé'")).unwrap();
     let finished = group.finish(Duration::from_secs(10), 3).await;
     assert_eq!(finished.stdout.text, format!("é{TRUNCATED_MARKER}"));
 }
 
 #[tokio::test]
 async fn dropping_the_guard_kills_the_group() {
-    let mut group = ProcessGroup::spawn(&mut sh("sleep 30 & sleep 30")).unwrap();
+    let mut group = ProcessGroup::spawn(sh("sleep 30 & sleep 30")).unwrap();
     let pgid = group.child().id().unwrap();
     assert!(group.is_running());
     drop(group);
@@ -112,8 +120,8 @@ async fn the_environment_is_the_allow_list_only() {
     assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
     let mut command = sh("env");
     let extra = BTreeMap::from([("TMPDIR".to_owned(), "/tmp/x".to_owned())]);
-    EnvAllowList::default().apply(&mut command, &extra);
-    let finished = ProcessGroup::spawn(&mut command)
+    EnvAllowList::default().apply(&mut command.command, &extra);
+    let finished = ProcessGroup::spawn(command)
         .unwrap()
         .finish(Duration::from_secs(10), 1 << 20)
         .await;
@@ -138,7 +146,7 @@ async fn the_environment_is_the_allow_list_only() {
 async fn a_pool_hands_out_fresh_children_and_refills() {
     let pool = WarmPool::new(
         2,
-        || async { ProcessGroup::spawn(&mut sh("sleep 30")) },
+        || async { ProcessGroup::spawn(sh("sleep 30")) },
         ProcessGroup::is_running,
     );
     let mut first = pool.take().await.unwrap();
