@@ -25,15 +25,20 @@ impl Notebooks {
         }
     }
 
-    fn config(&self) -> String {
+    /// The pack's config: this root, and `extra` (`, key = value`...).
+    fn config(&self, extra: &str) -> String {
         format!(
-            "[packs.exec_ts]\nconfig = {{ notebooks_dir = {} }}\n",
+            "[packs.exec_ts]\nconfig = {{ notebooks_dir = {}{extra} }}\n",
             toml_path(self.root.path())
         )
     }
 
     async fn host(&self) -> TestHost {
-        TestHost::start(&self.config()).await
+        TestHost::start(&self.config("")).await
+    }
+
+    async fn host_with(&self, extra: &str) -> TestHost {
+        TestHost::start(&self.config(extra)).await
     }
 }
 
@@ -268,24 +273,41 @@ async fn env_adds_variables_and_the_host_environment_stays_out() {
     assert!(
         names
             .iter()
-            .all(|n| ["GREETING", "PATH", "HOME", "LANG"].contains(n)),
+            .all(|n| ["GREETING", "PATH", "HOME", "LANG", "TMPDIR"].contains(n)),
         "{names:?}"
     );
 }
 
 #[tokio::test]
-async fn cwd_is_the_working_directory_and_must_exist() {
+async fn cwd_is_the_working_directory_inside_the_roots_and_read_only() {
     let nb = Notebooks::new();
-    let host = nb.host().await;
-    let dir = TempDir::new().unwrap();
-    std::fs::write(dir.path().join("data.txt"), "from cwd").unwrap();
+    let roots = TempDir::new().unwrap();
+    let dir = roots.path().join("project");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("data.txt"), "from cwd").unwrap();
+    let host = nb
+        .host_with(&format!(", cwd_roots = [{}]", toml_path(roots.path())))
+        .await;
+    let cwd = dir.display().to_string();
     let output = ok(&execute(
         &host,
         json!({"code": "import { readFileSync } from 'node:fs';\nconsole.log(readFileSync('data.txt', 'utf8'));",
-               "cwd": dir.path().display().to_string()}),
+               "cwd": cwd}),
     )
     .await);
     assert_eq!(output["stdout"], "from cwd\n");
+    // Read-only without `cwd_writable`; its own TMPDIR stays writable.
+    let write = "import { writeFileSync } from 'node:fs';\n\
+                 writeFileSync(process.env.TMPDIR + '/t.txt', 'ok');\n\
+                 writeFileSync('out.txt', 'x');";
+    let result = execute(&host, json!({"code": write, "cwd": cwd})).await;
+    let output = failed_run(&result, "EXECUTION_ERROR");
+    assert!(
+        output["stderr"].as_str().unwrap().contains("EACCES"),
+        "{output}"
+    );
+    assert!(!dir.join("out.txt").exists());
+
     let result = execute(&host, json!({"code": "1", "cwd": "relative/dir"})).await;
     failed(
         &result,
@@ -294,6 +316,68 @@ async fn cwd_is_the_working_directory_and_must_exist() {
             "`cwd` \"relative/dir\"",
             "absolute path to an existing directory",
         ],
+    );
+    // Outside the roots: refused, naming them and the way out.
+    let outside = TempDir::new().unwrap();
+    let result = execute(
+        &host,
+        json!({"code": "1", "cwd": outside.path().display().to_string()}),
+    )
+    .await;
+    failed(
+        &result,
+        "ACCESS_DENIED",
+        &[
+            "outside the allowed folders",
+            &roots.path().display().to_string(),
+            "cwd_roots",
+        ],
+    );
+    // `..` does not leave a root.
+    let escape = format!("{cwd}/../../");
+    failed(
+        &execute(&host, json!({"code": "1", "cwd": escape})).await,
+        "ACCESS_DENIED",
+        &["outside the allowed folders"],
+    );
+}
+
+#[tokio::test]
+async fn cwd_writable_lets_code_write_in_its_cwd() {
+    let nb = Notebooks::new();
+    let roots = TempDir::new().unwrap();
+    let host = nb
+        .host_with(&format!(
+            ", cwd_roots = [{}], cwd_writable = true",
+            toml_path(roots.path())
+        ))
+        .await;
+    let code = "import { writeFileSync } from 'node:fs';\nwriteFileSync('out.txt', 'written');";
+    ok(&execute(
+        &host,
+        json!({"code": code, "cwd": roots.path().display().to_string()}),
+    )
+    .await);
+    assert_eq!(
+        std::fs::read_to_string(roots.path().join("out.txt")).unwrap(),
+        "written"
+    );
+}
+
+#[tokio::test]
+async fn without_cwd_roots_every_cwd_is_refused() {
+    let nb = Notebooks::new();
+    let host = nb.host().await;
+    let dir = TempDir::new().unwrap();
+    let result = execute(
+        &host,
+        json!({"code": "1", "cwd": dir.path().display().to_string()}),
+    )
+    .await;
+    failed(
+        &result,
+        "ACCESS_DENIED",
+        &["none are configured", "leave `cwd` out"],
     );
 }
 
@@ -676,8 +760,10 @@ async fn a_cell_survives_a_host_restart() {
 #[tokio::test]
 async fn npm_install_adds_a_local_package_cells_can_import() {
     let nb = Notebooks::new();
-    let host = nb.host().await;
     let package = TempDir::new().unwrap();
+    let host = nb
+        .host_with(&format!(", cwd_roots = [{}]", toml_path(package.path())))
+        .await;
     std::fs::write(
         package.path().join("package.json"),
         r#"{"name": "local-greet", "version": "1.0.0", "type": "module", "main": "index.js"}"#,
@@ -720,6 +806,19 @@ async fn npm_install_adds_a_local_package_cells_can_import() {
         "INVALID_ARGUMENT",
         &["\"--global\" is not a package"],
     );
+    // A local package outside `cwd_roots` is not read.
+    let result = host
+        .call(
+            "exec_ts.npm_install",
+            json!({"sessionId": session, "packages": ["/etc"]}),
+        )
+        .await;
+    let output = failed_run(&result, "ACCESS_DENIED");
+    let stderr = output["stderr"].as_str().unwrap();
+    assert!(
+        stderr.contains("local package /etc is outside the allowed folders"),
+        "{stderr}"
+    );
     let output = failed_run(
         &host
             .call("exec_ts.npm_install", json!({"sessionId": "gone"}))
@@ -727,4 +826,155 @@ async fn npm_install_adds_a_local_package_cells_can_import() {
         "SESSION_NOT_FOUND",
     );
     assert_eq!(output["exitCode"], 1);
+}
+
+// ------------------------------------------------------------ confinement
+
+/// Run `attempts` (a JavaScript object literal of name → function that
+/// throws when refused) and return each name's outcome: `allowed` or the
+/// error code.
+async fn outcomes(host: &TestHost, setup: &str, attempts: &str) -> Value {
+    let code = format!(
+        "import fs from 'node:fs';\nimport net from 'node:net';\n{setup}\n\
+         const attempts = {attempts};\nconst out = {{}};\n\
+         for (const [name, f] of Object.entries(attempts)) {{\n\
+           try {{ await f(); out[name] = 'allowed'; }} catch (e) {{ out[name] = e.code ?? String(e); }}\n\
+         }}\nconsole.log(JSON.stringify(out));"
+    );
+    let output = ok(&execute(host, json!({"code": code, "language": "javascript"})).await);
+    serde_json::from_str(output["stdout"].as_str().unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn code_reads_no_secrets_and_writes_only_its_own_folder() {
+    let nb = Notebooks::new();
+    let host = nb.host().await;
+    let outside = TempDir::new().unwrap();
+    let home = std::env::var("HOME").unwrap();
+    let setup = format!(
+        "const outside = {:?}; const home = {:?};",
+        outside.path().display().to_string(),
+        home
+    );
+    let attempts = "{
+        shadow: () => fs.readFileSync('/etc/shadow'),
+        home: () => fs.readdirSync(home),
+        notebooks: () => fs.readdirSync(process.cwd() + '/..'),
+        hostEnviron: () => fs.readFileSync(`/proc/${process.ppid}/environ`),
+        writeOutside: () => fs.writeFileSync(outside + '/planted', 'x'),
+        writeTmp: () => fs.writeFileSync('/tmp/packhost-planted', 'x'),
+        symlinkOut: () => { fs.symlinkSync(home, 'h'); fs.readdirSync('h'); },
+        hardlinkOut: () => fs.linkSync('/etc/passwd', 'passwd'),
+        own: () => fs.writeFileSync(process.env.TMPDIR + '/mine', 'x'),
+    }";
+    let got = outcomes(&host, &setup, attempts).await;
+    assert_eq!(got["own"], "allowed", "{got}");
+    for name in [
+        "shadow",
+        "home",
+        "notebooks",
+        "hostEnviron",
+        "writeOutside",
+        "writeTmp",
+        "symlinkOut",
+        "hardlinkOut",
+    ] {
+        assert_ne!(got[name], "allowed", "{name}: {got}");
+    }
+    assert!(!outside.path().join("planted").exists());
+    assert!(!Path::new("/tmp/packhost-planted").exists());
+}
+
+#[tokio::test]
+async fn code_cannot_kill_the_host_which_keeps_serving() {
+    let nb = Notebooks::new();
+    let host = nb.host().await;
+    let got = outcomes(
+        &host,
+        "",
+        "{ kill: () => process.kill(process.ppid, 'SIGKILL') }",
+    )
+    .await;
+    assert_eq!(got["kill"], "EPERM", "{got}");
+    let output = ok(&execute(&host, json!({"code": "console.log('still serving')"})).await);
+    assert_eq!(output["stdout"], "still serving\n");
+}
+
+#[tokio::test]
+async fn code_has_no_network_unless_configured() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let connect = format!(
+        "{{ connect: () => new Promise((ok, fail) => {{\n\
+           const s = net.connect({port}, '127.0.0.1', () => {{ s.destroy(); ok(); }});\n\
+           s.on('error', fail);\n\
+         }}) }}"
+    );
+    let nb = Notebooks::new();
+    let host = nb.host().await;
+    let got = outcomes(&host, "", &connect).await;
+    assert_ne!(got["connect"], "allowed", "{got}");
+    let open = nb.host_with(", network = true").await;
+    let got = outcomes(&open, "", &connect).await;
+    assert_eq!(got["connect"], "allowed", "network = true: {got}");
+}
+
+#[tokio::test]
+async fn a_cell_cannot_read_another_sessions_directory() {
+    let nb = Notebooks::new();
+    let host = nb.host().await;
+    let secret = create_session(&host).await;
+    create_cell(
+        &host,
+        &secret,
+        "secret.ts",
+        "export const key = 'hunter2';\n",
+    )
+    .await;
+    let session = create_session(&host).await;
+    let code = format!(
+        "import fs from 'node:fs';\nconst out = {{}};\n\
+         for (const [name, f] of Object.entries({{\n\
+           read: () => fs.readFileSync('../{secret}/src/secret.ts', 'utf8'),\n\
+           list: () => fs.readdirSync('..'),\n\
+           write: () => fs.writeFileSync('../{secret}/src/secret.ts', 'stolen'),\n\
+           own: () => fs.writeFileSync('mine.txt', 'x'),\n\
+         }})) {{ try {{ f(); out[name] = 'allowed'; }} catch (e) {{ out[name] = e.code; }} }}\n\
+         console.log(JSON.stringify(out));\n"
+    );
+    let cell = create_cell(&host, &session, "steal.js", &code).await;
+    let output = ok(&run_cell(&host, &session, &cell).await);
+    let got: Value = serde_json::from_str(output["stdout"].as_str().unwrap()).unwrap();
+    assert_eq!(got["own"], "allowed", "{got}");
+    for name in ["read", "list", "write"] {
+        assert_ne!(got[name], "allowed", "{name}: {got}");
+    }
+    let cells = ok(&host
+        .call("exec_ts.cell_list", json!({"sessionId": secret}))
+        .await);
+    assert_eq!(
+        cells["cells"][0]["source"],
+        "export const key = 'hunter2';\n"
+    );
+}
+
+#[tokio::test]
+async fn a_memory_bomb_is_limit_exceeded_and_the_host_keeps_serving() {
+    let nb = Notebooks::new();
+    let host = nb.host_with(", limits = { memory_mb = 256 }").await;
+    let result = execute(
+        &host,
+        json!({"code": "const a = []; while (true) a.push(new Array(1e6).fill(1));",
+               "language": "javascript", "timeout": 60000}),
+    )
+    .await;
+    let output = failed_run(&result, "LIMIT_EXCEEDED");
+    let message = text(&result);
+    assert!(message.contains("`limits.memory_mb`"), "{message}");
+    assert!(
+        output["stderr"].as_str().unwrap().contains("memory bound"),
+        "{output}"
+    );
+    let output = ok(&execute(&host, json!({"code": "console.log(1 + 1)"})).await);
+    assert_eq!(output["stdout"], "2\n");
 }

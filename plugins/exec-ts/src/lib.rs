@@ -4,10 +4,13 @@
 //! TypeScript never reaches `node` as TypeScript: [`strip::strip_types`]
 //! turns it into JavaScript in-process (swc's type stripper, which keeps every
 //! line and column), so there is no loader to start and node's stack traces
-//! point at the original lines. Every process runs under `pack-process`'s
-//! rules (own process group killed whole on timeout, capped capture,
-//! environment allow-list). Calls with neither `cwd` nor `env` take an idle
-//! `node` from a warm pool (a fresh process per call, never reused).
+//! point at the original lines. Every process runs confined by the sandbox
+//! (node's installation read-only, one writable folder: its own fresh one,
+//! or the session's; no network unless configured; bounded memory,
+//! processes, CPU and files) and under `pack-process`'s rules (own process
+//! group killed whole on timeout, capped capture, environment allow-list).
+//! Calls with neither `cwd` nor `env` take an idle `node` from a warm pool
+//! (a fresh process per call, never reused).
 //!
 //! Functions: `execute`; `session_create`, `session_list`, `session_delete`,
 //! `session_export`, `session_import`; `cell_create`, `cell_update`,
@@ -26,16 +29,16 @@ use std::{
     time::{Duration, Instant},
 };
 
-use pack_process::EnvAllowList;
+use pack_process::{EnvAllowList, Limits, Mode, Network, Sandbox};
 use pack_sdk::{
-    Context, Empty, Host, PackDef, PackError, codes,
-    owned::{Limits, Ownership, Share},
+    Context, Empty, Host, LogLevel, PackDef, PackError, codes,
+    owned::{self, Ownership, Share},
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    node::{ExecOutput, Runner, Tools},
+    node::{Confinement, ExecOutput, Runner, Tools},
     notebook::{CellKind, CellMeta, Language, Notebooks, SessionMeta, cell_not_found},
     strip::strip_types,
 };
@@ -85,6 +88,39 @@ pub struct Config {
     /// may have at most. Default 100.
     #[serde(default = "default_max_sessions_per_owner")]
     pub max_sessions_per_owner: usize,
+    /// `"on"` (the default): every process (`execute`, `cell_execute`,
+    /// `npm_install`) is confined to node's installation read-only and one
+    /// writable folder (its own fresh one, or the session's), or refused
+    /// where the machine cannot confine it. `"off"`: they run with every
+    /// right of the host's user (logged as a warning at start).
+    #[serde(default)]
+    pub sandbox: Mode,
+    /// The bounds of each process: `memory_mb` (1024), `processes` (128),
+    /// `cpu_seconds` (3600), `file_size_mb` (1024), `open_files` (1024).
+    /// A process that passes one ends with `LIMIT_EXCEEDED`.
+    #[serde(default)]
+    pub limits: Limits,
+    /// Folders an `execute` `cwd` may be in (a leading `~` is the home
+    /// directory), and where `npm_install` may take local packages from.
+    /// Default none: `cwd` is refused.
+    #[serde(default, deserialize_with = "pack_sdk::paths::deserialize_home")]
+    pub cwd_roots: Vec<PathBuf>,
+    /// Whether code may write in the `cwd` it is given (it always may in
+    /// its own fresh folder). Default false.
+    #[serde(default)]
+    pub cwd_writable: bool,
+    /// Whether code (`execute`, `cell_execute`) may use the network.
+    /// Default false: no sockets at all.
+    #[serde(default)]
+    pub network: bool,
+    /// Whether `npm_install` may use the network (it needs it for the
+    /// registry; local packages install without). Default true.
+    #[serde(default = "default_true")]
+    pub npm_network: bool,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 fn default_max_sessions() -> usize {
@@ -123,6 +159,8 @@ fn default_npm_timeout() -> u64 {
 pub struct State {
     runner: Runner,
     notebooks: Notebooks,
+    cwd_roots: Vec<PathBuf>,
+    cwd_writable: bool,
     /// Held around every read-modify-write of a session's metadata.
     lock: Mutex<()>,
 }
@@ -130,7 +168,17 @@ pub struct State {
 impl State {
     /// State from the pack's config (inside a tokio runtime: the pool
     /// starts); sessions are shared as `ownership` says.
-    pub fn new(config: Config, ownership: Ownership) -> Result<Self, PackError> {
+    pub fn new(config: Config, ownership: Ownership, host: &Host) -> Result<Self, PackError> {
+        config
+            .limits
+            .validate()
+            .map_err(PackError::invalid_argument)?;
+        if config.sandbox == Mode::Off {
+            host.log(
+                LogLevel::Warn,
+                "sandbox = \"off\": TypeScript/JavaScript code and npm run unconfined, with every right of the host's user",
+            );
+        }
         if config.max_output_bytes == 0 {
             return Err(PackError::invalid_argument(
                 "`max_output_bytes` is 0; give the cap of each output stream in bytes (default 1048576)",
@@ -148,23 +196,71 @@ impl State {
                 })?
                 .join(".packhost/notebooks"),
         };
-        let limits = Limits {
+        let limits = owned::Limits {
             max: config.max_sessions,
             per_owner: config.max_sessions_per_owner,
         };
         let notebooks = Notebooks::new(notebooks_dir, ownership, limits)?;
         let tools = Tools::find(&config.node);
+        let network = |on: bool| if on { Network::Full } else { Network::None };
+        let confinement = Confinement {
+            sandbox: Arc::new(Sandbox::new(config.sandbox)),
+            limits: config.limits,
+            code_network: network(config.network),
+            npm_network: network(config.npm_network),
+        };
         let runner = Runner::new(
             tools,
             EnvAllowList::new(config.env_allow),
             config.max_output_bytes,
             config.pool_size,
+            confinement,
         );
         Ok(Self {
             runner,
             notebooks,
+            cwd_roots: config.cwd_roots,
+            cwd_writable: config.cwd_writable,
             lock: Mutex::new(()),
         })
+    }
+
+    /// `path` resolved, when it is inside a `cwd_roots` folder; else an
+    /// `ACCESS_DENIED` naming `what`, the roots and `way_out`.
+    fn inside_roots(
+        &self,
+        what: &str,
+        path: &std::path::Path,
+        way_out: &str,
+    ) -> Result<PathBuf, PackError> {
+        let resolved = path.canonicalize().map_err(|e| {
+            PackError::not_found(format!("{what} {} cannot be used: {e}", path.display()))
+        })?;
+        let inside = self
+            .cwd_roots
+            .iter()
+            .filter_map(|root| root.canonicalize().ok())
+            .any(|root| resolved.starts_with(root));
+        if inside {
+            return Ok(resolved);
+        }
+        let roots: Vec<String> = self
+            .cwd_roots
+            .iter()
+            .map(|r| r.display().to_string())
+            .collect();
+        let roots = if roots.is_empty() {
+            "none are configured".to_owned()
+        } else {
+            roots.join(", ")
+        };
+        Err(PackError::access_denied(format!(
+            "{what} {} is outside the allowed folders ({roots})",
+            path.display()
+        ))
+        .with_help(format!(
+            "{way_out}, or add a root to `cwd_roots` in [packs.exec_ts] config"
+        )))
     }
 
     fn locked<T>(&self, work: impl FnOnce(&Notebooks) -> T) -> T {
@@ -206,7 +302,9 @@ pub struct ExecuteArgs {
     #[serde(default)]
     pub language: Language,
     /// Absolute path of the working directory (bare imports resolve from its
-    /// `node_modules`). Default: a fresh empty directory, removed afterwards.
+    /// `node_modules`), inside the folders the pack's `cwd_roots` config
+    /// allows; read-only unless the config says otherwise. Default: a fresh
+    /// empty directory, removed afterwards.
     #[serde(default)]
     pub cwd: Option<String>,
     /// Extra environment variables for the process (on top of the allowed
@@ -237,7 +335,11 @@ async fn execute(
                      pass one, or leave `cwd` out to run in a fresh empty directory"
                 )));
             }
-            Some(path)
+            Some(state.inside_roots(
+                "`cwd`",
+                &path,
+                "leave `cwd` out to run in a fresh empty directory",
+            )?)
         }
     };
     let js = match args.language {
@@ -256,7 +358,13 @@ async fn execute(
     let env = args.env.unwrap_or_default();
     state
         .runner
-        .run_module(js, cwd.as_deref(), &env, timeout, started)
+        .run_module(
+            js,
+            cwd.as_deref().map(|cwd| (cwd, state.cwd_writable)),
+            &env,
+            timeout,
+            started,
+        )
         .await?
         .into_result("the code")
 }
@@ -748,7 +856,7 @@ async fn cell_execute(
     .await?;
     let (dir, cell, built) = prepared;
     let what = format!("cell `{}`", cell.filename.as_deref().unwrap_or(&cell.id));
-    let (_run, entry) = match built {
+    let (run, entry) = match built {
         Ok(built) => built,
         Err(diagnostics) => {
             let output = ExecOutput {
@@ -764,9 +872,13 @@ async fn cell_execute(
         "./.packhost/register.mjs".into(),
         entry.into_os_string(),
     ];
+    // The session's folder is the only one it may write (nothing of other
+    // sessions is visible); temporary files go in this run's build folder.
+    let policy = state.runner.code_policy(&dir);
+    let env = node::tmpdir(run.path());
     state
         .runner
-        .run(&node, &args, &dir, timeout, started)
+        .run(&node, &args, &dir, &policy, &env, timeout, started)
         .await?
         .into_result(&what)
 }
@@ -931,8 +1043,9 @@ async fn session_import(
 pub struct NpmInstallArgs {
     /// Session id.
     pub session_id: String,
-    /// Packages to add (`name`, `name@version`, or a path to a local package
-    /// folder or tarball); none installs what `package.json` lists.
+    /// Packages to add (`name`, `name@version`, or the absolute path of a
+    /// local package folder or tarball inside the pack's `cwd_roots`, copied
+    /// in); none installs what `package.json` lists.
     #[serde(default)]
     pub packages: Vec<String>,
     /// Time limit in milliseconds.
@@ -964,18 +1077,60 @@ async fn npm_install(
         Ok(state.notebooks.dir(&meta.id))
     })
     .await?;
+    // npm reads a local package where it is: only inside `cwd_roots`.
+    let local: Vec<PathBuf> = args
+        .packages
+        .iter()
+        .filter_map(|spec| {
+            let path = spec.strip_prefix("file:").unwrap_or(spec);
+            path.starts_with('/').then(|| {
+                state.inside_roots(
+                    "local package",
+                    std::path::Path::new(path),
+                    "install it from the registry",
+                )
+            })
+        })
+        .collect::<Result<_, _>>()
+        .map_err(refused)?;
     state.runner.tools.node()?;
     let npm = state.runner.tools.npm.clone().ok_or_else(|| {
         let message = "npm is not installed: no `npm` beside node nor on PATH; install it (e.g. `apt-get install npm`)";
         PackError::not_found(message).with_result(&ExecOutput::refused(message))
     })?;
-    let mut npm_args: Vec<OsString> = ["install", "--no-audit", "--no-fund", "--no-progress"]
-        .map(OsString::from)
-        .to_vec();
+    // A local package is copied in (`--install-links`), not linked: cells
+    // read only their session's folder.
+    let mut npm_args: Vec<OsString> = [
+        "install",
+        "--no-audit",
+        "--no-fund",
+        "--no-progress",
+        "--install-links",
+    ]
+    .map(OsString::from)
+    .to_vec();
     npm_args.extend(args.packages.iter().map(OsString::from));
+    // npm's cache and temporary files are the session's own (never the
+    // host user's ~/.npm, which is neither readable nor shared).
+    let hidden = dir.join(".packhost");
+    let tmp = blocking(&state, move |_| {
+        std::fs::create_dir_all(&hidden).map_err(|e| notebook::io_error(&hidden, e))?;
+        tempfile::Builder::new()
+            .prefix("npm-")
+            .tempdir_in(&hidden)
+            .map_err(|e| notebook::io_error(&hidden, e))
+    })
+    .await?;
+    let mut env = node::tmpdir(tmp.path());
+    env.insert(
+        "npm_config_cache".to_owned(),
+        dir.join(".packhost/npm-cache").display().to_string(),
+    );
+    env.insert("npm_config_update_notifier".to_owned(), "false".to_owned());
+    let policy = state.runner.npm_policy(&dir, &local);
     state
         .runner
-        .run(&npm, &npm_args, &dir, timeout, started)
+        .run(&npm, &npm_args, &dir, &policy, &env, timeout, started)
         .await?
         .into_result("npm install")
 }
@@ -986,9 +1141,9 @@ fn pack() -> PackDef<State> {
     PackDef::new(
         "exec_ts",
         "Run TypeScript/JavaScript with Node.js and work in notebook sessions of cells",
-        |config: Config, _: Host| {
+        |config: Config, host: Host| {
             let ownership = Ownership::new(config.share);
-            State::new(config, ownership)
+            State::new(config, ownership, &host)
         },
     )
     .function(
@@ -1152,9 +1307,12 @@ mod ownership {
 
     use super::*;
 
+    /// Unconfined: the test binary is not the host's sandbox helper.
     fn start(root: &std::path::Path, share: &str) -> PackTest {
         PackTest::build(pack)
-            .config(json!({"notebooks_dir": root, "pool_size": 0, "share": share}))
+            .config(json!({
+                "notebooks_dir": root, "pool_size": 0, "share": share, "sandbox": "off"
+            }))
             .identity(Owner::new("local", "root"))
             .start()
             .unwrap()
@@ -1345,6 +1503,14 @@ mod ownership {
             .start();
         let error = started.err().expect("a limit of 0 is refused");
         assert!(error.to_string().contains("`max_sessions` is 0"), "{error}");
+        let started = PackTest::build(pack)
+            .config(json!({"notebooks_dir": root.path(), "limits": {"memory_mb": 0}}))
+            .start();
+        let error = started.err().expect("a bound of 0 is refused");
+        assert!(
+            error.to_string().contains("`limits.memory_mb` is 0"),
+            "{error}"
+        );
     }
 
     #[tokio::test]

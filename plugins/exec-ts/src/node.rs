@@ -1,22 +1,28 @@
 //! Running JavaScript with `node` under the shared process rules
-//! (`pack-process`): own process group, whole-group kill on timeout, capped
-//! capture, environment allow-list; plus a warm pool of idle `node`
-//! processes for calls that need no particular directory or environment.
+//! (`pack-process`): confined by the sandbox (a read-only runtime, one
+//! writable folder, the pack's network and bounds), own process group,
+//! whole-group kill on timeout, capped capture, environment allow-list; plus
+//! a warm pool of idle `node` processes, each in its own fresh folder, for
+//! calls that need no particular directory or environment.
 
 use std::{
     collections::BTreeMap,
     ffi::OsString,
+    io,
     path::{Path, PathBuf},
     process::Stdio,
+    sync::Arc,
     time::{Duration, Instant},
 };
 
-use pack_process::{EnvAllowList, Exit, Finished, ProcessGroup, WarmPool};
+use pack_process::{
+    Bound, EnvAllowList, Exit, Finished, Limits, Network, Policy, ProcessGroup, Sandbox, WarmPool,
+};
 use pack_sdk::{PackError, codes};
 use schemars::JsonSchema;
 use serde::Serialize;
 use tempfile::TempDir;
-use tokio::{io::AsyncWriteExt, process::Command};
+use tokio::io::AsyncWriteExt;
 
 /// What every run returns: `exec_ts.execute`, `exec_ts.cell_execute`,
 /// `exec_ts.npm_install`.
@@ -29,13 +35,17 @@ pub struct ExecOutput {
     /// Standard error, same cap. Syntax errors, uncaught exceptions with their
     /// stack, and not-found errors land here.
     pub stderr: String,
-    /// The process exit code; 124 when the time limit killed it.
+    /// The process exit code; 124 when the time limit killed it, 137 when
+    /// it passed a bound of its sandbox.
     pub exit_code: i32,
     /// Wall time of the call in milliseconds.
     pub execution_time: u64,
     /// Whether the time limit killed it (the exit code alone cannot tell).
     #[serde(skip)]
     pub timed_out: bool,
+    /// The sandbox bound it passed, if that ended it.
+    #[serde(skip)]
+    pub exceeded: Option<Bound>,
 }
 
 impl ExecOutput {
@@ -49,8 +59,20 @@ impl ExecOutput {
     }
 
     /// Success for exit code 0, else an error result keeping this shape:
-    /// `TIMEOUT` for a timeout, `EXECUTION_ERROR` otherwise.
+    /// `TIMEOUT` for a timeout, `LIMIT_EXCEEDED` for a passed bound,
+    /// `EXECUTION_ERROR` otherwise.
     pub fn into_result(self, what: &str) -> Result<Self, PackError> {
+        if let Some(bound) = self.exceeded {
+            return Err(PackError::new(
+                codes::LIMIT_EXCEEDED,
+                format!("{what} was ended: it passed {bound}"),
+            )
+            .with_help(format!(
+                "use less, or raise `{}` in [packs.exec_ts] config",
+                bound.key()
+            ))
+            .with_result(&self));
+        }
         match self.exit_code {
             0 => Ok(self),
             _ if self.timed_out => Err(PackError::new(
@@ -68,14 +90,19 @@ impl ExecOutput {
 
     fn from_finished(finished: Finished, started: Instant, timeout: Duration) -> Self {
         let mut stderr = finished.stderr.text;
-        if finished.exit == Exit::TimedOut {
+        let note = match finished.exit {
+            Exit::TimedOut => Some(format!(
+                "[timed out after {} ms: the process group was killed]",
+                timeout.as_millis()
+            )),
+            Exit::Exceeded(bound) => Some(format!("[ended: it passed {bound}]")),
+            _ => None,
+        };
+        if let Some(note) = note {
             if !stderr.is_empty() && !stderr.ends_with('\n') {
                 stderr.push('\n');
             }
-            stderr.push_str(&format!(
-                "[timed out after {} ms: the process group was killed]",
-                timeout.as_millis()
-            ));
+            stderr.push_str(&note);
         }
         Self {
             stdout: finished.stdout.text,
@@ -83,6 +110,10 @@ impl ExecOutput {
             exit_code: finished.exit.code(),
             execution_time: started.elapsed().as_millis() as u64,
             timed_out: finished.exit == Exit::TimedOut,
+            exceeded: match finished.exit {
+                Exit::Exceeded(bound) => Some(bound),
+                _ => None,
+            },
         }
     }
 }
@@ -94,6 +125,10 @@ pub struct Tools {
     pub node: Result<PathBuf, String>,
     /// `npm`: beside `node`, else on PATH.
     pub npm: Option<PathBuf>,
+    /// What node reads and runs: the installation it belongs to.
+    pub node_runtime: Vec<PathBuf>,
+    /// What npm reads besides node: its own package folder.
+    pub npm_runtime: Vec<PathBuf>,
 }
 
 impl Tools {
@@ -119,7 +154,14 @@ impl Tools {
             .map(|dir| dir.join("npm"))
             .filter(|npm| npm.is_file())
             .or_else(|| which(Path::new("npm")));
-        Self { node, npm }
+        let node_runtime = node.as_deref().ok().and_then(install_prefix);
+        let npm_runtime = npm.as_deref().and_then(install_prefix);
+        Self {
+            node,
+            npm,
+            node_runtime: node_runtime.into_iter().collect(),
+            npm_runtime: npm_runtime.into_iter().collect(),
+        }
     }
 
     /// The node binary or a `NOT_FOUND` error (keeping the run shape) that
@@ -131,6 +173,18 @@ impl Tools {
                 ..ExecOutput::refused(message.clone())
             })
         })
+    }
+}
+
+/// The installation a program belongs to: its real file's folder, or the
+/// folder above when that is a `bin` (`/usr/bin/node` is `/usr`, npm's
+/// `.../node_modules/npm/bin/npm-cli.js` is `.../node_modules/npm`).
+fn install_prefix(program: &Path) -> Option<PathBuf> {
+    let real = program.canonicalize().ok()?;
+    let dir = real.parent()?;
+    match dir.file_name() {
+        Some(name) if name == "bin" => dir.parent().map(Path::to_path_buf),
+        _ => Some(dir.to_path_buf()),
     }
 }
 
@@ -152,11 +206,81 @@ fn which(name: &Path) -> Option<PathBuf> {
         .find(|candidate| executable(candidate))
 }
 
+/// How the pack's processes are confined.
+#[derive(Clone)]
+pub struct Confinement {
+    /// The sandbox (or `sandbox = "off"`).
+    pub sandbox: Arc<Sandbox>,
+    /// The bounds of each process.
+    pub limits: Limits,
+    /// The network of code (`execute`, `cell_execute`).
+    pub code_network: Network,
+    /// The network of `npm install`.
+    pub npm_network: Network,
+}
+
 /// An idle `node --input-type=module` waiting for its program on stdin, in
-/// its own fresh directory.
+/// its own fresh folder, the only one it may write.
 pub struct Warm {
     group: ProcessGroup,
     dir: TempDir,
+}
+
+/// Starts confined `node` processes reading their module on stdin: the same
+/// for pooled and one-off ones.
+#[derive(Clone)]
+struct Launcher {
+    node: PathBuf,
+    runtime: Vec<PathBuf>,
+    env: EnvAllowList,
+    confinement: Confinement,
+}
+
+impl Launcher {
+    /// A `node` in a fresh folder of its own (also its `TMPDIR`), working in
+    /// `cwd` (readable, writable when its flag is set) or in that folder.
+    fn start(
+        &self,
+        cwd: Option<(&Path, bool)>,
+        extra: &BTreeMap<String, String>,
+    ) -> io::Result<Warm> {
+        let dir = TempDir::with_prefix("packhost-exec-ts-")?;
+        let mut policy = code_policy(&self.runtime, dir.path(), &self.confinement);
+        match cwd {
+            Some((cwd, true)) => policy = policy.write([cwd.to_path_buf()]),
+            Some((cwd, false)) => policy = policy.read([cwd.to_path_buf()]),
+            None => {}
+        }
+        let mut confined = self
+            .confinement
+            .sandbox
+            .command(&policy, &self.node)
+            .map_err(io::Error::other)?;
+        confined
+            .command
+            .arg("--input-type=module")
+            .current_dir(cwd.map_or(dir.path(), |(cwd, _)| cwd))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut env = tmpdir(dir.path());
+        env.extend(extra.clone());
+        self.env.apply(&mut confined.command, &env);
+        let group = ProcessGroup::spawn(confined)?;
+        Ok(Warm { group, dir })
+    }
+}
+
+/// Code's confinement: node's runtime, `work` writable, the code's network.
+fn code_policy(runtime: &[PathBuf], work: &Path, confinement: &Confinement) -> Policy {
+    Policy::new(runtime.iter().cloned(), work)
+        .network(confinement.code_network.clone())
+        .limits(confinement.limits.clone())
+}
+
+/// `TMPDIR` inside the writable folder: `/tmp` is not writable.
+pub fn tmpdir(dir: &Path) -> BTreeMap<String, String> {
+    BTreeMap::from([("TMPDIR".to_owned(), dir.display().to_string())])
 }
 
 /// Runs processes for the pack.
@@ -165,37 +289,44 @@ pub struct Runner {
     pub tools: Tools,
     env: EnvAllowList,
     limit: usize,
+    confinement: Confinement,
+    /// Present when node was found.
+    launcher: Option<Launcher>,
     pool: Option<WarmPool<Warm>>,
 }
 
 impl Runner {
     /// A runner; with `pool_size > 0` (and node found) idle processes start
     /// now, so this must run inside a tokio runtime.
-    pub fn new(tools: Tools, env: EnvAllowList, limit: usize, pool_size: usize) -> Self {
-        let pool = match (&tools.node, pool_size) {
-            (Ok(node), 1..) => {
-                let (node, env) = (node.clone(), env.clone());
-                Some(WarmPool::new(
-                    pool_size,
-                    move || {
-                        let (node, env) = (node.clone(), env.clone());
-                        async move {
-                            let dir = TempDir::with_prefix("packhost-exec-ts-")?;
-                            let mut command =
-                                stdin_command(&node, dir.path(), &env, &BTreeMap::new());
-                            let group = ProcessGroup::spawn(&mut command)?;
-                            Ok(Warm { group, dir })
-                        }
-                    },
-                    |warm: &mut Warm| warm.group.is_running(),
-                ))
-            }
-            _ => None,
-        };
+    pub fn new(
+        tools: Tools,
+        env: EnvAllowList,
+        limit: usize,
+        pool_size: usize,
+        confinement: Confinement,
+    ) -> Self {
+        let launcher = tools.node.as_ref().ok().map(|node| Launcher {
+            node: node.clone(),
+            runtime: tools.node_runtime.clone(),
+            env: env.clone(),
+            confinement: confinement.clone(),
+        });
+        let pool = launcher.clone().filter(|_| pool_size > 0).map(|launcher| {
+            WarmPool::new(
+                pool_size,
+                move || {
+                    let started = launcher.start(None, &BTreeMap::new());
+                    async move { started }
+                },
+                |warm: &mut Warm| warm.group.is_running(),
+            )
+        });
         Self {
             tools,
             env,
             limit,
+            confinement,
+            launcher,
             pool,
         }
     }
@@ -207,54 +338,74 @@ impl Runner {
         }
     }
 
-    /// Run the ES module `js` (fed on stdin) in `cwd`, or in a fresh
-    /// directory removed afterwards when `cwd` is `None`.
+    /// Run the ES module `js` (fed on stdin) in a fresh folder of its own,
+    /// removed afterwards, working in `cwd` (readable, and writable when its
+    /// flag is set) or in that folder.
     pub async fn run_module(
         &self,
         js: String,
-        cwd: Option<&Path>,
+        cwd: Option<(&Path, bool)>,
         env: &BTreeMap<String, String>,
         timeout: Duration,
         started: Instant,
     ) -> Result<ExecOutput, PackError> {
         let node = self.tools.node()?;
-        let (group, _dir) = match (cwd, &self.pool) {
-            (None, Some(pool)) if env.is_empty() => {
-                let warm = pool.take().await.map_err(|e| spawn_error(node, e))?;
-                (warm.group, Some(warm.dir))
-            }
-            _ => {
-                let dir = match cwd {
-                    Some(_) => None,
-                    None => Some(TempDir::with_prefix("packhost-exec-ts-")?),
-                };
-                let cwd = cwd.unwrap_or_else(|| dir.as_ref().expect("made above").path());
-                let mut command = stdin_command(node, cwd, &self.env, env);
-                let group = ProcessGroup::spawn(&mut command).map_err(|e| spawn_error(node, e))?;
-                (group, dir)
-            }
+        let launcher = self.launcher.as_ref().expect("node was found");
+        let warm = match (cwd, &self.pool) {
+            (None, Some(pool)) if env.is_empty() => pool.take().await,
+            _ => launcher.start(cwd, env),
         };
+        // Its folder goes when the call ends.
+        let Warm { group, dir: _dir } = warm.map_err(|e| spawn_error(node, e))?;
         Ok(self.finish(group, Some(js), timeout, started).await)
     }
 
-    /// Run `program args` in `cwd` (the environment is the allow-list).
+    /// Code's confinement with `work` writable.
+    pub fn code_policy(&self, work: &Path) -> Policy {
+        code_policy(&self.tools.node_runtime, work, &self.confinement)
+    }
+
+    /// `npm install`'s confinement: node's and npm's runtime, `session`
+    /// writable, `readable` (local packages) too, npm's network.
+    pub fn npm_policy(&self, session: &Path, readable: &[PathBuf]) -> Policy {
+        let runtime = self
+            .tools
+            .node_runtime
+            .iter()
+            .chain(&self.tools.npm_runtime);
+        Policy::new(runtime.cloned(), session)
+            .read(readable.iter().cloned())
+            .network(self.confinement.npm_network.clone())
+            .limits(self.confinement.limits.clone())
+    }
+
+    /// Run `program args` in `cwd` under `policy`; the environment is the
+    /// allow-list and `extra`.
+    #[allow(clippy::too_many_arguments)]
     pub async fn run(
         &self,
         program: &Path,
         args: &[OsString],
         cwd: &Path,
+        policy: &Policy,
+        extra: &BTreeMap<String, String>,
         timeout: Duration,
         started: Instant,
     ) -> Result<ExecOutput, PackError> {
-        let mut command = Command::new(program);
+        let mut confined = self
+            .confinement
+            .sandbox
+            .command(policy, program)
+            .map_err(|e| spawn_error(program, io::Error::other(e)))?;
+        let command = &mut confined.command;
         command
             .args(args)
             .current_dir(cwd)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        self.env.apply(&mut command, &BTreeMap::new());
-        let group = ProcessGroup::spawn(&mut command).map_err(|e| spawn_error(program, e))?;
+        self.env.apply(command, extra);
+        let group = ProcessGroup::spawn(confined).map_err(|e| spawn_error(program, e))?;
         Ok(self.finish(group, None, timeout, started).await)
     }
 
@@ -275,23 +426,6 @@ impl Runner {
         let finished = group.finish(timeout, self.limit).await;
         ExecOutput::from_finished(finished, started, timeout)
     }
-}
-
-fn stdin_command(
-    node: &Path,
-    cwd: &Path,
-    env: &EnvAllowList,
-    extra: &BTreeMap<String, String>,
-) -> Command {
-    let mut command = Command::new(node);
-    command
-        .arg("--input-type=module")
-        .current_dir(cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    env.apply(&mut command, extra);
-    command
 }
 
 fn spawn_error(program: &Path, e: std::io::Error) -> PackError {
