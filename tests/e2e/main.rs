@@ -15,5 +15,6 @@ mod remote_mcp;
 mod results;
 mod robustness;
 mod run_front;
+mod sandbox;
 mod servers;
 mod tenancy;

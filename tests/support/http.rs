@@ -46,10 +46,17 @@ impl HttpHost {
     pub async fn start(config: &str, args: &[&str]) -> Self {
         let dir = TempDir::new().expect("temp dir");
         std::fs::write(dir.path().join("packs.toml"), config).expect("write config");
+        Self::start_in(dir, args, &[]).await
+    }
+
+    /// Start in `dir`, which holds `packs.toml`, with `env` added to the
+    /// host's (otherwise cleared) environment.
+    pub async fn start_in(dir: TempDir, args: &[&str], env: &[(&str, &str)]) -> Self {
         let log = dir.path().join("stderr.log");
         let child = packhost_command(dir.path())
             .args(["serve", "--http", "127.0.0.1:0"])
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).expect("log file"))
