@@ -94,7 +94,7 @@ async fn main() {
     let calls = arg("--calls", 100);
     let python = packhost_tests::venv_python();
     let config = format!(
-        "[packs.proj]\n[packs.exec_py]\nconfig = {{ pool_size = 4 }}\n[packs.jupyter]\nconfig = {{ python = \"{python}\" }}\n\
+        "[packs.proj]\n[packs.exec_py]\n[packs.jupyter]\nconfig = {{ python = \"{python}\" }}\n\
          [projects]\nload = \"{}\"\n[http]\nmax_sessions = {}\n",
         env!("CARGO_MANIFEST_DIR"),
         clients * 2 + 10

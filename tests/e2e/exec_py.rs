@@ -385,7 +385,8 @@ async fn cwd_must_be_inside_an_allowed_root() {
     assert_eq!(out["result"], json!([true, true]));
 }
 
-/// Processes whose command line holds the runner and whose parent is `pid`.
+/// Processes whose command line holds the runner (the zygote is one) and
+/// whose parent is `pid`.
 fn interpreters_of(pid: u32) -> Vec<u32> {
     std::fs::read_dir("/proc")
         .unwrap()
@@ -424,9 +425,19 @@ async fn cancelling_the_call_kills_the_interpreter() {
             .clone(),
     );
     let call = packhost_tests::schemas::call_tool(&host.client, params);
-    // Dropping the request future makes the client send notifications/cancelled.
-    let abandoned = tokio::time::timeout(Duration::from_millis(1500), call).await;
-    assert!(abandoned.is_err(), "the code should still be sleeping");
+    // Dropping the request future makes the client send notifications/cancelled,
+    // once the code is surely running (a busy machine can take seconds).
+    let started = async {
+        while !marker.exists() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::select! {
+        result = call => panic!("the code should still be sleeping: {result:?}"),
+        () = started => {}
+        () = tokio::time::sleep(Duration::from_secs(20)) => panic!("the code never started"),
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
     let group: u32 = std::fs::read_to_string(&marker).unwrap().parse().unwrap();
     if let Err(live) = wait_group_gone(group, Duration::from_secs(2)).await {
         panic!("the interpreter outlived its cancelled call: {live:?}");
@@ -441,15 +452,12 @@ async fn idle_interpreters_end_with_the_host() {
     let mut idle = Vec::new();
     for _ in 0..100 {
         idle = interpreters_of(pid);
-        if idle.len() >= 2 {
+        if !idle.is_empty() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(
-        !idle.is_empty(),
-        "the pool should hold pre-started interpreters"
-    );
+    assert_eq!(idle.len(), 1, "one warm zygote should be waiting");
     host.client.cancel().await.unwrap();
     for _ in 0..150 {
         if idle

@@ -1,11 +1,15 @@
-//! Pre-started Python interpreters: each runs `runner.py`, confined to its
-//! own fresh folder, and waits on a private socket (fd 3) for the one
-//! request it will serve.
+//! Python interpreters: each runs `runner.py`, confined to its own fresh
+//! folder, and waits on a private socket (fd 3) for the one request it will
+//! serve. Most are forked by the zygote (`zygote.rs`); a call with a `cwd`
+//! gets one started for it, with that folder in its policy.
 
 use std::{
     collections::BTreeMap,
     io,
-    os::{fd::AsRawFd, unix::net::UnixStream as StdUnixStream},
+    os::{
+        fd::{AsRawFd, RawFd},
+        unix::net::UnixStream as StdUnixStream,
+    },
     path::{Path, PathBuf},
     process::Stdio,
 };
@@ -14,7 +18,7 @@ use pack_process::{EnvAllowList, Limits, Policy, ProcessGroup, Sandbox};
 use tempfile::TempDir;
 use tokio::net::UnixStream;
 
-const RUNNER: &str = include_str!("runner.py");
+pub const RUNNER: &str = include_str!("runner.py");
 
 /// The file descriptor the runner reads its channel from.
 const CHANNEL_FD: i32 = 3;
@@ -49,19 +53,23 @@ pub struct Python {
 }
 
 impl Launcher {
-    /// Start an interpreter in a fresh folder of its own; `cwd` (read-only,
-    /// or writable with `cwd_writable`) is readable too.
-    pub async fn start(&self, cwd: Option<(&Path, bool)>) -> io::Result<Interpreter> {
+    /// The confinement of an interpreter whose own folder is `work`.
+    pub fn policy(&self, work: &Path) -> Policy {
+        Policy::new(self.python.runtime.iter().cloned(), work).limits(self.limits.clone())
+    }
+
+    /// Start an interpreter in a fresh folder of its own, with `cwd`
+    /// readable (and writable with `cwd_writable`) too.
+    pub async fn start(&self, cwd: &Path, writable: bool) -> io::Result<Interpreter> {
         let dir = tempfile::Builder::new()
             .prefix("call-")
             .tempdir_in(&self.scratch)?;
-        let mut policy = Policy::new(self.python.runtime.iter().cloned(), dir.path())
-            .limits(self.limits.clone());
-        match cwd {
-            Some((cwd, true)) => policy = policy.write([cwd.to_path_buf()]),
-            Some((cwd, false)) => policy = policy.read([cwd.to_path_buf()]),
-            None => {}
-        }
+        let policy = self.policy(dir.path());
+        let policy = if writable {
+            policy.write([cwd.to_path_buf()])
+        } else {
+            policy.read([cwd.to_path_buf()])
+        };
         let confined = self
             .sandbox
             .command(&policy, &self.python.executable)
@@ -90,23 +98,7 @@ impl Interpreter {
             .stderr(Stdio::piped());
         let tmp = BTreeMap::from([("TMPDIR".to_owned(), dir.path().display().to_string())]);
         env.apply(command, &tmp);
-        let fd = theirs.as_raw_fd();
-        // SAFETY: only async-signal-safe calls (dup2, fcntl) between fork and exec.
-        unsafe {
-            command.pre_exec(move || {
-                let ok = if fd == CHANNEL_FD {
-                    // Already in place: only drop close-on-exec.
-                    libc::fcntl(fd, libc::F_SETFD, 0) >= 0
-                } else {
-                    libc::dup2(fd, CHANNEL_FD) >= 0
-                };
-                if ok {
-                    Ok(())
-                } else {
-                    Err(io::Error::last_os_error())
-                }
-            });
-        }
+        pass_as_channel(command, theirs.as_raw_fd());
         let group = ProcessGroup::spawn(confined)?;
         drop(theirs);
         ours.set_nonblocking(true)?;
@@ -116,10 +108,26 @@ impl Interpreter {
             dir,
         })
     }
+}
 
-    /// Whether an idle interpreter is still there to take a request.
-    pub fn is_alive(&mut self) -> bool {
-        self.group.is_running()
+/// Give the child `fd` as its fd 3, where the runner and the zygote read
+/// their channel.
+pub fn pass_as_channel(command: &mut tokio::process::Command, fd: RawFd) {
+    // SAFETY: only async-signal-safe calls (dup2, fcntl) between fork and exec.
+    unsafe {
+        command.pre_exec(move || {
+            let ok = if fd == CHANNEL_FD {
+                // Already in place: only drop close-on-exec.
+                libc::fcntl(fd, libc::F_SETFD, 0) >= 0
+            } else {
+                libc::dup2(fd, CHANNEL_FD) >= 0
+            };
+            if ok {
+                Ok(())
+            } else {
+                Err(io::Error::last_os_error())
+            }
+        });
     }
 }
 

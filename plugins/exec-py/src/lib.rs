@@ -1,7 +1,7 @@
 //! `exec_py`: run Python and get back exactly what happened.
 //!
-//! Every call runs in a fresh interpreter (taken from a small pool of
-//! pre-started ones, so no call pays the start-up), confined by the sandbox
+//! Every call runs in a fresh interpreter (forked from a warm zygote, so no
+//! call pays the start-up), confined by the sandbox
 //! to its own folder with no network and bounded memory and processes, in
 //! its own process group, with an allow-listed environment, capped output,
 //! and a time limit that kills the whole group. The value of the last expression (or of a top-level
@@ -11,6 +11,7 @@
 
 mod call;
 mod interpreter;
+mod zygote;
 
 use std::{
     path::{Path, PathBuf},
@@ -18,12 +19,14 @@ use std::{
     time::Duration,
 };
 
-use pack_process::{EnvAllowList, Limits, Mode, Sandbox, WarmPool};
+use pack_process::{EnvAllowList, Limits, Mode, Sandbox};
 use pack_sdk::{Context, LogLevel, PackDef, PackError, Value};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::interpreter::{Interpreter, Launcher};
+use tokio::sync::OnceCell;
+
+use crate::{interpreter::Launcher, zygote::ForkServer};
 
 /// `[packs.exec_py] config`.
 #[derive(Deserialize, JsonSchema)]
@@ -33,9 +36,6 @@ pub struct Config {
     /// real binary. A leading `~` is the home directory.
     #[serde(default, deserialize_with = "pack_sdk::paths::deserialize_home")]
     pub python: Option<PathBuf>,
-    /// Idle interpreters kept ready.
-    #[serde(default = "default_pool_size")]
-    pub pool_size: usize,
     /// Host environment variables the code may see (nothing else is passed;
     /// `TMPDIR` is set to the call's own temporary folder).
     #[serde(default = "default_env_allow")]
@@ -59,10 +59,6 @@ pub struct Config {
     /// The bounds of each interpreter.
     #[serde(default)]
     pub limits: Limits,
-}
-
-fn default_pool_size() -> usize {
-    2
 }
 
 fn default_env_allow() -> Vec<String> {
@@ -143,8 +139,48 @@ pub struct RunOutput {
 /// The pack's state.
 pub struct ExecPy {
     config: Config,
-    /// Err: why there is no interpreter (every call says so).
-    interpreters: Result<(Launcher, WarmPool<Interpreter>), String>,
+    interpreters: Arc<Interpreters>,
+}
+
+/// Where interpreters come from: the zygote for most calls, a fresh start
+/// for a call with a `cwd`.
+struct Interpreters {
+    /// Resolved once, in the background from the start: start-up never
+    /// waits for Python. `Err`: why there is no interpreter (every call says
+    /// so).
+    launcher: OnceCell<Result<Launcher, String>>,
+    python: Option<PathBuf>,
+    env: EnvAllowList,
+    sandbox: Arc<Sandbox>,
+    limits: Limits,
+    scratch: PathBuf,
+    forks: ForkServer,
+}
+
+impl Interpreters {
+    async fn launcher(&self) -> Result<&Launcher, PackError> {
+        let launcher = self
+            .launcher
+            .get_or_init(|| async {
+                let python = self.python.clone();
+                let resolved =
+                    tokio::task::spawn_blocking(move || interpreter::resolve(python.as_deref()))
+                        .await
+                        .map_err(|e| e.to_string())?;
+                Ok(Launcher {
+                    python: resolved?,
+                    env: self.env.clone(),
+                    sandbox: Arc::clone(&self.sandbox),
+                    limits: self.limits.clone(),
+                    scratch: self.scratch.clone(),
+                })
+            })
+            .await;
+        launcher.as_ref().map_err(|why| {
+            PackError::not_found(format!("no Python interpreter: {why}"))
+                .with_help("install Python 3, or set `python` in [packs.exec_py] config")
+        })
+    }
 }
 
 impl ExecPy {
@@ -161,24 +197,21 @@ impl ExecPy {
         }
         let scratch = std::env::temp_dir().join("packhost-exec-py");
         std::fs::create_dir_all(&scratch)?;
-        let interpreters = interpreter::resolve(config.python.as_deref()).map(|python| {
-            let launcher = Launcher {
-                python,
-                env: EnvAllowList::new(config.env_allow.clone()),
-                sandbox: Arc::new(Sandbox::new(config.sandbox)),
-                limits: config.limits.clone(),
-                scratch,
-            };
-            let starter = launcher.clone();
-            let pool = WarmPool::new(
-                config.pool_size,
-                move || {
-                    let starter = starter.clone();
-                    async move { starter.start(None).await }
-                },
-                Interpreter::is_alive,
-            );
-            (launcher, pool)
+        let interpreters = Arc::new(Interpreters {
+            launcher: OnceCell::new(),
+            python: config.python.clone(),
+            env: EnvAllowList::new(config.env_allow.clone()),
+            sandbox: Arc::new(Sandbox::new(config.sandbox)),
+            limits: config.limits.clone(),
+            scratch,
+            forks: ForkServer::default(),
+        });
+        // Warm up behind the first `tools/list`.
+        let warming = Arc::clone(&interpreters);
+        tokio::spawn(async move {
+            if let Ok(launcher) = warming.launcher().await {
+                let _ = warming.forks.zygote(launcher).await;
+            }
         });
         Ok(Self {
             config,
@@ -224,18 +257,16 @@ impl ExecPy {
 }
 
 async fn run(state: Arc<ExecPy>, args: RunArgs, ctx: Context) -> Result<RunOutput, PackError> {
-    let (launcher, pool) = state.interpreters.as_ref().map_err(|why| {
-        PackError::not_found(format!("no Python interpreter: {why}"))
-            .with_help("install Python 3, or set `python` in [packs.exec_py] config")
-    })?;
+    let interpreters = &state.interpreters;
+    let launcher = interpreters.launcher().await?;
     let cwd = args
         .cwd
         .as_deref()
         .map(|cwd| state.working_dir(cwd))
         .transpose()?;
     let started = match &cwd {
-        Some(cwd) => launcher.start(Some((cwd, state.config.cwd_writable))).await,
-        None => pool.take().await,
+        Some(cwd) => launcher.start(cwd, state.config.cwd_writable).await,
+        None => interpreters.forks.fork(launcher).await,
     };
     let interpreter =
         started.map_err(|e| PackError::internal(format!("cannot start Python: {e}")))?;
@@ -270,9 +301,7 @@ fn pack() -> PackDef<ExecPy> {
         run,
     )
     .on_shutdown(|state: Arc<ExecPy>| async move {
-        if let Ok((_, pool)) = &state.interpreters {
-            pool.clear();
-        }
+        state.interpreters.forks.stop().await;
     })
 }
 

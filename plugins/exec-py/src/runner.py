@@ -1,16 +1,22 @@
-# The packhost exec_py runner. Started ahead of time (warm pool), it waits on
-# fd 3 (a socket private to the pack) for one request, runs the code in a
-# fresh namespace, answers over the same socket, and exits. User prints go to
-# the real stdout/stderr, which the pack captures; they never touch fd 3.
+# The packhost exec_py runner. A fresh process (forked by the zygote, or
+# started on its own), it waits on fd 3 (a socket private to the pack) for one
+# request, runs the code in a fresh namespace, answers over the same socket,
+# and exits. User prints go to the real stdout/stderr, which the pack
+# captures; they never touch fd 3.
 import ast, builtins, json, linecache, os, pathlib, socket, sys, textwrap, time, traceback
 
 CODE = "<code>"
 RUNNER = "<string>"  # this file, started with `python -c`
-_channel = socket.socket(fileno=3)
-os.set_inheritable(3, False)  # children of user code must not hold the channel
-_reader = _channel.makefile("r", encoding="utf-8", newline="\n")
-_writer = _channel.makefile("w", encoding="utf-8", newline="\n")
+_reader = _writer = None
 _next_id = 0
+
+
+def _open_channel():
+    global _reader, _writer
+    channel = socket.socket(fileno=3)
+    os.set_inheritable(3, False)  # children of user code must not hold the channel
+    _reader = channel.makefile("r", encoding="utf-8", newline="\n")
+    _writer = channel.makefile("w", encoding="utf-8", newline="\n")
 
 
 def _send(message):
@@ -293,7 +299,13 @@ def main():
     _send(answer)
 
 
-main()
-sys.stdout.flush()
-sys.stderr.flush()
-os._exit(0)
+def serve_one():
+    _open_channel()
+    main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+if "_PACKHOST_ZYGOTE" not in globals():
+    serve_one()

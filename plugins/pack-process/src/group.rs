@@ -2,13 +2,14 @@
 
 use std::{
     io,
+    os::unix::process::ExitStatusExt,
     process::ExitStatus,
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
 use pack_sandbox::{Bound, Cgroup, Confined};
-use tokio::process::Child;
+use tokio::{net::unix::pipe, process::Child, sync::oneshot};
 use tokio_util::task::AbortOnDropHandle;
 
 use crate::capture::{Buffer, Capture, read_capped};
@@ -21,10 +22,26 @@ const DRAIN_GRACE: Duration = Duration::from_millis(500);
 /// has them, its own cgroup). Dropping it kills the whole group and reaps
 /// the child.
 pub struct ProcessGroup {
+    /// Ours to wait for; `None` for an adopted process.
     child: Option<Child>,
+    adopted: Option<Adopted>,
     pgid: Option<libc::pid_t>,
     /// Reaches what left the group (`setsid`); dropped after the child.
     cgroup: Option<Cgroup>,
+}
+
+/// A process another one started and reaps for the pack (a fork server's
+/// child), leading its own process group: its pid, its wait status once
+/// its parent has reaped it, and the read ends of its output.
+pub struct Adopted {
+    /// Its pid, which is also its process group.
+    pub pid: u32,
+    /// Its raw wait status, sent by its parent when it has reaped it.
+    pub exit: oneshot::Receiver<i32>,
+    /// Its standard output.
+    pub stdout: pipe::Receiver,
+    /// Its standard error.
+    pub stderr: pipe::Receiver,
 }
 
 /// How a child ended.
@@ -52,7 +69,6 @@ impl Exit {
     }
 
     fn from_status(status: io::Result<ExitStatus>) -> Self {
-        use std::os::unix::process::ExitStatusExt;
         match status {
             Ok(status) => match (status.code(), status.signal()) {
                 (Some(code), _) => Exit::Code(code),
@@ -91,9 +107,21 @@ impl ProcessGroup {
         let pgid = child.id().and_then(|id| libc::pid_t::try_from(id).ok());
         Ok(Self {
             child: Some(child),
+            adopted: None,
             pgid,
             cgroup,
         })
+    }
+
+    /// Take charge of a process the pack did not spawn (see [`Adopted`]),
+    /// bounded by `cgroup` (which it has joined).
+    pub fn adopt(adopted: Adopted, cgroup: Option<Cgroup>) -> Self {
+        Self {
+            child: None,
+            pgid: libc::pid_t::try_from(adopted.pid).ok(),
+            adopted: Some(adopted),
+            cgroup,
+        }
     }
 
     /// The bound the child passed, if it failed for one: the signal of an
@@ -149,25 +177,25 @@ impl ProcessGroup {
         let stdout = Arc::new(Mutex::new(Buffer::default()));
         let stderr = Arc::new(Mutex::new(Buffer::default()));
         let mut readers = Vec::new();
-        if let Some(pipe) = self.child().stdout.take() {
-            readers.push(AbortOnDropHandle::new(tokio::spawn(read_capped(
-                pipe,
-                limit,
-                Arc::clone(&stdout),
-            ))));
+        if let Some(child) = &mut self.child {
+            if let Some(pipe) = child.stdout.take() {
+                readers.push(reader(pipe, limit, &stdout));
+            }
+            if let Some(pipe) = child.stderr.take() {
+                readers.push(reader(pipe, limit, &stderr));
+            }
         }
-        if let Some(pipe) = self.child().stderr.take() {
-            readers.push(AbortOnDropHandle::new(tokio::spawn(read_capped(
-                pipe,
-                limit,
-                Arc::clone(&stderr),
-            ))));
+        let mut exit_status = None;
+        if let Some(adopted) = self.adopted.take() {
+            readers.push(reader(adopted.stdout, limit, &stdout));
+            readers.push(reader(adopted.stderr, limit, &stderr));
+            exit_status = Some(adopted.exit);
         }
-        let exit = match tokio::time::timeout(timeout, self.child().wait()).await {
+        let exit = match tokio::time::timeout(timeout, self.wait(exit_status.as_mut())).await {
             Ok(status) => Exit::from_status(status),
             Err(_) => {
                 self.kill();
-                let _ = self.child().wait().await;
+                let _ = self.wait(exit_status.as_mut()).await;
                 Exit::TimedOut
             }
         };
@@ -191,6 +219,32 @@ impl ProcessGroup {
             stderr: finish(&stderr),
             exit,
             elapsed: started.elapsed(),
+        }
+    }
+}
+
+/// Capture `pipe` into `buffer` until it closes.
+fn reader(
+    pipe: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+    limit: usize,
+    buffer: &Arc<Mutex<Buffer>>,
+) -> AbortOnDropHandle<()> {
+    AbortOnDropHandle::new(tokio::spawn(read_capped(pipe, limit, Arc::clone(buffer))))
+}
+
+impl ProcessGroup {
+    /// The leader's end: ours to reap, or reported by its parent.
+    async fn wait(
+        &mut self,
+        adopted: Option<&mut oneshot::Receiver<i32>>,
+    ) -> io::Result<ExitStatus> {
+        match (&mut self.child, adopted) {
+            (Some(child), _) => child.wait().await,
+            (None, Some(exit)) => exit
+                .await
+                .map(ExitStatus::from_raw)
+                .map_err(|_| io::Error::other("its parent did not report its end")),
+            (None, None) => Err(io::Error::other("nothing to wait for")),
         }
     }
 }
@@ -252,6 +306,16 @@ impl Drop for ProcessGroup {
         // The cgroup goes once the child is reaped: it cannot be removed
         // while a member is still exiting.
         let cgroup = self.cgroup.take();
+        if let Some(adopted) = self.adopted.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            // Its parent reaps it and says so.
+            runtime.spawn(async move {
+                let _ = adopted.exit.await;
+                drop(cgroup);
+            });
+            return;
+        }
         let Some(mut child) = self.child.take() else {
             return;
         };

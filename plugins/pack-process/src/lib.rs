@@ -23,6 +23,6 @@ mod pool;
 
 pub use capture::{Capture, TRUNCATED_MARKER};
 pub use env::EnvAllowList;
-pub use group::{Exit, Finished, ProcessGroup, live_members};
+pub use group::{Adopted, Exit, Finished, ProcessGroup, live_members};
 pub use pack_sandbox::{Bound, Confined, Limits, Mode, Network, Policy, Sandbox};
 pub use pool::WarmPool;

@@ -57,6 +57,7 @@ impl Cgroups {
             })
         };
         let made = |dirs: Vec<PathBuf>, version| -> Result<Self, String> {
+            dirs.iter().for_each(|dir| remove_stale(dir));
             let parents: Vec<PathBuf> = dirs.iter().map(|dir| dir.join(&name)).collect();
             for parent in &parents {
                 match fs::create_dir(parent) {
@@ -148,6 +149,32 @@ impl Drop for Cgroups {
     }
 }
 
+/// The empty folders of hosts that ended without removing them (killed).
+fn remove_stale(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|name| name.strip_prefix("packhost-"))
+            .and_then(|rest| rest.split('-').next())
+        else {
+            continue;
+        };
+        if Path::new("/proc").join(pid).exists() {
+            continue;
+        }
+        if let Ok(children) = fs::read_dir(entry.path()) {
+            for child in children.flatten().filter(|c| c.path().is_dir()) {
+                let _ = fs::remove_dir(child.path());
+            }
+        }
+        let _ = fs::remove_dir(entry.path());
+    }
+}
+
 /// `/proc/self/cgroup` gives paths from the hierarchy's root.
 fn cgroup_dir(mount: &str, path: &str) -> PathBuf {
     Path::new(mount).join(path.trim_start_matches('/'))
@@ -161,6 +188,14 @@ impl Cgroup {
             .iter()
             .map(|dir| dir.join("cgroup.procs"))
             .collect()
+    }
+
+    /// Move process `pid` (and the threads of it) in.
+    pub fn adopt(&self, pid: u32) -> io::Result<()> {
+        for procs in self.procs_files() {
+            fs::write(procs, pid.to_string())?;
+        }
+        Ok(())
     }
 
     /// SIGKILL to every process inside, wherever its process group.

@@ -99,9 +99,16 @@ fn set_rlimits(launch: &Launch) -> Result<(), String> {
         bounds.push((libc::RLIMIT_NPROC, limits.processes, "processes"));
     }
     for (resource, value, name) in bounds {
+        // At a hard CPU limit the kernel sends SIGKILL, which names nothing;
+        // a second above the soft one, SIGXCPU tells the bound first.
+        let hard = if resource == libc::RLIMIT_CPU {
+            value.saturating_add(1)
+        } else {
+            value
+        };
         let limit = libc::rlimit {
             rlim_cur: value,
-            rlim_max: value,
+            rlim_max: hard,
         };
         // SAFETY: setrlimit reads the struct we pass.
         if unsafe { libc::setrlimit(resource, &limit) } != 0 {

@@ -132,6 +132,28 @@ impl Sandbox {
                 cgroup: None,
             });
         }
+        let cgroup = self.cgroup(&policy.limits)?;
+        let launch = Launch {
+            policy: policy.clone(),
+            cgroups: cgroup.iter().flat_map(Cgroup::procs_files).collect(),
+        };
+        let launch = serde_json::to_string(&launch).map_err(|e| e.to_string())?;
+        let mut command = tokio::process::Command::new(&self.helper);
+        command
+            .arg(helper::ARG)
+            .arg(launch)
+            .arg(OsStr::new(program));
+        Ok(Confined { command, cgroup })
+    }
+
+    /// A fresh cgroup bounded by `limits`, where the machine has them (none
+    /// with [`Mode::Off`]); `Err` when code cannot be confined here. For a
+    /// child the pack did not spawn itself (a fork server's), joined with
+    /// [`Cgroup::adopt`].
+    pub fn cgroup(&self, limits: &Limits) -> Result<Option<Cgroup>, String> {
+        if self.mode == Mode::Off {
+            return Ok(None);
+        }
         let cgroups = self
             .ready
             .get_or_init(|| {
@@ -146,24 +168,10 @@ impl Sandbox {
                      in the pack's config to run it unconfined"
                 )
             })?;
-        let cgroup = match cgroups {
-            Some(cgroups) => Some(
-                cgroups
-                    .create(&policy.limits)
-                    .map_err(|e| format!("cannot make the child's cgroup: {e}"))?,
-            ),
-            None => None,
-        };
-        let launch = Launch {
-            policy: policy.clone(),
-            cgroups: cgroup.iter().flat_map(Cgroup::procs_files).collect(),
-        };
-        let launch = serde_json::to_string(&launch).map_err(|e| e.to_string())?;
-        let mut command = tokio::process::Command::new(&self.helper);
-        command
-            .arg(helper::ARG)
-            .arg(launch)
-            .arg(OsStr::new(program));
-        Ok(Confined { command, cgroup })
+        cgroups
+            .as_ref()
+            .map(|cgroups| cgroups.create(limits))
+            .transpose()
+            .map_err(|e| format!("cannot make the child's cgroup: {e}"))
     }
 }

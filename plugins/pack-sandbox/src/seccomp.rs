@@ -72,10 +72,8 @@ pub(crate) fn apply(network: &Network) -> Result<(), String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH)
         .map_err(|e| format!("seccomp on {}: {e}", std::env::consts::ARCH))?;
     let failed = |e: seccompiler::BackendError| format!("seccomp filter: {e}");
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = DENIED
-        .iter()
-        .map(|&call| (i64::from(call), Vec::new()))
-        .collect();
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
+        DENIED.iter().map(|&call| (call, Vec::new())).collect();
     let flag_rules = NAMESPACE_FLAGS
         .iter()
         .map(|&flag| rule(&[(0, SeccompCmpOp::MaskedEq(flag as u64), flag as u64)]))
@@ -107,7 +105,24 @@ pub(crate) fn apply(network: &Network) -> Result<(), String> {
     )
     .and_then(TryInto::try_into)
     .map_err(failed)?;
-    for program in [&deny, &clone3] {
+    let mut programs = vec![deny, clone3];
+    if *network != Network::Full {
+        // Still refused, but as unsupported: getifaddrs then fails the way
+        // ZeroMQ takes for "no interface names" (it aborts on EPERM when it
+        // resolves the address a kernel binds). Installed last, so this
+        // errno wins over the EPERM above.
+        let netlink = rule(&[(0, SeccompCmpOp::Eq, libc::AF_NETLINK as u64)]).map_err(failed)?;
+        let netlink: BpfProgram = SeccompFilter::new(
+            BTreeMap::from([(libc::SYS_socket, vec![netlink])]),
+            SeccompAction::Allow,
+            SeccompAction::Errno(libc::EOPNOTSUPP as u32),
+            arch,
+        )
+        .and_then(TryInto::try_into)
+        .map_err(failed)?;
+        programs.push(netlink);
+    }
+    for program in &programs {
         seccompiler::apply_filter(program).map_err(|e| format!("seccomp: {e}"))?;
     }
     Ok(())

@@ -1,0 +1,290 @@
+//! The fork server: one warm, confined Python (the zygote) that forks a
+//! child per call. A fork of a warm interpreter costs about a millisecond
+//! where starting one costs tens, so calls back to back or side by side do
+//! not wait for Python to start. The child narrows its confinement to its
+//! own call folder (`zygote.py`) and joins a cgroup of its own (here) before
+//! it reads its request.
+
+use std::{
+    collections::HashMap,
+    io::{self, IoSlice},
+    os::{
+        fd::{AsFd, AsRawFd, OwnedFd},
+        unix::net::UnixStream as StdUnixStream,
+    },
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Duration,
+};
+
+use nix::sys::socket::{
+    AddressFamily, ControlMessage, MsgFlags, SockFlag, SockType, recv, sendmsg, socketpair,
+};
+use pack_process::{Adopted, Mode, ProcessGroup};
+use serde::Deserialize;
+use serde_json::json;
+use tempfile::TempDir;
+use tokio::{
+    io::unix::AsyncFd,
+    net::{UnixStream, unix::pipe},
+    sync::oneshot,
+};
+use tokio_util::task::AbortOnDropHandle;
+
+use crate::interpreter::{Interpreter, Launcher, RUNNER, pass_as_channel};
+
+const ZYGOTE: &str = include_str!("zygote.py");
+
+/// How long a fork may take before the zygote counts as stuck.
+const FORK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A running zygote.
+pub struct Zygote {
+    /// The zygote process (its drop kills it).
+    _group: ProcessGroup,
+    control: Arc<AsyncFd<OwnedFd>>,
+    waiting: Arc<Mutex<Waiting>>,
+    /// Reads the zygote's messages; its end means the zygote is gone.
+    reader: AbortOnDropHandle<()>,
+    next: AtomicU64,
+    /// Its root, the parent of every call folder.
+    root: TempDir,
+}
+
+type Forked = Result<(u32, oneshot::Receiver<i32>), String>;
+
+/// Forks asked for and children running, by request id and by pid.
+#[derive(Default)]
+struct Waiting {
+    forks: HashMap<u64, oneshot::Sender<Forked>>,
+    exits: HashMap<u32, oneshot::Sender<i32>>,
+}
+
+/// What the zygote says.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Message {
+    Forked { id: u64, pid: u32 },
+    Refused { id: u64, error: String },
+    Exited { exited: u32, status: i32 },
+}
+
+impl Zygote {
+    /// Start a zygote confined to a fresh root folder.
+    pub async fn start(launcher: &Launcher) -> io::Result<Self> {
+        let root = tempfile::Builder::new()
+            .prefix("zygote-")
+            .tempdir_in(&launcher.scratch)?;
+        let (ours, theirs) = socketpair(
+            AddressFamily::Unix,
+            SockType::SeqPacket,
+            None,
+            SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK,
+        )?;
+        // All of /proc for the zygote, which runs no user code, so that each
+        // child's narrowed domain can grant it its own `/proc/self`.
+        let policy = launcher
+            .policy(root.path())
+            .read([std::path::PathBuf::from("/proc")]);
+        let mut confined = launcher
+            .sandbox
+            .command(&policy, &launcher.python.executable)
+            .map_err(io::Error::other)?;
+        let program = format!("_PACKHOST_ZYGOTE = True\n{RUNNER}{ZYGOTE}");
+        confined
+            .command
+            .args(["-I", "-u", "-c", &program])
+            .current_dir(root.path())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        launcher
+            .env
+            .apply(&mut confined.command, &Default::default());
+        pass_as_channel(&mut confined.command, theirs.as_raw_fd());
+        let group = ProcessGroup::spawn(confined)?;
+        drop(theirs);
+        // SAFETY: the socket is ours alone and stays open while registered.
+        let control = Arc::new(unsafe { AsyncFd::register(ours)? });
+        let waiting = Arc::new(Mutex::new(Waiting::default()));
+        let reader = AbortOnDropHandle::new(tokio::spawn(read(
+            Arc::clone(&control),
+            Arc::clone(&waiting),
+        )));
+        Ok(Self {
+            _group: group,
+            control,
+            waiting,
+            reader,
+            next: AtomicU64::new(0),
+            root,
+        })
+    }
+
+    /// Whether it still answers.
+    pub fn is_alive(&self) -> bool {
+        !self.reader.is_finished()
+    }
+
+    /// A fresh interpreter for one call: forked, confined to its own new
+    /// folder and bounded by its own cgroup.
+    pub async fn fork(&self, launcher: &Launcher) -> io::Result<Interpreter> {
+        let dir = tempfile::Builder::new()
+            .prefix("call-")
+            .tempdir_in(self.root.path())?;
+        let policy = launcher.policy(dir.path());
+        let (stdout, stdout_theirs) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+        let (stderr, stderr_theirs) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+        let (channel, channel_theirs) = StdUnixStream::pair()?;
+        let cgroup = launcher
+            .sandbox
+            .cgroup(&launcher.limits)
+            .map_err(io::Error::other)?;
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (sent, forked) = oneshot::channel();
+        lock(&self.waiting).forks.insert(id, sent);
+        let request = json!({
+            "id": id,
+            "dir": dir.path(),
+            "read": policy.read,
+            "write": policy.write,
+            "narrow": launcher.sandbox.mode() == Mode::On,
+        })
+        .to_string();
+        let fds = [
+            stdout_theirs.as_raw_fd(),
+            stderr_theirs.as_raw_fd(),
+            channel_theirs.as_raw_fd(),
+        ];
+        let send = async {
+            loop {
+                let mut ready = self.control.writable().await?;
+                let sent = ready.try_io(|control| {
+                    sendmsg::<()>(
+                        control.as_raw_fd(),
+                        &[IoSlice::new(request.as_bytes())],
+                        &[ControlMessage::ScmRights(&fds)],
+                        MsgFlags::empty(),
+                        None,
+                    )
+                    .map_err(io::Error::from)
+                });
+                if let Ok(result) = sent {
+                    return result.map(drop);
+                }
+            }
+        };
+        if let Err(e) = send.await {
+            lock(&self.waiting).forks.remove(&id);
+            return Err(e);
+        }
+        // The child holds its ends now.
+        drop((stdout_theirs, stderr_theirs, channel_theirs));
+        let (pid, exit) = match tokio::time::timeout(FORK_TIMEOUT, forked).await {
+            Ok(Ok(Ok(forked))) => forked,
+            Ok(Ok(Err(refused))) => return Err(io::Error::other(refused)),
+            Ok(Err(_)) => return Err(io::Error::other("the zygote is gone")),
+            Err(_) => {
+                lock(&self.waiting).forks.remove(&id);
+                return Err(io::Error::other("the zygote did not fork in time"));
+            }
+        };
+        let adopted = Adopted {
+            pid,
+            exit,
+            stdout: pipe::Receiver::from_owned_fd(stdout)?,
+            stderr: pipe::Receiver::from_owned_fd(stderr)?,
+        };
+        // Bounded before it reads its request, so before any user code.
+        let joined = cgroup.as_ref().map(|cgroup| cgroup.adopt(pid)).transpose();
+        let group = ProcessGroup::adopt(adopted, cgroup);
+        joined?;
+        channel.set_nonblocking(true)?;
+        Ok(Interpreter {
+            group,
+            channel: UnixStream::from_std(channel)?,
+            dir,
+        })
+    }
+}
+
+/// Dispatch the zygote's messages until it is gone; then every fork and
+/// child still waiting learns so (their senders drop).
+async fn read(control: Arc<AsyncFd<OwnedFd>>, waiting: Arc<Mutex<Waiting>>) {
+    let mut buffer = vec![0u8; 1 << 16];
+    loop {
+        let Ok(mut ready) = control.readable().await else {
+            break;
+        };
+        let received = ready.try_io(|control| {
+            recv(control.as_fd().as_raw_fd(), &mut buffer, MsgFlags::empty())
+                .map_err(io::Error::from)
+        });
+        let length = match received {
+            Ok(Ok(0)) | Ok(Err(_)) => break,
+            Ok(Ok(length)) => length,
+            Err(_would_block) => continue,
+        };
+        let Ok(message) = serde_json::from_slice::<Message>(&buffer[..length]) else {
+            continue;
+        };
+        let mut waiting = lock(&waiting);
+        match message {
+            Message::Forked { id, pid } => {
+                let (ended, exit) = oneshot::channel();
+                waiting.exits.insert(pid, ended);
+                if let Some(forked) = waiting.forks.remove(&id) {
+                    let _ = forked.send(Ok((pid, exit)));
+                }
+            }
+            Message::Refused { id, error } => {
+                if let Some(forked) = waiting.forks.remove(&id) {
+                    let _ = forked.send(Err(error));
+                }
+            }
+            Message::Exited { exited, status } => {
+                if let Some(ended) = waiting.exits.remove(&exited) {
+                    let _ = ended.send(status);
+                }
+            }
+        }
+    }
+    let mut waiting = lock(&waiting);
+    waiting.forks.clear();
+    waiting.exits.clear();
+}
+
+fn lock(waiting: &Mutex<Waiting>) -> std::sync::MutexGuard<'_, Waiting> {
+    waiting.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The pack's zygote, started on first use and again when it is gone.
+#[derive(Default)]
+pub struct ForkServer {
+    current: tokio::sync::Mutex<Option<Arc<Zygote>>>,
+}
+
+impl ForkServer {
+    /// The running zygote, started if there is none (or it is gone).
+    pub async fn zygote(&self, launcher: &Launcher) -> io::Result<Arc<Zygote>> {
+        let mut current = self.current.lock().await;
+        if let Some(zygote) = current.as_ref().filter(|zygote| zygote.is_alive()) {
+            return Ok(Arc::clone(zygote));
+        }
+        let zygote = Arc::new(Zygote::start(launcher).await?);
+        *current = Some(Arc::clone(&zygote));
+        Ok(zygote)
+    }
+
+    /// A fresh interpreter for one call.
+    pub async fn fork(&self, launcher: &Launcher) -> io::Result<Interpreter> {
+        self.zygote(launcher).await?.fork(launcher).await
+    }
+
+    /// Stop the zygote (host shutdown); its children end with their calls.
+    pub async fn stop(&self) {
+        self.current.lock().await.take();
+    }
+}
