@@ -978,3 +978,70 @@ async fn a_memory_bomb_is_limit_exceeded_and_the_host_keeps_serving() {
     let output = ok(&execute(&host, json!({"code": "console.log(1 + 1)"})).await);
     assert_eq!(output["stdout"], "2\n");
 }
+
+#[tokio::test]
+async fn the_host_follows_no_link_a_cell_plants_in_its_session() {
+    let nb = Notebooks::new();
+    let host = nb.host().await;
+    let secret = create_session(&host).await;
+    create_cell(
+        &host,
+        &secret,
+        "secret.ts",
+        "export const key = 'hunter2';\n",
+    )
+    .await;
+    let victim = TempDir::new().unwrap();
+    let victim_file = victim.path().join("victim.txt");
+    std::fs::write(&victim_file, "intact").unwrap();
+    let session = create_session(&host).await;
+    // The cell replaces its own file, the export's and the build folder by
+    // links to another session and to a file of the host.
+    let code = format!(
+        "import fs from 'node:fs';\n\
+         fs.rmSync('src/plant.js');\n\
+         fs.symlinkSync('../../{secret}/src/secret.ts', 'src/plant.js');\n\
+         fs.symlinkSync({victim:?}, '{session}.src.md');\n\
+         fs.rmSync('.packhost', {{ recursive: true, force: true }});\n\
+         fs.symlinkSync('../{secret}', '.packhost');\n",
+        victim = victim_file.display().to_string()
+    );
+    let cell = create_cell(&host, &session, "plant.js", &code).await;
+    ok(&run_cell(&host, &session, &cell).await);
+
+    let listed = host
+        .call("exec_ts.cell_list", json!({"sessionId": session}))
+        .await;
+    assert!(!text(&listed).contains("hunter2"), "{}", text(&listed));
+    failed(&listed, "INTERNAL", &["src/plant.js", "symbolic link"]);
+    let updated = host
+        .call(
+            "exec_ts.cell_update",
+            json!({"sessionId": session, "cellId": cell, "source": "overwritten"}),
+        )
+        .await;
+    failed(&updated, "INTERNAL", &["symbolic link"]);
+    let rerun = run_cell(&host, &session, &cell).await;
+    assert!(is_error(&rerun), "{}", text(&rerun));
+    assert!(!text(&rerun).contains("hunter2"), "{}", text(&rerun));
+    assert!(!nb.root.path().join(&secret).join("loader.mjs").exists());
+    // Deleting the cell removes the link, not what it points to.
+    ok(&host
+        .call(
+            "exec_ts.cell_delete",
+            json!({"sessionId": session, "cellId": cell}),
+        )
+        .await);
+    let exported = host
+        .call("exec_ts.session_export", json!({"sessionId": session}))
+        .await;
+    failed(&exported, "INTERNAL", &["symbolic link"]);
+    assert_eq!(std::fs::read_to_string(&victim_file).unwrap(), "intact");
+    let cells = ok(&host
+        .call("exec_ts.cell_list", json!({"sessionId": secret}))
+        .await);
+    assert_eq!(
+        cells["cells"][0]["source"],
+        "export const key = 'hunter2';\n"
+    );
+}

@@ -16,6 +16,7 @@
 //! `session_export`, `session_import`; `cell_create`, `cell_update`,
 //! `cell_list`, `cell_delete`, `cell_execute`; `npm_install`.
 
+pub mod beneath;
 pub mod node;
 pub mod notebook;
 pub mod srcmd;
@@ -24,7 +25,7 @@ pub mod strip;
 use std::{
     collections::BTreeMap,
     ffi::OsString,
-    path::PathBuf,
+    path::{Path, PathBuf},
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
@@ -227,12 +228,7 @@ impl State {
 
     /// `path` resolved, when it is inside a `cwd_roots` folder; else an
     /// `ACCESS_DENIED` naming `what`, the roots and `way_out`.
-    fn inside_roots(
-        &self,
-        what: &str,
-        path: &std::path::Path,
-        way_out: &str,
-    ) -> Result<PathBuf, PackError> {
+    fn inside_roots(&self, what: &str, path: &Path, way_out: &str) -> Result<PathBuf, PackError> {
         let resolved = path.canonicalize().map_err(|e| {
             PackError::not_found(format!("{what} {} cannot be used: {e}", path.display()))
         })?;
@@ -558,7 +554,11 @@ async fn cell_create(
                 language,
                 text: None,
             };
-            notebook::write(&nb.cell_path(&meta.id, &filename), &args.source)?;
+            notebook::write(
+                &nb.dir(&meta.id),
+                Notebooks::cell_file(&filename),
+                &args.source,
+            )?;
             let cell_id = cell.id.clone();
             meta.cells.push(cell);
             nb.save(&meta)?;
@@ -612,7 +612,11 @@ async fn cell_update(
             let cell = &mut meta.cells[index];
             match cell.filename.clone() {
                 Some(filename) => {
-                    notebook::write(&nb.cell_path(&meta.id, &filename), &args.source)?;
+                    notebook::write(
+                        &nb.dir(&meta.id),
+                        Notebooks::cell_file(&filename),
+                        &args.source,
+                    )?;
                     Ok(CellRef {
                         cell_id: args.cell_id,
                         filename,
@@ -725,7 +729,7 @@ async fn cell_delete(
             meta.cells.retain(|c| c.id != cell.id);
             nb.save(&meta)?;
             if let Some(filename) = &cell.filename {
-                let _ = std::fs::remove_file(nb.cell_path(&meta.id, filename));
+                let _ = beneath::remove_file(&nb.dir(&meta.id), Notebooks::cell_file(filename));
             }
             Ok(CellDeleted {
                 session_id: meta.id,
@@ -788,22 +792,20 @@ fn build(
     nb: &Notebooks,
     meta: &SessionMeta,
     cell: &CellMeta,
-) -> Result<Result<(tempfile::TempDir, PathBuf), String>, PackError> {
+) -> Result<Result<(beneath::Scratch, PathBuf), String>, PackError> {
     let dir = nb.dir(&meta.id);
-    let hidden = dir.join(".packhost");
-    std::fs::create_dir_all(&hidden).map_err(|e| notebook::io_error(&hidden, e))?;
+    let hidden = Path::new(".packhost");
+    beneath::create_dir_all(&dir, hidden).map_err(|e| notebook::io_error(&dir.join(hidden), e))?;
     for (name, content) in [("loader.mjs", LOADER_MJS), ("register.mjs", REGISTER_MJS)] {
         let path = hidden.join(name);
-        if std::fs::read_to_string(&path).ok().as_deref() != Some(content) {
-            notebook::write(&path, content)?;
+        if beneath::read(&dir, &path).ok().as_deref() != Some(content) {
+            notebook::write(&dir, &path, content)?;
         }
     }
-    let run = tempfile::Builder::new()
-        .prefix("run-")
-        .tempdir_in(&hidden)
-        .map_err(|e| notebook::io_error(&hidden, e))?;
-    let src = run.path().join("src");
-    std::fs::create_dir_all(&src).map_err(|e| notebook::io_error(&src, e))?;
+    let run = beneath::Scratch::new(&dir, ".packhost", "run-")
+        .map_err(|e| notebook::io_error(&dir.join(hidden), e))?;
+    let src = run.rel().join("src");
+    beneath::create_dir_all(&dir, &src).map_err(|e| notebook::io_error(&dir.join(&src), e))?;
     let mut entry = None;
     for c in meta.cells.iter().filter(|c| c.kind == CellKind::Code) {
         let Some(filename) = &c.filename else {
@@ -822,9 +824,9 @@ fn build(
             },
         };
         let path = src.join(filename);
-        notebook::write(&path, &js)?;
+        notebook::write(&dir, &path, &js)?;
         if c.id == cell.id {
-            entry = Some(path);
+            entry = Some(dir.join(path));
         }
     }
     let entry = entry.ok_or_else(|| {
@@ -914,7 +916,7 @@ async fn session_export(
         state.locked(|nb| {
             let meta = nb.load(&args.session_id, &owner)?;
             let dir = nb.dir(&meta.id);
-            let package_json = std::fs::read_to_string(dir.join("package.json")).ok();
+            let package_json = beneath::read(&dir, "package.json").ok();
             let cells = meta
                 .cells
                 .iter()
@@ -935,8 +937,9 @@ async fn session_export(
                 package_json,
                 cells,
             });
-            let path = dir.join(format!("{}.src.md", meta.id));
-            notebook::write(&path, &markdown)?;
+            let name = format!("{}.src.md", meta.id);
+            notebook::write(&dir, &name, &markdown)?;
+            let path = dir.join(name);
             Ok(SessionExported {
                 session_id: meta.id,
                 path: path.display().to_string(),
@@ -1007,7 +1010,11 @@ async fn session_import(
                         text: Some(text),
                     },
                     srcmd::Cell::Code { filename, source } => {
-                        notebook::write(&nb.cell_path(&meta.id, &filename), &source)?;
+                        notebook::write(
+                            &nb.dir(&meta.id),
+                            Notebooks::cell_file(&filename),
+                            &source,
+                        )?;
                         refs.push(CellRef {
                             cell_id: id.clone(),
                             filename: filename.clone(),
@@ -1086,7 +1093,7 @@ async fn npm_install(
             path.starts_with('/').then(|| {
                 state.inside_roots(
                     "local package",
-                    std::path::Path::new(path),
+                    Path::new(path),
                     "install it from the registry",
                 )
             })
@@ -1112,13 +1119,10 @@ async fn npm_install(
     npm_args.extend(args.packages.iter().map(OsString::from));
     // npm's cache and temporary files are the session's own (never the
     // host user's ~/.npm, which is neither readable nor shared).
-    let hidden = dir.join(".packhost");
+    let session = dir.clone();
     let tmp = blocking(&state, move |_| {
-        std::fs::create_dir_all(&hidden).map_err(|e| notebook::io_error(&hidden, e))?;
-        tempfile::Builder::new()
-            .prefix("npm-")
-            .tempdir_in(&hidden)
-            .map_err(|e| notebook::io_error(&hidden, e))
+        beneath::Scratch::new(&session, ".packhost", "npm-")
+            .map_err(|e| notebook::io_error(&session.join(".packhost"), e))
     })
     .await?;
     let mut env = node::tmpdir(tmp.path());

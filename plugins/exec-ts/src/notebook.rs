@@ -14,6 +14,9 @@
 //! Ids are checked before they touch a path: anything but `[A-Za-z0-9_-]`
 //! (so `../x` and absolute paths) is simply not found.
 //!
+//! Code that runs in a session may write its folder, so the host reads and
+//! writes there only through [`crate::beneath`], which follows no link.
+//!
 //! A session belongs to the caller that created it: `session.json` records
 //! its `owner` (organisation and user), so owners survive restarts too. Every
 //! operation takes the caller, and a session the pack's
@@ -31,6 +34,7 @@ use std::{
     time::{SystemTime, UNIX_EPOCH},
 };
 
+use crate::beneath;
 use pack_sdk::{
     Context, PackError, Value, codes,
     owned::{Kind, Limits, Owner, Ownership},
@@ -274,7 +278,7 @@ impl Notebooks {
     /// Whether session `id` exists and `caller` may use it: its recorded
     /// owner, read alone (a file that is not JSON has none).
     fn allowed(&self, id: &str, caller: &Owner) -> bool {
-        let Ok(text) = fs::read_to_string(self.dir(id).join("session.json")) else {
+        let Ok(text) = beneath::read(&self.dir(id), "session.json") else {
             return false;
         };
         let owner = serde_json::from_str::<Value>(&text)
@@ -292,7 +296,7 @@ impl Notebooks {
             return Err(not_found());
         }
         let path = self.dir(id).join("session.json");
-        let text = match fs::read_to_string(&path) {
+        let text = match beneath::read(&self.dir(id), "session.json") {
             Ok(text) => text,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(not_found()),
             Err(e) => return Err(io_error(&path, e)),
@@ -316,11 +320,11 @@ impl Notebooks {
     /// Write session metadata (atomically: a crash never leaves half a file).
     pub fn save(&self, meta: &SessionMeta) -> Result<(), PackError> {
         let dir = self.dir(&meta.id);
-        let tmp = dir.join(".session.json.tmp");
         let json = serde_json::to_string_pretty(meta).expect("session metadata is JSON");
-        fs::write(&tmp, json + "\n").map_err(|e| io_error(&tmp, e))?;
+        write(&dir, ".session.json.tmp", &(json + "\n"))?;
+        // A rename replaces a link in the way; it never follows one.
         let path = dir.join("session.json");
-        fs::rename(&tmp, &path).map_err(|e| io_error(&path, e))
+        fs::rename(dir.join(".session.json.tmp"), &path).map_err(|e| io_error(&path, e))
     }
 
     /// Create a new session directory with its files, owned by `owner`.
@@ -343,8 +347,8 @@ impl Notebooks {
         let id = new_id("s");
         let dir = self.dir(&id);
         fs::create_dir_all(dir.join("src")).map_err(|e| io_error(&dir, e))?;
-        write(&dir.join("package.json"), package_json)?;
-        write(&dir.join("tsconfig.json"), TSCONFIG_JSON)?;
+        write(&dir, "package.json", package_json)?;
+        write(&dir, "tsconfig.json", TSCONFIG_JSON)?;
         let meta = SessionMeta {
             id,
             owner: Some(owner.clone()),
@@ -363,18 +367,15 @@ impl Notebooks {
         fs::remove_dir_all(&dir).map_err(|e| io_error(&dir, e))
     }
 
-    /// The source file of a code cell.
-    pub fn cell_path(&self, session: &str, filename: &str) -> PathBuf {
-        self.dir(session).join("src").join(filename)
+    /// The source file of a code cell, in its session's folder.
+    pub fn cell_file(filename: &str) -> PathBuf {
+        Path::new("src").join(filename)
     }
 
     /// The source of a cell (markdown text, or its file's content).
     pub fn source(&self, session: &str, cell: &CellMeta) -> Result<String, PackError> {
         match (&cell.kind, &cell.filename) {
-            (CellKind::Code, Some(filename)) => {
-                let path = self.cell_path(session, filename);
-                fs::read_to_string(&path).map_err(|e| io_error(&path, e))
-            }
+            (CellKind::Code, Some(filename)) => read(&self.dir(session), Self::cell_file(filename)),
             _ => Ok(cell.text.clone().unwrap_or_default()),
         }
     }
@@ -398,9 +399,18 @@ pub fn cell_not_found(meta: &SessionMeta, cell: &str) -> String {
     format!("session `{}` has no cell `{cell}` ({existing})", meta.id)
 }
 
-/// Write a file, naming it in the error.
-pub fn write(path: &Path, content: &str) -> Result<(), PackError> {
-    fs::write(path, content).map_err(|e| io_error(path, e))
+/// Write `rel` in the session folder `dir` (following no link), naming it
+/// in the error.
+pub fn write(dir: &Path, rel: impl AsRef<Path>, content: &str) -> Result<(), PackError> {
+    let rel = rel.as_ref();
+    beneath::write(dir, rel, content).map_err(|e| io_error(&dir.join(rel), e))
+}
+
+/// Read `rel` in the session folder `dir` (following no link), naming it in
+/// the error.
+pub fn read(dir: &Path, rel: impl AsRef<Path>) -> Result<String, PackError> {
+    let rel = rel.as_ref();
+    beneath::read(dir, rel).map_err(|e| io_error(&dir.join(rel), e))
 }
 
 /// An I/O failure naming the path.
