@@ -461,6 +461,154 @@ async fn local_sigkill_of_the_host_leaves_no_kernel_behind() {
     wait_gone(pid, Duration::from_secs(10));
 }
 
+// ---- local kernels are confined (the sandbox is on by default) ----
+
+/// Runs `code`, which the sandbox must refuse: `PermissionError` in the kernel.
+async fn refused(host: &TestHost, session: &str, code: &str) {
+    let body = exec_err(host, session, code, 30.0).await;
+    assert_eq!(body["error_type"], "PermissionError", "{code}: {body}");
+}
+
+#[tokio::test]
+async fn local_kernel_cannot_read_the_system_secrets_or_the_home() {
+    let host = host().await;
+    let session = create(&host).await;
+    refused(&host, &session, "open('/etc/shadow').read()").await;
+    let home = std::env::var("HOME").expect("HOME");
+    let secret = tempfile::Builder::new()
+        .prefix(".packhost-secret-")
+        .tempdir_in(&home)
+        .unwrap();
+    let file = secret.path().join("token.txt");
+    std::fs::write(&file, "s3cret").unwrap();
+    refused(
+        &host,
+        &session,
+        &format!("open({:?}).read()", file.display().to_string()),
+    )
+    .await;
+    refused(&host, &session, &format!("import os; os.listdir({home:?})")).await;
+    // Its own home is its session's folder.
+    let out = exec(
+        &host,
+        &session,
+        "import os; os.path.expanduser('~') == os.getcwd()",
+    )
+    .await;
+    assert_eq!(out["result"], "True", "{out}");
+}
+
+#[tokio::test]
+async fn local_kernel_writes_only_in_its_own_folder() {
+    let host = host().await;
+    let session = create(&host).await;
+    let outside = tempfile::TempDir::new().unwrap();
+    let planted = outside.path().join("planted.txt");
+    refused(
+        &host,
+        &session,
+        &format!("open({:?}, 'w').write('x')", planted.display().to_string()),
+    )
+    .await;
+    assert!(!planted.exists());
+    // Its folder and its TMPDIR are its own.
+    let code = "import tempfile\nwith tempfile.NamedTemporaryFile() as f:\n    f.write(b'x')\nopen('notes.txt', 'w').write('ok')\nopen('notes.txt').read()";
+    assert_eq!(exec(&host, &session, code).await["result"], "'ok'");
+}
+
+#[tokio::test]
+async fn local_kernel_cannot_kill_the_host() {
+    let host = host().await;
+    let session = create(&host).await;
+    let parent = exec(&host, &session, "import os; os.getppid()").await;
+    assert_eq!(
+        parent["result"],
+        host.pid.to_string(),
+        "the host is its parent"
+    );
+    refused(
+        &host,
+        &session,
+        "import os, signal; os.kill(os.getppid(), signal.SIGKILL)",
+    )
+    .await;
+    // The host serves on, a new kernel too.
+    assert_eq!(exec(&host, &session, "print(1)").await["stdout"], "1\n");
+    let other = create(&host).await;
+    assert_eq!(exec(&host, &other, "print(2)").await["stdout"], "2\n");
+}
+
+#[tokio::test]
+async fn local_kernel_cannot_reach_the_network() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let host = host().await;
+    let session = create(&host).await;
+    refused(
+        &host,
+        &session,
+        &format!("import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5)"),
+    )
+    .await;
+    // Nor UDP, nor Unix sockets (a database's, say).
+    refused(
+        &host,
+        &session,
+        "import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM)",
+    )
+    .await;
+    refused(
+        &host,
+        &session,
+        "import socket; socket.socket(socket.AF_UNIX)",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn local_kernel_cannot_read_another_sessions_folder() {
+    let host = host().await;
+    let (mine, theirs) = (create(&host).await, create(&host).await);
+    let code = "import os\nopen('secret.txt', 'w').write('theirs')\nprint(os.getcwd(), end='')";
+    let folder = exec(&host, &theirs, code).await["stdout"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    refused(
+        &host,
+        &mine,
+        &format!("open({folder:?} + '/secret.txt').read()"),
+    )
+    .await;
+    refused(&host, &mine, &format!("import os; os.listdir({folder:?})")).await;
+}
+
+#[tokio::test]
+async fn local_kernel_past_its_memory_bound_gives_limit_exceeded() {
+    let host = TestHost::start(&config(", limits = { memory_mb = 300 }")).await;
+    let session = create(&host).await;
+    exec(&host, &session, "kept = 1").await;
+    // 600 MB, every page touched.
+    let result = host
+        .call(
+            "jupyter.execute_code",
+            json!({ "session_id": session, "code": "hog = [b'x' * (50 << 20) for _ in range(12)]" }),
+        )
+        .await;
+    failed(&result, "LIMIT_EXCEEDED", &["limits.memory_mb", "memory"]);
+    assert_eq!(structured(&result)["error_type"], "LimitExceeded");
+    // Dead until restarted; then a fresh kernel within the same bound.
+    let body = exec_err(&host, &session, "kept", 30.0).await;
+    assert_eq!(body["error_type"], "KernelDied", "{body}");
+    ok(&host
+        .call("jupyter.restart", json!({ "session_id": session }))
+        .await);
+    assert_eq!(
+        exec(&host, &session, "print('back')").await["stdout"],
+        "back\n"
+    );
+}
+
 // ---- server backend: a real `jupyter server` on loopback ----
 
 /// A real `jupyter server` for this test's host.

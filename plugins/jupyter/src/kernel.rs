@@ -2,6 +2,7 @@
 
 use std::{future::Future, pin::Pin, sync::Arc};
 
+use pack_process::Bound;
 use pack_sdk::PackError;
 
 use crate::conn::Conn;
@@ -46,4 +47,10 @@ pub trait Kernel: Send + Sync {
 
     /// Stop it for good.
     fn shutdown(&self) -> BoxFuture<'_, ()>;
+
+    /// Once it died: the bound of its sandbox it passed, if that ended it
+    /// (only kernels launched here have one).
+    fn exceeded(&self) -> BoxFuture<'_, Option<Bound>> {
+        Box::pin(async { None })
+    }
 }

@@ -1,8 +1,10 @@
 //! `jupyter`: persistent Python kernels, state kept between calls.
 //!
 //! Two backends behind one trait ([`kernel::Backend`]): `local` (default)
-//! launches `ipykernel` itself and speaks the Jupyter messaging protocol over
-//! ZeroMQ on IPC sockets; `server` drives kernels on a Jupyter Server (REST +
+//! launches `ipykernel` itself, confined by the sandbox to its session's
+//! folder with bounded memory and processes and no network but its own
+//! listening ports, and speaks the Jupyter messaging protocol over ZeroMQ on
+//! TCP on loopback; `server` drives kernels on a Jupyter Server (REST +
 //! websocket). Sessions are owned by the pack and each belongs to the caller
 //! that created it (the SDK's [`pack_sdk::owned::Table`]: anyone else gets
 //! `SESSION_NOT_FOUND`, as for an unknown id; `share = "org"` lets the
@@ -23,9 +25,9 @@ use std::{
     time::{Duration, Instant, UNIX_EPOCH},
 };
 
-use pack_process::EnvAllowList;
+use pack_process::{Bound, EnvAllowList, Mode, Sandbox};
 use pack_sdk::{
-    Context, Empty, PackDef, PackError, Value, codes,
+    Context, Empty, LogLevel, PackDef, PackError, Value, codes,
     owned::{self, Share, Table},
 };
 use schemars::JsonSchema;
@@ -97,6 +99,20 @@ pub struct Config {
     /// local: how long a kernel may take to start (default 60 s).
     #[serde(default = "default_startup")]
     pub startup_timeout_secs: u64,
+    /// local: `"on"` (default): each kernel is confined to its session's
+    /// own folder (also its `HOME` and `TMPDIR`) with the Python
+    /// installation read-only, no network but its own ports on loopback,
+    /// and `limits`; refused where the machine cannot confine it. `"off"`:
+    /// kernels run with every right of the host's user (logged as a
+    /// warning at start).
+    #[serde(default)]
+    pub sandbox: Mode,
+    /// local: the bounds of each kernel over its whole life (`memory_mb`,
+    /// `processes`, `cpu_seconds`, `file_size_mb`, `open_files`). A kernel
+    /// ended for passing one fails the running execution with
+    /// `LIMIT_EXCEEDED` naming it; the session is then dead until restarted.
+    #[serde(default)]
+    pub limits: pack_process::Limits,
 }
 
 fn default_ttl() -> u64 {
@@ -198,7 +214,7 @@ pub struct ExecuteOutput {
     /// The kernel's execution counter.
     pub execution_count: Option<u64>,
     /// Failure: the exception class (`ZeroDivisionError`), `TimeoutError`,
-    /// `KernelDied`.
+    /// `KernelDied`, `LimitExceeded`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_type: Option<String>,
     /// Failure: the exception's message, or what happened.
@@ -285,17 +301,27 @@ pub struct Jupyter {
 }
 
 impl Jupyter {
-    fn new(config: Config) -> Result<Self, PackError> {
+    fn new(config: Config, host: &pack_sdk::Host) -> Result<Self, PackError> {
         let backend: Arc<dyn Backend> = match config.backend {
             BackendKind::Local => {
-                // One folder per kernel inside (removed with it).
-                let root = std::env::temp_dir().join("packhost-jupyter");
-                Arc::new(local::LocalBackend::new(
-                    config.python.clone(),
-                    EnvAllowList::new(config.env_allow.clone()),
-                    root,
-                    Duration::from_secs(config.startup_timeout_secs.max(1)),
-                ))
+                config.limits.validate().map_err(|e| {
+                    PackError::invalid_argument(format!("config of pack `jupyter`: {e}"))
+                })?;
+                if config.sandbox == Mode::Off {
+                    host.log(
+                        LogLevel::Warn,
+                        "sandbox = \"off\": Jupyter kernels run unconfined, with every right of the host's user",
+                    );
+                }
+                let settings = local::Settings {
+                    env: EnvAllowList::new(config.env_allow.clone()),
+                    // One folder per kernel inside (removed with it).
+                    root: std::env::temp_dir().join("packhost-jupyter"),
+                    startup_timeout: Duration::from_secs(config.startup_timeout_secs.max(1)),
+                    sandbox: Sandbox::new(config.sandbox),
+                    limits: config.limits.clone(),
+                };
+                Arc::new(local::LocalBackend::new(config.python.clone(), settings))
             }
             BackendKind::Server => {
                 let url = config.url.as_deref().ok_or_else(|| {
@@ -477,9 +503,31 @@ async fn execute_code(
         }
         Outcome::Died { collected, reason } => {
             session.set_dead(Some(reason.clone()));
-            Err(kernel_died(&session, &reason, collected, elapsed_ms()))
+            match session.kernel.exceeded().await {
+                Some(bound) => Err(limit_exceeded(&session, bound, collected, elapsed_ms())),
+                None => Err(kernel_died(&session, &reason, collected, elapsed_ms())),
+            }
         }
     }
+}
+
+/// The kernel was ended by its sandbox for passing `bound`.
+fn limit_exceeded(session: &Session, bound: Bound, c: Collected, elapsed_ms: f64) -> PackError {
+    let message = format!(
+        "the kernel of session `{}` was ended: the code passed {bound}; its state is lost and the session is dead until jupyter.restart(session_id)",
+        session.session_id
+    );
+    PackError::new(codes::LIMIT_EXCEEDED, &message)
+        .with_help(format!(
+            "use less, or raise `{}` in [packs.jupyter] config; then call jupyter.restart(session_id)",
+            bound.key()
+        ))
+        .with_result(&ExecuteOutput::failed(
+            "LimitExceeded",
+            message.clone(),
+            c,
+            elapsed_ms,
+        ))
 }
 
 fn kernel_died(session: &Session, reason: &str, c: Collected, elapsed_ms: f64) -> PackError {
@@ -601,7 +649,7 @@ fn pack() -> PackDef<Jupyter> {
     PackDef::new(
         "jupyter",
         "Persistent Python kernels (Jupyter): run code step by step with state kept between calls; stdout, results, plots as images, precise errors",
-        |config: Config, _host| Jupyter::new(config),
+        |config: Config, host| Jupyter::new(config, &host),
     )
     .function(
         "session_create",
@@ -728,7 +776,8 @@ mod ownership {
     }
 
     fn start(extra: Value) -> PackTest {
-        let mut config = json!({ "python": python() });
+        // The test binary is not the host, whose binary is the sandbox's helper.
+        let mut config = json!({ "python": python(), "sandbox": "off" });
         config
             .as_object_mut()
             .unwrap()

@@ -1,6 +1,9 @@
 //! The `local` backend: `python -m ipykernel_launcher -f <connection file>`
-//! launched by the pack in its own process group, spoken to over ZeroMQ on
-//! IPC sockets in a private folder.
+//! launched by the pack in its own process group, confined by the sandbox to
+//! its session folder, and spoken to over ZeroMQ on TCP ports of loopback
+//! picked by the pack: the only ports the kernel may listen on. (IPC sockets
+//! would need Unix sockets, and the sandbox cannot keep a kernel that may
+//! make them from connecting to other programs' sockets, PostgreSQL's say.)
 //!
 //! Orphans: the group is killed when the session is closed, restarted or
 //! dropped, and at host shutdown; if the host itself is SIGKILLed the kernel
@@ -17,7 +20,9 @@ use std::{
 
 use jupyter_protocol::{ConnectionInfo, Transport};
 use jupyter_zmq_client as zmq;
-use pack_process::{EnvAllowList, ProcessGroup};
+use pack_process::{
+    Bound, EnvAllowList, Exit, Limits, Mode, Network, Policy, ProcessGroup, Sandbox,
+};
 use pack_sdk::PackError;
 use tempfile::TempDir;
 use tokio::process::Command;
@@ -29,75 +34,113 @@ use crate::{
 
 /// How often the pack checks that a kernel process still runs.
 const LIVENESS_POLL: Duration = Duration::from_millis(100);
+/// How long a kernel seen dead may take to be reaped, before the pack asks
+/// its sandbox why it ended.
+const REAP_GRACE: Duration = Duration::from_secs(2);
 
 /// Launches kernels with the configured Python, resolved on first use.
 pub struct LocalBackend {
     configured: Option<PathBuf>,
-    resolved: tokio::sync::OnceCell<Result<PathBuf, PackError>>,
-    env: EnvAllowList,
-    root: PathBuf,
-    startup_timeout: Duration,
+    resolved: tokio::sync::OnceCell<Result<Python, PackError>>,
+    settings: Arc<Settings>,
 }
 
-/// What every local kernel is launched with.
-#[derive(Clone)]
+/// How every local kernel is launched, whatever its Python.
+pub struct Settings {
+    /// The host variables kernels see.
+    pub env: EnvAllowList,
+    /// Where the kernels' own folders are made.
+    pub root: PathBuf,
+    /// How long a kernel may take to answer.
+    pub startup_timeout: Duration,
+    /// Confines each kernel, or not with `sandbox = "off"`.
+    pub sandbox: Sandbox,
+    /// The bounds of each kernel.
+    pub limits: Limits,
+}
+
+/// What one kernel is launched with.
 struct Launcher {
-    python: PathBuf,
-    env: EnvAllowList,
-    root: PathBuf,
-    startup_timeout: Duration,
+    python: Python,
+    settings: Arc<Settings>,
+}
+
+/// A resolved interpreter and the folders it reads its standard library
+/// and packages from (all the kernel may read besides the system's).
+#[derive(Clone)]
+struct Python {
+    executable: PathBuf,
+    runtime: Vec<PathBuf>,
 }
 
 impl LocalBackend {
-    /// Kernels run `python` (default `python3`) with the `env` allow-list;
-    /// their sockets live under `root` (short: a socket path is at most 107
-    /// bytes).
-    pub fn new(
-        python: Option<PathBuf>,
-        env: EnvAllowList,
-        root: PathBuf,
-        startup_timeout: Duration,
-    ) -> Self {
+    /// Kernels run `python` (default `python3`).
+    pub fn new(python: Option<PathBuf>, settings: Settings) -> Self {
         Self {
             configured: python,
             resolved: tokio::sync::OnceCell::new(),
-            env,
-            root,
-            startup_timeout,
+            settings: Arc::new(settings),
         }
     }
 }
 
 /// The real interpreter behind `python` (a pyenv shim costs ~300 ms a
-/// spawn), found once, when the first session starts.
-async fn resolve_python(configured: Option<&Path>) -> Result<PathBuf, PackError> {
+/// spawn), and its folders: the prefixes of a virtual environment and of
+/// the installation it was made from. Found once, when the first session
+/// starts.
+async fn resolve_python(configured: Option<&Path>) -> Result<Python, PackError> {
     let program = configured.unwrap_or(Path::new("python3"));
     let output = Command::new(program)
-        .args(["-c", "import sys; print(sys.executable)"])
+        .args([
+            "-c",
+            "import sys; print(sys.executable); print(sys.prefix); print(sys.base_prefix); print(sys.exec_prefix); print(sys.base_exec_prefix)",
+        ])
         .stdin(Stdio::null())
         .output()
         .await;
     let help = "set `python` in [packs.jupyter] config to an interpreter that has ipykernel (pip install ipykernel)";
-    match output {
-        Ok(output) if output.status.success() => {
-            let path = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-            Ok(if path.is_empty() {
-                program.to_path_buf()
-            } else {
-                PathBuf::from(path)
-            })
+    let output = match output {
+        Ok(output) if output.status.success() => output,
+        Ok(output) => {
+            return Err(PackError::not_found(format!(
+                "`{}` failed: {}",
+                program.display(),
+                String::from_utf8_lossy(&output.stderr).trim()
+            ))
+            .with_help(help));
         }
-        Ok(output) => Err(PackError::not_found(format!(
-            "`{}` failed: {}",
-            program.display(),
-            String::from_utf8_lossy(&output.stderr).trim()
+        Err(e) => {
+            return Err(
+                PackError::not_found(format!("cannot run `{}`: {e}", program.display()))
+                    .with_help(help),
+            );
+        }
+    };
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let mut lines = stdout.lines().map(PathBuf::from);
+    let Some(executable) = lines.next().filter(|p| p.is_absolute()) else {
+        return Err(PackError::not_found(format!(
+            "`{}` did not report its interpreter (sys.executable)",
+            program.display()
         ))
-        .with_help(help)),
-        Err(e) => Err(
-            PackError::not_found(format!("cannot run `{}`: {e}", program.display()))
-                .with_help(help),
-        ),
+        .with_help(help));
+    };
+    let mut runtime: Vec<PathBuf> = lines.collect();
+    // A venv's `python` links to the installation's binary.
+    if let Some(real) = executable
+        .canonicalize()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+    {
+        runtime.push(real);
     }
+    if let Some(dir) = executable.parent() {
+        runtime.push(dir.to_path_buf());
+    }
+    Ok(Python {
+        executable,
+        runtime,
+    })
 }
 
 impl Backend for LocalBackend {
@@ -124,9 +167,7 @@ impl Backend for LocalBackend {
                 .clone()?;
             let launcher = Launcher {
                 python,
-                env: self.env.clone(),
-                root: self.root.clone(),
-                startup_timeout: self.startup_timeout,
+                settings: Arc::clone(&self.settings),
             };
             let running = launch(&launcher).await?;
             let kernel_id = uuid::Uuid::new_v4().to_string();
@@ -151,10 +192,11 @@ impl Backend for LocalBackend {
 /// One launched kernel process and its connection.
 struct Running {
     /// Owning it keeps the kernel; dropping the last handle kills its group.
-    _group: Arc<Mutex<ProcessGroup>>,
+    group: Arc<Mutex<ProcessGroup>>,
     pid: libc::pid_t,
     conn: Arc<Conn>,
-    /// The connection file, the sockets and the kernel's stderr; removed on drop.
+    /// The kernel's own folder (its home, temporary files, connection file
+    /// and stderr), the only one it may write; removed on drop.
     _dir: TempDir,
 }
 
@@ -223,6 +265,65 @@ impl Kernel for LocalKernel {
             drop(self.lock().take());
         })
     }
+
+    fn exceeded(&self) -> BoxFuture<'_, Option<Bound>> {
+        let group = self.lock().as_ref().map(|r| Arc::clone(&r.group));
+        Box::pin(async move {
+            let group = group?;
+            // Its sockets may close before the process is reaped.
+            let deadline = Instant::now() + REAP_GRACE;
+            loop {
+                if let Some(ended) = ended(&group) {
+                    return ended.exceeded;
+                }
+                if Instant::now() > deadline {
+                    return None;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    }
+}
+
+/// How a kernel process ended.
+struct Ended {
+    status: String,
+    /// The bound of its sandbox it passed, if that ended it.
+    exceeded: Option<Bound>,
+}
+
+impl Ended {
+    fn reason(&self) -> String {
+        match self.exceeded {
+            Some(bound) => format!("the kernel was ended: it passed {bound}"),
+            None => format!("the kernel process exited ({})", self.status),
+        }
+    }
+}
+
+/// How the kernel ended, if it has.
+fn ended(group: &Mutex<ProcessGroup>) -> Option<Ended> {
+    use std::os::unix::process::ExitStatusExt;
+    let mut group = group.lock().unwrap_or_else(|e| e.into_inner());
+    let status = match group.child().try_wait() {
+        Ok(None) => return None,
+        Ok(Some(status)) => status,
+        Err(e) => {
+            return Some(Ended {
+                status: e.to_string(),
+                exceeded: None,
+            });
+        }
+    };
+    let exit = match (status.code(), status.signal()) {
+        (Some(code), _) => Exit::Code(code),
+        (None, Some(signal)) => Exit::Signal(signal),
+        (None, None) => Exit::Code(-1),
+    };
+    Some(Ended {
+        status: status.to_string(),
+        exceeded: group.exceeded(exit),
+    })
 }
 
 fn startup_error(message: String) -> PackError {
@@ -230,19 +331,23 @@ fn startup_error(message: String) -> PackError {
 }
 
 /// Start a kernel and connect to it; returns once it answered `kernel_info`.
-async fn launch(backend: &Launcher) -> Result<Running, PackError> {
-    std::fs::create_dir_all(&backend.root)?;
+async fn launch(launcher: &Launcher) -> Result<Running, PackError> {
+    let Launcher { python, settings } = launcher;
+    std::fs::create_dir_all(&settings.root)?;
     let dir = tempfile::Builder::new()
         .prefix("k")
-        .tempdir_in(&backend.root)?;
+        .tempdir_in(&settings.root)?;
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp)?;
+    let ports = free_ports()?;
     let info = ConnectionInfo {
-        ip: dir.path().join("s").display().to_string(),
-        transport: Transport::IPC,
-        shell_port: 1,
-        iopub_port: 2,
-        stdin_port: 3,
-        control_port: 4,
-        hb_port: 5,
+        ip: "127.0.0.1".to_owned(),
+        transport: Transport::TCP,
+        shell_port: ports[0],
+        iopub_port: ports[1],
+        stdin_port: ports[2],
+        control_port: ports[3],
+        hb_port: ports[4],
         key: uuid::Uuid::new_v4().to_string(),
         signature_scheme: "hmac-sha256".to_owned(),
         kernel_name: Some("python3".to_owned()),
@@ -255,7 +360,14 @@ async fn launch(backend: &Launcher) -> Result<Running, PackError> {
     let stderr_path = dir.path().join("stderr.log");
     let stderr = std::fs::File::create(&stderr_path)?;
 
-    let mut command = Command::new(&backend.python);
+    let policy = Policy::new(python.runtime.iter().cloned(), dir.path())
+        .network(Network::Listen(ports.to_vec()))
+        .limits(settings.limits.clone());
+    let mut confined = settings
+        .sandbox
+        .command(&policy, &python.executable)
+        .map_err(|e| PackError::internal(format!("cannot start a kernel: {e}")))?;
+    let command = &mut confined.command;
     command
         .args(["-m", "ipykernel_launcher", "-f"])
         .arg(&connection_file)
@@ -265,16 +377,24 @@ async fn launch(backend: &Launcher) -> Result<Running, PackError> {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::from(stderr));
-    let extra = BTreeMap::from([
+    let own = |path: &Path| path.display().to_string();
+    let mut extra = BTreeMap::from([
         // ipykernel's parent poller: exit when this process (the host) is gone.
         ("JPY_PARENT_PID".to_owned(), std::process::id().to_string()),
         ("PYDEVD_DISABLE_FILE_VALIDATION".to_owned(), "1".to_owned()),
+        // Temporary files go with the session.
+        ("TMPDIR".to_owned(), own(&tmp)),
     ]);
-    backend.env.apply(&mut command, &extra);
-    let mut group = ProcessGroup::spawn(&mut command).map_err(|e| {
+    if settings.sandbox.mode() == Mode::On {
+        // The host's home is out of reach: the kernel's folder is its home,
+        // where IPython, Jupyter and matplotlib keep their files.
+        extra.insert("HOME".to_owned(), own(dir.path()));
+    }
+    settings.env.apply(command, &extra);
+    let mut group = ProcessGroup::spawn(confined).map_err(|e| {
         PackError::not_found(format!(
             "cannot start the kernel with `{}`: {e}",
-            backend.python.display()
+            python.executable.display()
         ))
         .with_help("set `python` in [packs.jupyter] config to an interpreter that has ipykernel (pip install ipykernel)")
     })?;
@@ -285,7 +405,7 @@ async fn launch(backend: &Launcher) -> Result<Running, PackError> {
         .ok_or_else(|| startup_error("the kernel exited at once".to_owned()))?;
     let group = Arc::new(Mutex::new(group));
 
-    let deadline = Instant::now() + backend.startup_timeout;
+    let deadline = Instant::now() + settings.startup_timeout;
     let failed = |why: &str| -> PackError {
         let log = std::fs::read_to_string(&stderr_path).unwrap_or_default();
         let tail: String = log
@@ -300,11 +420,11 @@ async fn launch(backend: &Launcher) -> Result<Running, PackError> {
         if log.contains("No module named ipykernel") {
             return PackError::not_found(format!(
                 "`{}` has no ipykernel: the kernel cannot start",
-                backend.python.display()
+                python.executable.display()
             ))
             .with_help(format!(
                 "pip install ipykernel (with `{} -m pip install ipykernel`), or set `python` in [packs.jupyter] config to an interpreter that has it",
-                backend.python.display()
+                python.executable.display()
             ));
         }
         startup_error(format!(
@@ -315,18 +435,16 @@ async fn launch(backend: &Launcher) -> Result<Running, PackError> {
         group.lock().unwrap_or_else(|e| e.into_inner()).is_running()
     };
 
-    // ipykernel binds every socket before it serves: wait for the files.
-    let sockets: Vec<PathBuf> = (1..=5)
-        .map(|port| PathBuf::from(format!("{}-{port}", info.ip)))
-        .collect();
-    while !sockets.iter().all(|s| Path::exists(s)) {
+    // ipykernel binds every socket before it serves.
+    while !listening(&ports) {
         if !alive(&group) {
-            return Err(failed("the process exited"));
+            let why = ended(&group).map_or_else(|| "the process exited".to_owned(), |e| e.reason());
+            return Err(failed(&why));
         }
         if Instant::now() > deadline {
             return Err(failed(&format!(
-                "its sockets did not appear within {} s",
-                backend.startup_timeout.as_secs()
+                "it did not listen on its ports within {} s",
+                settings.startup_timeout.as_secs()
             )));
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -416,16 +534,8 @@ async fn launch(backend: &Launcher) -> Result<Running, PackError> {
             tokio::spawn(async move {
                 loop {
                     tokio::time::sleep(LIVENESS_POLL).await;
-                    let exit = {
-                        let mut group = group.lock().unwrap_or_else(|e| e.into_inner());
-                        match group.child().try_wait() {
-                            Ok(None) => None,
-                            Ok(Some(status)) => Some(status.to_string()),
-                            Err(e) => Some(e.to_string()),
-                        }
-                    };
-                    if let Some(exit) = exit {
-                        conn2.mark_dead(&format!("the kernel process exited ({exit})"));
+                    if let Some(ended) = ended(&group) {
+                        conn2.mark_dead(&ended.reason());
                         return;
                     }
                 }
@@ -435,7 +545,7 @@ async fn launch(backend: &Launcher) -> Result<Running, PackError> {
     }
 
     let running = Running {
-        _group: group,
+        group,
         pid,
         conn: Arc::clone(&conn),
         _dir: dir,
@@ -445,9 +555,41 @@ async fn launch(backend: &Launcher) -> Result<Running, PackError> {
         Ok(()) => Ok(running),
         Err(reason) => Err(failed(&format!(
             "{reason} (start-up limit {} s)",
-            backend.startup_timeout.as_secs()
+            settings.startup_timeout.as_secs()
         ))),
     }
+}
+
+/// Five free ports of loopback for a kernel: bound together, so they
+/// differ, and let go for the kernel to bind. (Another program could take
+/// one in between; the kernel then fails to start and says so.)
+fn free_ports() -> std::io::Result<[u16; 5]> {
+    let listeners = [(); 5].map(|()| std::net::TcpListener::bind("127.0.0.1:0"));
+    let mut ports = [0; 5];
+    for (port, listener) in ports.iter_mut().zip(listeners) {
+        *port = listener?.local_addr()?.port();
+    }
+    Ok(ports)
+}
+
+/// Whether something listens on every one of `ports` of IPv4 (the kernel
+/// binds 127.0.0.1).
+fn listening(ports: &[u16]) -> bool {
+    let Ok(table) = std::fs::read_to_string("/proc/net/tcp") else {
+        return false;
+    };
+    let open: Vec<u16> = table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let local = fields.nth(1)?;
+            // `st` 0A is LISTEN.
+            (fields.nth(1)? == "0A")
+                .then(|| u16::from_str_radix(local.rsplit_once(':')?.1, 16).ok())?
+        })
+        .collect();
+    ports.iter().all(|port| open.contains(port))
 }
 
 /// Whether a socket error ends the connection (a bad message does not).
