@@ -14,6 +14,7 @@ use figment::{
     Figment,
     providers::{Env, Serialized},
 };
+use mcp_downstream::{Limits, Mode};
 use pack_api::{paths::expand_home, projects::Project};
 use packhost_command::Snippet;
 use serde::{Deserialize, Serialize};
@@ -186,6 +187,19 @@ pub struct PackConfig {
     /// `kind = "mcp"`: sent with every HTTP request (credentials).
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// `kind = "mcp"` with `command`: `"off"` runs the server unconfined,
+    /// with every right of the host's user (logged as a warning at start).
+    #[serde(default)]
+    pub sandbox: Mode,
+    /// `kind = "mcp"` with `command`: also readable by the server.
+    #[serde(default)]
+    pub read: Vec<PathBuf>,
+    /// `kind = "mcp"` with `command`: also writable by the server.
+    #[serde(default)]
+    pub write: Vec<PathBuf>,
+    /// `kind = "mcp"` with `command`: the server's bounds.
+    #[serde(default)]
+    pub limits: Option<Limits>,
     /// Set to false to keep the section but not load the pack.
     #[serde(default = "yes")]
     pub enabled: bool,
@@ -237,6 +251,13 @@ impl PackConfig {
                         ));
                     }
                 }
+                for key in self.sandbox_keys() {
+                    problems.push(format!(
+                        "`packs.{name}.{key}` is for stdio MCP server packs (`kind = \"mcp\"` \
+                         with `command`); a library pack's own settings, such as exec_py's \
+                         `sandbox` and `limits`, go in its `config`"
+                    ));
+                }
             }
             PackKind::Mcp => {
                 if self.path.is_some() {
@@ -255,15 +276,37 @@ impl PackConfig {
                         if let Err(e) = mcp_downstream::check_url(url) {
                             problems.push(format!("`packs.{name}.url`: {e}"));
                         }
+                        for key in self.sandbox_keys() {
+                            problems.push(format!(
+                                "`packs.{name}.{key}` confines a stdio server (`command`), and \
+                                 `packs.{name}` is an HTTP server (`url`); remove `{key}`"
+                            ));
+                        }
                     }
                     _ => problems.push(format!(
                         "`packs.{name}` is `kind = \"mcp\"`: give exactly one of `command` \
                          (a stdio server) or `url` (streamable HTTP)"
                     )),
                 }
+                if let Some(Err(e)) = self.limits.as_ref().map(Limits::validate) {
+                    problems.push(format!("`packs.{name}`: {e}"));
+                }
             }
         }
         problems
+    }
+
+    /// The sandbox keys that are set.
+    fn sandbox_keys(&self) -> Vec<&'static str> {
+        [
+            ("sandbox", self.sandbox != Mode::default()),
+            ("read", !self.read.is_empty()),
+            ("write", !self.write.is_empty()),
+            ("limits", self.limits.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(key, set)| set.then_some(key))
+        .collect()
     }
 }
 
@@ -381,6 +424,11 @@ impl Config {
         for (name, pack) in &mut self.packs {
             if let Some(path) = &mut pack.path {
                 fix(format!("packs.{name}.path"), path);
+            }
+            for (key, paths) in [("read", &mut pack.read), ("write", &mut pack.write)] {
+                for (i, path) in paths.iter_mut().enumerate() {
+                    fix(format!("packs.{name}.{key}[{i}]"), path);
+                }
             }
         }
         for (i, dir) in self.server.pack_dirs.iter_mut().enumerate() {
@@ -795,6 +843,41 @@ mod tests {
                 home.join("bin/server").display().to_string(),
                 "~/arg".to_owned()
             ]
+        );
+    }
+
+    #[test]
+    fn a_stdio_server_packs_sandbox_settings_are_read_and_checked() {
+        let home = PathBuf::from(std::env::var_os("HOME").expect("HOME is set for the tests"));
+        let (dir, path) = file(
+            "[packs.srv]\nkind = \"mcp\"\ncommand = [\"server\"]\nsandbox = \"off\"\n\
+             read = [\"~/.config/srv\", \"data\"]\nwrite = [\"~/.npm\"]\n\
+             limits = { memory_mb = 256 }\n",
+        );
+        let srv = load(Some(&path)).unwrap().config.packs["srv"].clone();
+        assert_eq!(srv.sandbox, Mode::Off);
+        let base = dir.path().canonicalize().unwrap();
+        assert_eq!(srv.read, [home.join(".config/srv"), base.join("data")]);
+        assert_eq!(srv.write, [home.join(".npm")]);
+        assert_eq!(srv.limits.unwrap().memory_mb, 256);
+        refused(
+            "[packs.exec_py]\nsandbox = \"off\"\n",
+            &[
+                "`packs.exec_py.sandbox` is for stdio MCP server packs",
+                "in its `config`",
+            ],
+        );
+        refused(
+            "[packs.h]\nkind = \"mcp\"\nurl = \"http://h/mcp\"\nread = [\"/x\"]\n",
+            &["`packs.h.read` confines a stdio server", "remove `read`"],
+        );
+        refused(
+            "[packs.s]\nkind = \"mcp\"\ncommand = [\"s\"]\nlimits = { processes = 0 }\n",
+            &["`packs.s`: `limits.processes` is 0"],
+        );
+        refused(
+            "[packs.s]\nkind = \"mcp\"\ncommand = [\"s\"]\nsandbox = \"maybe\"\n",
+            &["line 4", "unknown variant `maybe`"],
         );
     }
 

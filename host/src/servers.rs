@@ -5,6 +5,9 @@
 //! A server that is down at start-up does not hold the host: its pack loads
 //! with no functions, a call to it says why, and a background task keeps
 //! trying; once the server answers, its tools appear.
+//!
+//! A stdio server runs in the sandbox with the policy of its section
+//! (`sandbox`, `read`, `write`, `limits`; see `mcp_downstream::Confinement`).
 
 use std::{
     collections::HashMap,
@@ -18,7 +21,8 @@ use abi_stable::{
 };
 use async_ffi::{FfiFuture, FutureExt as _};
 use mcp_downstream::{
-    CallToolResult, Endpoint, Failure as Downstream, Level, Pool, PoolSettings, Tool,
+    CallToolResult, Confinement, Endpoint, Failure as Downstream, Level, Mode, Pool, PoolSettings,
+    Tool,
 };
 use pack_api::{CallContextBox, CallResult, FunctionSpec, Manifest, Pack, Pack_TO, codes};
 use serde_json::{Value, json};
@@ -97,6 +101,14 @@ pub async fn connect_all(config: &Config) -> (Vec<LoadedPack>, Servers) {
         }),
         ..PoolSettings::default()
     });
+    for (name, pack) in &servers {
+        if pack.command.is_some() && pack.sandbox == Mode::Off {
+            tracing::warn!(
+                pack = %name,
+                "sandbox = \"off\": the server runs unconfined, with every right of the host's user"
+            );
+        }
+    }
     let connecting = servers.into_iter().map(|(name, pack)| {
         let pool = Arc::clone(&pool);
         let timeout = Duration::from_millis(pack.timeout_ms.unwrap_or(config.server.timeout_ms));
@@ -199,6 +211,14 @@ fn endpoint(pack: &PackConfig) -> Endpoint {
             command: command.first().cloned().unwrap_or_default(),
             args: command.iter().skip(1).cloned().collect(),
             env: pack.env.clone(),
+            // The section is the host admin's: its arguments are trusted.
+            confinement: Confinement {
+                mode: pack.sandbox,
+                read: pack.read.clone(),
+                write: pack.write.clone(),
+                limits: pack.limits.clone().unwrap_or_default(),
+                trusted: true,
+            },
         },
         (None, url) => Endpoint::Http {
             url: url.clone().unwrap_or_default(),

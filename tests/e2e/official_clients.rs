@@ -389,11 +389,12 @@ fn setup(extra: &str) -> (TempDir, String, String) {
          [packs.proj]\n[packs.exec_py]\n\
          [packs.exec_ts]\nconfig = {{ notebooks_dir = {notebooks:?} }}\n\
          [packs.jupyter]\ntimeout_ms = 600000\nconfig = {{ python = {python:?}, max_image_bytes = {MAX_IMAGE_BYTES} }}\n\
-         [packs.remote_mcp]\nconfig = {{ database = {database:?} }}\n\
+         [packs.remote_mcp]\nconfig = {{ database = {database:?}, read = {read:?} }}\n\
          [packs.everything]\nkind = \"mcp\"\ncommand = {everything:?}\n\
          {extra}\n",
         python = venv_python(),
         everything = everything_stdio(),
+        read = crate::remote_mcp::servers_read(),
     );
     std::fs::write(dir.path().join("packs.toml"), &config).unwrap();
     let mut args = vec!["add", "--org", "acme", "--name", "everything", "--"];

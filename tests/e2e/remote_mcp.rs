@@ -3,7 +3,10 @@
 //! server (crashes, failures, hangs); integrations stored by the real
 //! `packhost integrations` CLI in SQLite and PostgreSQL.
 
-use std::{path::Path, time::Duration};
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
 use packhost_tests::{
     TestHost,
@@ -27,14 +30,50 @@ fn org_dir(org: &str, database: Option<&str>, extra: &str) -> TempDir {
         || dir.path().join("integrations.db").display().to_string(),
         str::to_owned,
     );
+    let read = servers_read();
     std::fs::write(
         dir.path().join("packs.toml"),
         format!(
-            "[identity]\nuser = \"ada\"\norg = {org:?}\n\n[packs.remote_mcp]\nconfig = {{ database = {database:?}{extra} }}\n"
+            "[identity]\nuser = \"ada\"\norg = {org:?}\n\n[packs.remote_mcp]\nconfig = {{ database = {database:?}, read = {read:?}{extra} }}\n"
         ),
     )
     .expect("write config");
     dir
+}
+
+/// What the test servers need to read besides the system: an
+/// organisation's command line never makes anything readable, the pack's
+/// `read` does.
+pub(crate) fn servers_read() -> Vec<String> {
+    let fixture_folder = fixture_mcp_bin().parent().expect("a folder").to_owned();
+    let entry = PathBuf::from(everything_stdio()[1].clone());
+    let node_modules = entry
+        .ancestors()
+        .find(|a| a.ends_with("node_modules"))
+        .expect("server-everything lives in a node_modules folder")
+        .to_owned();
+    [fixture_folder, node_modules, PathBuf::from(&python().1)]
+        .map(|p| p.display().to_string())
+        .to_vec()
+}
+
+/// `python3`'s real executable (not a pyenv shim, which runs pyenv's own
+/// scripts) and the installation it reads.
+fn python() -> &'static (String, String) {
+    static PYTHON: std::sync::OnceLock<(String, String)> = std::sync::OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let output = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import sys; print(sys.executable); print(sys.base_prefix)",
+            ])
+            .output()
+            .expect("python3 runs");
+        let stdout = String::from_utf8(output.stdout).expect("UTF-8");
+        let mut lines = stdout.lines().map(str::to_owned);
+        let executable = lines.next().expect("sys.executable");
+        (executable, lines.next().expect("sys.base_prefix"))
+    })
 }
 
 /// Wait (at most 10 s) until the server process `pid` is gone: stdio servers
@@ -240,7 +279,8 @@ async fn each_bearer_token_calls_as_its_own_organisation() {
     let dir = TempDir::new().unwrap();
     let database = dir.path().join("integrations.db").display().to_string();
     let config = format!(
-        "[packs.remote_mcp]\nconfig = {{ database = {database:?} }}\n\n{acme_entry}\n\n{globex_entry}\n"
+        "[packs.remote_mcp]\nconfig = {{ database = {database:?}, read = {:?} }}\n\n{acme_entry}\n\n{globex_entry}\n",
+        servers_read()
     );
     std::fs::write(dir.path().join("packs.toml"), &config).unwrap();
     let id = add_stdio(dir.path(), "acme", "fixture", &fixture());
@@ -456,7 +496,7 @@ poll.poll(60_000)
 #[tokio::test]
 async fn a_request_the_server_could_not_read_goes_to_a_new_server() {
     let dir = org_dir("acme", None, "");
-    let command = ["python3", "-c", STOPS_READING].map(str::to_owned);
+    let command = [python().0.as_str(), "-c", STOPS_READING].map(str::to_owned);
     let id = add_stdio(dir.path(), "acme", "stops-reading", &command);
     let host = TestHost::start_in(dir).await;
     let pid = async || {
@@ -674,9 +714,12 @@ async fn idle_connections_close_and_the_pool_is_capped() {
 
 #[tokio::test]
 async fn a_server_that_never_answers_the_handshake_is_given_up_and_stopped() {
-    let dir = org_dir("acme", None, ", connect_timeout_ms = 500");
-    // A "server" that reads nothing and says nothing, and tells its pid.
-    let pid_file = dir.path().join("mute.pid");
+    // A "server" that reads nothing and says nothing, and tells its pid in
+    // the one folder outside its own it may write.
+    let shared = TempDir::new().expect("temp dir");
+    let extra = format!(", connect_timeout_ms = 500, write = [{:?}]", shared.path());
+    let dir = org_dir("acme", None, &extra);
+    let pid_file = shared.path().join("mute.pid");
     let script = format!("echo $$ > {}; exec sleep 60", pid_file.display());
     let mute = add_stdio(
         dir.path(),
@@ -715,4 +758,43 @@ async fn redirects_are_not_followed() {
     // The same server answers at its own address.
     let echo = ok(&execute(&host, &direct, "echo", json!({"text": "x"})).await);
     assert_eq!(echo["content"][0]["text"], "echo: x");
+}
+
+#[tokio::test]
+async fn a_stdio_integration_runs_confined_by_the_packs_policy() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("address").to_string();
+    // With the sandbox off every attempt succeeds: the attempts are real.
+    for sandbox in ["on", "off"] {
+        let dir = org_dir("acme", None, &format!(", sandbox = {sandbox:?}"));
+        let id = add_stdio(dir.path(), "acme", "fixture", &fixture());
+        let database = dir.path().join("integrations.db");
+        let mut attempts = crate::servers::escapes(dir.path());
+        attempts.push(("read", json!({"path": database})));
+        let host = TestHost::start_in(dir).await;
+        for (tool, args) in attempts {
+            let result = ok(&execute(&host, &id, tool, args.clone()).await);
+            let said = result["content"][0]["text"].as_str().unwrap_or_default();
+            let expected = if sandbox == "on" { "denied: " } else { "ok: " };
+            assert!(
+                said.starts_with(expected),
+                "sandbox {sandbox}: {tool} {args} said {said}"
+            );
+        }
+        let connected = ok(&execute(&host, &id, "connect", json!({"addr": addr})).await);
+        let said = connected["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(said.starts_with("ok: "), "sandbox {sandbox}: {said}");
+    }
+}
+
+#[tokio::test]
+async fn an_integration_the_sandbox_refuses_says_why() {
+    let dir = org_dir("acme", None, ", limits = { open_files = 4000000000 }");
+    let id = add_stdio(dir.path(), "acme", "fixture", &fixture());
+    let host = TestHost::start_in(dir).await;
+    failed(
+        &execute(&host, &id, "echo", json!({"text": "x"})).await,
+        "UPSTREAM_ERROR",
+        &["the sandbox refused to start it: cannot set the open_files bound"],
+    );
 }

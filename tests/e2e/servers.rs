@@ -2,6 +2,7 @@
 //! as `<name>.<tool>` in `tools/list`, `run` and code mode.
 
 use std::{
+    path::{Path, PathBuf},
     sync::atomic::Ordering,
     time::{Duration, Instant},
 };
@@ -194,6 +195,120 @@ fn server_pack_sections_are_checked() {
             "[packs.x]\nurl = \"http://h/mcp\"\n",
             "add `kind = \"mcp\"`",
         ),
+    ] {
+        let output = packhost_cli(config, &["check"]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{config}: {stderr}");
+        assert!(
+            stderr.contains(said),
+            "{config}: expected `{said}` in {stderr}"
+        );
+    }
+}
+
+/// What a confined stdio server of the fixture tries that must be refused:
+/// `(tool, arguments)`, each answered `ok: ...` or `denied: ...`.
+pub(crate) fn escapes(host_dir: &Path) -> Vec<(&'static str, serde_json::Value)> {
+    let home = std::env::var("HOME").expect("HOME is set for the tests");
+    vec![
+        ("read", json!({"path": "/etc/shadow"})),
+        ("read", json!({"path": home})),
+        ("read", json!({"path": host_dir.join("packs.toml")})),
+        ("signal_parent", json!({})),
+    ]
+}
+
+/// What the fixture's tool answered (`ok: ...` or `denied: ...`).
+fn answer(result: &rmcp::model::CallToolResult) -> String {
+    ok(result)["text"].as_str().expect("text").to_owned()
+}
+
+#[tokio::test]
+async fn a_stdio_server_is_confined_and_still_reaches_the_network() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("address").to_string();
+    let fixture = vec![fixture_mcp_bin().display().to_string()];
+    // With the sandbox off every attempt succeeds: the attempts are real.
+    for sandbox in ["on", "off"] {
+        let config = stdio_section("fx", &fixture) + &format!("sandbox = {sandbox:?}\n");
+        let host = TestHost::start(&config).await;
+        for (tool, args) in escapes(host.dir.path()) {
+            let said = answer(&host.call(&format!("fx.{tool}"), args.clone()).await);
+            let expected = if sandbox == "on" { "denied: " } else { "ok: " };
+            assert!(
+                said.starts_with(expected),
+                "sandbox {sandbox}: {tool} {args} said {said}"
+            );
+        }
+        let connected = answer(&host.call("fx.connect", json!({"addr": addr})).await);
+        assert!(
+            connected.starts_with("ok: "),
+            "sandbox {sandbox}: {connected}"
+        );
+        let warned = host.stderr().contains("the server runs unconfined");
+        assert_eq!(warned, sandbox == "off", "{}", host.stderr());
+    }
+}
+
+/// The folder server-everything was installed into (`npm install --prefix`).
+fn npm_prefix() -> PathBuf {
+    let entry = PathBuf::from(everything_stdio()[1].clone());
+    entry
+        .ancestors()
+        .find(|a| a.ends_with("node_modules"))
+        .and_then(Path::parent)
+        .expect("server-everything lives in a node_modules folder")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn an_npx_server_runs_confined() {
+    // npx runs npm, which wants a writable cache: the server's HOME (its
+    // scratch folder) has one.
+    let command = ["npx", "--prefix", &npm_prefix().display().to_string()]
+        .into_iter()
+        .chain(["mcp-server-everything", "stdio"])
+        .map(String::from)
+        .collect::<Vec<_>>();
+    let host = TestHost::start(&stdio_section("everything", &command)).await;
+    let echo = ok(&host
+        .call("everything.echo", json!({"message": "through npx"}))
+        .await);
+    assert_eq!(echo["text"], "Echo: through npx", "{}", host.stderr());
+}
+
+#[tokio::test]
+async fn a_server_the_sandbox_refuses_says_why() {
+    // Past the kernel's `fs.nr_open`: no process may have that many files,
+    // so the helper cannot set the bound and refuses to start the server.
+    let fixture = vec![fixture_mcp_bin().display().to_string()];
+    let config = stdio_section("fx", &fixture) + "limits = { open_files = 4000000000 }\n";
+    let host = TestHost::start(&config).await;
+    failed(
+        &host.run("fx.echo(text='x')").await,
+        "UNKNOWN_FUNCTION",
+        &["has not answered"],
+    );
+    // Start-up says why in the log.
+    let log = host.stderr();
+    assert!(
+        log.contains("the sandbox refused to start it: cannot set the open_files bound"),
+        "{log}"
+    );
+}
+
+#[test]
+fn sandbox_settings_of_server_packs_are_checked() {
+    for (config, said) in [
+        (
+            "[packs.x]\nkind = \"mcp\"\nurl = \"http://h/mcp\"\nsandbox = \"off\"\n",
+            "`packs.x.sandbox` confines a stdio server",
+        ),
+        (
+            "[packs.x]\nkind = \"mcp\"\ncommand = [\"s\"]\nlimits = { memory_mb = 0 }\n",
+            "`limits.memory_mb` is 0",
+        ),
+        ("[packs.exec_py]\nwrite = [\"/x\"]\n", "in its `config`"),
     ] {
         let output = packhost_cli(config, &["check"]);
         let stderr = String::from_utf8_lossy(&output.stderr);

@@ -10,7 +10,11 @@
 //! `typed {form}` (declares an output schema `{n: integer}`; `form` picks
 //! the answer: `structured`, `text` (the JSON only as text, as servers from
 //! before structured content do), `plain` (no JSON at all) or `wrong` (a
-//! structured content that does not fit)).
+//! structured content that does not fit)), and for the sandbox tests `read
+//! {path}` (a file's text, or a folder's names), `signal_parent {}` (signal
+//! 0 to its parent, the host: only the permission check) and `connect
+//! {addr}` (a TCP connection to `HOST:PORT`); each answers `ok: ...` or
+//! `denied: <the OS error>`.
 
 use std::{sync::Arc, time::Duration};
 
@@ -100,6 +104,21 @@ impl ServerHandler for Fixture {
                 json!({}),
             ),
             typed(),
+            tool(
+                "read",
+                "A file's text, or the names in a folder.",
+                json!({"path": string}),
+            ),
+            tool(
+                "signal_parent",
+                "Signal 0 to the parent process.",
+                json!({}),
+            ),
+            tool(
+                "connect",
+                "Open a TCP connection to HOST:PORT.",
+                json!({"addr": string}),
+            ),
         ]))
     }
 
@@ -153,6 +172,37 @@ impl ServerHandler for Fixture {
                     .map(str::to_owned);
                 text(json!(header).to_string())
             }
+            "read" => {
+                let path = std::path::PathBuf::from(arg("path").as_str().unwrap_or_default());
+                let read = if path.is_dir() {
+                    std::fs::read_dir(&path).and_then(|entries| {
+                        let names: Result<Vec<String>, _> = entries
+                            .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+                            .collect();
+                        names.map(|n| n.join("\n"))
+                    })
+                } else {
+                    std::fs::read(&path).map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                };
+                outcome(read)
+            }
+            "signal_parent" => {
+                // SAFETY: signal 0 only checks that the signal may be sent.
+                let sent = unsafe { libc::kill(libc::getppid(), 0) } == 0;
+                outcome(if sent {
+                    Ok("signalled".to_owned())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                })
+            }
+            "connect" => {
+                let addr = arg("addr").as_str().unwrap_or_default().to_owned();
+                outcome(
+                    tokio::net::TcpStream::connect(addr)
+                        .await
+                        .map(|s| format!("connected to {:?}", s.peer_addr().ok())),
+                )
+            }
             other => {
                 return Err(ErrorData::invalid_params(
                     format!("no tool named `{other}`"),
@@ -161,6 +211,14 @@ impl ServerHandler for Fixture {
             }
         };
         Ok(result.into())
+    }
+}
+
+/// `ok: ...`, or `denied: <the OS error>`.
+fn outcome(result: std::io::Result<String>) -> CallToolResult {
+    match result {
+        Ok(value) => text(format!("ok: {value}")),
+        Err(e) => text(format!("denied: {e}")),
     }
 }
 

@@ -7,6 +7,8 @@ use std::{
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
+use crate::Confinement;
+
 /// A downstream MCP server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Endpoint {
@@ -17,8 +19,11 @@ pub enum Endpoint {
         /// Its arguments.
         args: Vec<String>,
         /// Variables added to its environment (the host's own are not passed,
-        /// apart from `PATH`, `HOME` and `LANG`).
+        /// apart from `PATH`, `HOME` and `LANG`; a confined server's `HOME`
+        /// and `TMPDIR` are its scratch folder unless these say otherwise).
         env: BTreeMap<String, String>,
+        /// What it may reach.
+        confinement: Confinement,
     },
     /// A streamable HTTP endpoint.
     Http {
@@ -196,6 +201,7 @@ mod tests {
             command: "npx".into(),
             args: vec!["-y".into(), "server".into()],
             env: [("TOKEN".into(), "secret".into())].into(),
+            confinement: Confinement::default(),
         };
         assert_eq!(stdio.describe(), "stdio `npx -y server`");
     }

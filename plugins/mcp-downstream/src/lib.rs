@@ -2,8 +2,9 @@
 //! `remote_mcp` pack (integrations) and the host's `kind = "mcp"` packs.
 //!
 //! - An [`Endpoint`] is a stdio child (started in its own process group with
-//!   an allow-listed environment) or a streamable HTTP URL (no redirects
-//!   followed; optionally public addresses only).
+//!   an allow-listed environment, confined by the sandbox as its
+//!   [`Confinement`] says) or a streamable HTTP URL (no redirects followed;
+//!   optionally public addresses only).
 //! - A [`Pool`] keeps one connection per key and reuses it for every call;
 //!   a connection whose server died is replaced on the next call (which is
 //!   sent to the new server when it certainly never reached the dead one,
@@ -14,10 +15,13 @@
 //!   answer (a JSON-RPC error), [`Failure::Upstream`] the connection's fault.
 #![deny(missing_docs)]
 
+mod confine;
 mod endpoint;
 mod pool;
 
+pub use confine::Confinement;
 pub use endpoint::{Endpoint, check_url, is_private};
+pub use pack_process::{Limits, Mode};
 pub use pool::{Failure, Level, Log, Pool, PoolSettings};
 pub use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 

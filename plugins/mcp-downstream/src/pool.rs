@@ -8,16 +8,18 @@
 //! sent twice: the tool may have run.
 
 use std::{
-    collections::HashMap,
+    collections::{BTreeMap, HashMap},
     future::Future,
     io,
+    os::unix::process::ExitStatusExt as _,
+    path::{Path, PathBuf},
     process::Stdio,
     sync::{Arc, Mutex, Weak},
     time::{Duration, Instant},
 };
 
 use http::{HeaderName, HeaderValue};
-use pack_process::{EnvAllowList, ProcessGroup};
+use pack_process::{Bound, Confined, EnvAllowList, Exit, Mode, Policy, ProcessGroup, Sandbox};
 use rmcp::{
     RoleClient, ServiceError, ServiceExt as _,
     model::{
@@ -35,12 +37,16 @@ use rmcp::{
         streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError},
     },
 };
+use tempfile::TempDir;
 use tokio::{
     io::{AsyncBufReadExt as _, BufReader},
     process::{ChildStdin, ChildStdout},
 };
 
-use crate::endpoint::{Endpoint, PublicOnly, check_public_literal, check_url};
+use crate::{
+    Confinement, confine,
+    endpoint::{Endpoint, PublicOnly, check_public_literal, check_url},
+};
 
 /// How loud a pool message is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,6 +107,9 @@ pub struct Pool {
     /// Built once: no redirects followed, optionally public addresses only.
     http: reqwest::Client,
     slots: Mutex<HashMap<String, Arc<Slot>>>,
+    /// Confines stdio servers; the machine is checked at the first one.
+    sandbox: Sandbox,
+    unconfined: Sandbox,
 }
 
 /// One key's connection; its lock is held only while connecting, so a server
@@ -119,6 +128,9 @@ struct Connection {
     /// HTTP: there only a request rmcp never queued counts as unsent, as
     /// any POST that was started may have reached the server.
     ledger: Option<Arc<Ledger>>,
+    /// A confined server's own folder; removed after its process is killed
+    /// (fields drop in order).
+    _scratch: Option<TempDir>,
 }
 
 impl Connection {
@@ -132,6 +144,28 @@ impl Connection {
             // Also false while a killed server's threads are still ending.
             child.lock().unwrap_or_else(|e| e.into_inner()).is_running()
         })
+    }
+
+    /// The bound of its sandbox a stdio server passed, if that is how it
+    /// ended. A killed process is reaped a moment after its pipes close,
+    /// so this waits for that a little.
+    async fn exceeded(&self) -> Option<Bound> {
+        let child = self.child.as_ref()?;
+        for _ in 0..25 {
+            {
+                let mut group = child.lock().unwrap_or_else(|e| e.into_inner());
+                if let Ok(Some(status)) = group.child().try_wait() {
+                    let exit = match (status.code(), status.signal()) {
+                        (Some(code), _) => Exit::Code(code),
+                        (None, Some(signal)) => Exit::Signal(signal),
+                        (None, None) => return None,
+                    };
+                    return group.exceeded(exit);
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        None
     }
 }
 
@@ -354,8 +388,11 @@ impl Pool {
                 .expect("an HTTP client without TLS options builds"),
             settings,
             slots: Mutex::default(),
+            sandbox: Sandbox::new(Mode::On),
+            unconfined: Sandbox::new(Mode::Off),
         });
         tokio::spawn(close_idle(Arc::downgrade(&pool)));
+        tokio::task::spawn_blocking(sweep_scratch);
         pool
     }
 
@@ -471,15 +508,23 @@ impl Pool {
                 ),
             );
         };
-        let reason = match error {
+        let dead = matches!(
+            error,
             ServiceError::TransportClosed | ServiceError::TransportSend(_)
-                if !connection.is_alive() =>
-            {
-                "the server closed the connection (it may have crashed)".to_owned()
+        ) && !connection.is_alive();
+        let bound = if dead {
+            connection.exceeded().await
+        } else {
+            None
+        };
+        let reason = match (error, bound) {
+            (_, Some(bound)) => format!("the server passed {bound} and was ended"),
+            _ if dead => "the server closed the connection (it may have crashed)".to_owned(),
+            (ServiceError::UnexpectedResponse, _) => {
+                "the server sent a malformed response".to_owned()
             }
-            ServiceError::UnexpectedResponse => "the server sent a malformed response".to_owned(),
-            ServiceError::TransportSend(error) => transport_reason(&error),
-            other => other.to_string(),
+            (ServiceError::TransportSend(error), _) => transport_reason(&error),
+            (other, _) => other.to_string(),
         };
         (self.settings.log)(
             Level::Warn,
@@ -564,25 +609,22 @@ impl Pool {
             format!("{describe}: MCP handshake failed: {reason}")
         };
         match endpoint {
-            Endpoint::Stdio { command, args, env } => {
-                // TODO(sandbox): confine stdio servers.
-                let mut confined = pack_process::Sandbox::new(pack_process::Mode::Off)
-                    .command(&pack_process::Policy::new([], std::path::Path::new("/")), std::path::Path::new(command))?;
-                let cmd = &mut confined.command;
-                cmd.args(args)
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped());
-                EnvAllowList::default().apply(cmd, env);
-                let mut group = ProcessGroup::spawn(confined)
-                    .map_err(|e| format!("{describe}: cannot start `{command}`: {e}"))?;
+            Endpoint::Stdio {
+                command,
+                args,
+                env,
+                confinement,
+            } => {
+                let (mut group, scratch) = self
+                    .spawn(command, args, env, confinement)
+                    .map_err(|e| format!("{describe}: {e}"))?;
                 let child = group.child();
                 let (Some(stdout), Some(stdin), Some(stderr)) =
                     (child.stdout.take(), child.stdin.take(), child.stderr.take())
                 else {
                     return Err(format!("{describe}: its pipes could not be opened"));
                 };
-                tokio::spawn(forward_stderr(
+                let stderr = tokio::spawn(forward_stderr(
                     key.to_owned(),
                     stderr,
                     Arc::clone(&self.settings.log),
@@ -592,11 +634,22 @@ impl Pool {
                     inner: AsyncRwTransport::new_client(stdout, stdin),
                     ledger: Arc::clone(&ledger),
                 };
-                let service = ().serve(transport).await.map_err(|e| handshake_failed(&e))?;
+                let service = match ().serve(transport).await {
+                    Ok(service) => service,
+                    Err(e) => {
+                        return Err(match refusal(&mut group, stderr).await {
+                            Some(why) => {
+                                format!("{describe}: the sandbox refused to start it: {why}")
+                            }
+                            None => handshake_failed(&e),
+                        });
+                    }
+                };
                 Ok(Connection {
                     service,
                     child: Some(Mutex::new(group)),
                     ledger: Some(ledger),
+                    _scratch: scratch,
                 })
             }
             Endpoint::Http { url, headers } => {
@@ -622,10 +675,108 @@ impl Pool {
                     service,
                     child: None,
                     ledger: None,
+                    _scratch: None,
                 })
             }
         }
     }
+}
+
+impl Pool {
+    /// Start a stdio server in its own process group: confined, in a fresh
+    /// scratch folder that is its `HOME`, `TMPDIR` and working directory;
+    /// or, with `sandbox = "off"`, as the host's user in the host's folder.
+    fn spawn(
+        &self,
+        command: &str,
+        args: &[String],
+        env: &BTreeMap<String, String>,
+        confinement: &Confinement,
+    ) -> Result<(ProcessGroup, Option<TempDir>), String> {
+        let (mut confined, extra, scratch) = match confinement.mode {
+            Mode::Off => {
+                // The policy is not applied with the sandbox off.
+                let policy = Policy::new([], Path::new("."));
+                let confined = self.unconfined.command(&policy, Path::new(command))?;
+                (confined, env.clone(), None)
+            }
+            Mode::On => {
+                let scratch = tempfile::Builder::new()
+                    .prefix("server-")
+                    .tempdir_in(scratch_root()?)
+                    .map_err(|e| format!("cannot make the server's scratch folder: {e}"))?;
+                let plan = confine::plan(confinement, command, args, env, scratch.path())
+                    .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+                let mut confined: Confined = self.sandbox.command(&plan.policy, &plan.program)?;
+                confined.command.current_dir(scratch.path());
+                let own = scratch.path().display().to_string();
+                let mut extra =
+                    BTreeMap::from([("HOME".to_owned(), own.clone()), ("TMPDIR".to_owned(), own)]);
+                extra.extend(env.clone());
+                (confined, extra, Some(scratch))
+            }
+        };
+        let cmd = &mut confined.command;
+        cmd.args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        EnvAllowList::default().apply(cmd, &extra);
+        let group =
+            ProcessGroup::spawn(confined).map_err(|e| format!("cannot start `{command}`: {e}"))?;
+        Ok((group, scratch))
+    }
+}
+
+/// Where the scratch folders of this host's confined servers are made:
+/// one folder per host process, so the folders of a host that was killed
+/// before it could remove them are known by its pid ([`sweep_scratch`]).
+fn scratch_root() -> Result<PathBuf, String> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    let root = std::env::temp_dir()
+        .join("packhost-mcp")
+        .join(std::process::id().to_string());
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&root)
+        .map_err(|e| format!("cannot make {}: {e}", root.display()))?;
+    Ok(root)
+}
+
+/// Remove the scratch folders of hosts that are gone (killed, so they
+/// could not remove them).
+fn sweep_scratch() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir().join("packhost-mcp")) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let gone = entry
+            .file_name()
+            .to_str()
+            .and_then(|pid| pid.parse::<u32>().ok())
+            .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+        if gone {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// Why the sandbox's helper refused to start a server whose handshake
+/// failed: its exit code says it refused, its first stderr line says why.
+async fn refusal(
+    group: &mut ProcessGroup,
+    stderr: tokio::task::JoinHandle<Option<String>>,
+) -> Option<String> {
+    let grace = Duration::from_secs(1);
+    let status = tokio::time::timeout(grace, group.child().wait())
+        .await
+        .ok()?
+        .ok()?;
+    if status.code() != Some(pack_sandbox::SETUP_FAILED) {
+        return None;
+    }
+    tokio::time::timeout(grace, stderr).await.ok()?.ok()?
 }
 
 fn no_answer(endpoint: &Endpoint, timeout: Duration) -> Failure {
@@ -659,14 +810,26 @@ fn root_cause(error: &dyn std::error::Error) -> String {
 }
 
 /// A stdio server's stderr, line by line, into the log (lines capped: a
-/// server cannot make the host hold a huge line).
-async fn forward_stderr(key: String, stderr: tokio::process::ChildStderr, log: Log) {
+/// server cannot make the host hold a huge line). Returns the sandbox's
+/// reason when its first line is the helper refusing to start the server.
+async fn forward_stderr(
+    key: String,
+    stderr: tokio::process::ChildStderr,
+    log: Log,
+) -> Option<String> {
     const MAX_LINE: usize = 2000;
     let mut lines = BufReader::new(stderr).lines();
+    let mut refusal = None;
+    let mut first = true;
     while let Ok(Some(line)) = lines.next_line().await {
         let line: String = line.chars().take(MAX_LINE).collect();
+        if first && let Some(why) = line.strip_prefix(pack_sandbox::SETUP_FAILED_PREFIX) {
+            refusal = Some(why.to_owned());
+        }
+        first = false;
         log(Level::Debug, &format!("`{key}` stderr: {line}"));
     }
+    refusal
 }
 
 /// Every so often, drop the slots nobody used for the idle TTL; a call still

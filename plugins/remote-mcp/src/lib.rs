@@ -16,11 +16,18 @@
 //! `postgres://` URL); `packhost integrations add|list|enable|disable|remove`
 //! manages them. Connections are pooled per integration (see
 //! `mcp-downstream`).
+//!
+//! A stdio integration's server runs in the sandbox under this pack's
+//! policy (`sandbox`, `read`, `write`, `limits` in its config): the host's
+//! admin sets it, never the organisation that added the integration, whose
+//! command line cannot make anything more readable.
 
-use std::{sync::Arc, time::Duration, time::Instant};
+use std::{path::PathBuf, sync::Arc, time::Duration, time::Instant};
 
 use integrations_store::{Auth, Integration, IntegrationRepository, Transport};
-use mcp_downstream::{Endpoint, Failure, JsonObject, Level, Pool, PoolSettings};
+use mcp_downstream::{
+    Confinement, Endpoint, Failure, JsonObject, Level, Limits, Mode, Pool, PoolSettings,
+};
 use pack_sdk::{Context, Empty, Host, LogLevel, PackDef, PackError, Value, codes};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -51,6 +58,25 @@ pub struct Config {
     /// Connections open at once.
     #[serde(default = "default_max_connections")]
     pub max_connections: usize,
+    /// Stdio integrations: `"on"` confines each server (the network, the
+    /// system runtime, its program's folder, a scratch folder of its own,
+    /// and `read` / `write`), or refuses to start it where the machine
+    /// cannot; `"off"` runs every organisation's servers with the host
+    /// user's rights.
+    #[serde(default)]
+    pub sandbox: Mode,
+    /// Also readable by every stdio integration's server (a leading `~` is
+    /// the home directory).
+    #[serde(default, deserialize_with = "pack_sdk::paths::deserialize_home")]
+    pub read: Vec<PathBuf>,
+    /// Also writable by every stdio integration's server, whichever
+    /// organisation added it: a folder here is shared between
+    /// organisations.
+    #[serde(default, deserialize_with = "pack_sdk::paths::deserialize_home")]
+    pub write: Vec<PathBuf>,
+    /// The bounds of each stdio integration's server.
+    #[serde(default)]
+    pub limits: Limits,
 }
 
 fn default_connect_timeout_ms() -> u64 {
@@ -77,11 +103,24 @@ pub struct State {
     pool: OnceCell<Arc<Pool>>,
     settings: PoolSettings,
     call_timeout: Duration,
+    /// Of every stdio integration.
+    confinement: Confinement,
     host: Host,
 }
 
 impl State {
     fn new(config: Config, host: Host) -> Result<Self, PackError> {
+        config
+            .limits
+            .validate()
+            .map_err(PackError::invalid_argument)?;
+        if config.sandbox == Mode::Off {
+            host.log(
+                LogLevel::Warn,
+                "sandbox = \"off\": stdio integrations run unconfined, with every right of the \
+                 host's user, on commands the organisations chose",
+            );
+        }
         let log_host = host.clone();
         let settings = PoolSettings {
             connect_timeout: Duration::from_millis(config.connect_timeout_ms),
@@ -105,6 +144,13 @@ impl State {
             pool: OnceCell::new(),
             settings,
             call_timeout: Duration::from_millis(config.call_timeout_ms),
+            confinement: Confinement {
+                mode: config.sandbox,
+                read: config.read,
+                write: config.write,
+                limits: config.limits,
+                trusted: false,
+            },
             host,
         })
     }
@@ -182,12 +228,13 @@ fn organisation(ctx: &Context) -> Result<String, PackError> {
     Ok(org)
 }
 
-fn endpoint(integration: &Integration) -> Endpoint {
+fn endpoint(integration: &Integration, confinement: &Confinement) -> Endpoint {
     match &integration.transport {
         Transport::Stdio { command, args, env } => Endpoint::Stdio {
             command: command.clone(),
             args: args.clone(),
             env: env.clone(),
+            confinement: confinement.clone(),
         },
         Transport::Http { url, headers } => {
             let mut headers = headers.clone();
@@ -288,7 +335,7 @@ async fn execute(
         .await
         .call_tool(
             &integration.id,
-            &endpoint(&integration),
+            &endpoint(&integration, &state.confinement),
             &args.tool_name,
             args.parameters.clone().unwrap_or_default(),
             timeout,
@@ -355,7 +402,11 @@ async fn list_tools(
     let tools = state
         .pool()
         .await
-        .list_tools(&integration.id, &endpoint(&integration), state.call_timeout)
+        .list_tools(
+            &integration.id,
+            &endpoint(&integration, &state.confinement),
+            state.call_timeout,
+        )
         .await
         .map_err(|failure| match failure {
             Failure::Rejected(message) => {
