@@ -1349,6 +1349,8 @@ mod ownership {
 
     #[tokio::test]
     async fn another_caller_gets_what_an_unknown_id_gets() {
+        // Long enough never to occur in a random id or a message by chance.
+        const UNKNOWN: &str = "unknown-session-3f9c";
         let root = tempfile::tempdir().unwrap();
         let pack = start(root.path(), "user");
         let created = pack
@@ -1384,12 +1386,12 @@ mod ownership {
         assert!(ids(&pack, &bob()).await.is_empty(), "share = user");
         for caller in [eve(), bob()] {
             for ((function, args), (_, unknown)) in
-                calls(&session, &cell).into_iter().zip(calls("s0", &cell))
+                calls(&session, &cell).into_iter().zip(calls(UNKNOWN, &cell))
             {
                 let err = pack.call(&caller, function, args).await.unwrap_err();
                 let expected = pack.call(&caller, function, unknown).await.unwrap_err();
                 assert_eq!(err.code(), codes::SESSION_NOT_FOUND, "{function}: {err}");
-                let message = err.message().replace(&session, "s0");
+                let message = err.message().replace(&session, UNKNOWN);
                 assert_eq!(message, expected.message(), "{function}");
                 assert!(
                     !message.contains(&session) && !message.contains(&other),
@@ -1399,7 +1401,7 @@ mod ownership {
                 assert_eq!(
                     err.clone().into_wire().result,
                     expected.into_wire().result.map(|r| {
-                        let text = r.to_string().replace("s0", &session);
+                        let text = r.to_string().replace(UNKNOWN, &session);
                         serde_json::from_str::<Value>(&text).unwrap()
                     }),
                     "{function}"
