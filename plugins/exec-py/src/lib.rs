@@ -1,7 +1,7 @@
 //! `exec_py`: run Python and get back exactly what happened.
 //!
-//! Every call runs in a fresh interpreter (forked from a warm zygote, so no
-//! call pays the start-up), confined by the sandbox
+//! Every call runs in a fresh interpreter (forked from a warm zygote ahead
+//! of demand, so no call pays the start-up), confined by the sandbox
 //! to its own folder with no network and bounded memory and processes, in
 //! its own process group, with an allow-listed environment, capped output,
 //! and a time limit that kills the whole group. The value of the last expression (or of a top-level
@@ -19,14 +19,19 @@ use std::{
     time::Duration,
 };
 
-use pack_process::{EnvAllowList, Limits, Mode, Sandbox};
+use pack_process::{EnvAllowList, Limits, Mode, Sandbox, WarmPool};
 use pack_sdk::{Context, LogLevel, PackDef, PackError, Value};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use std::sync::OnceLock;
+
 use tokio::sync::OnceCell;
 
-use crate::{interpreter::Launcher, zygote::ForkServer};
+use crate::{
+    interpreter::{Interpreter, Launcher},
+    zygote::ForkServer,
+};
 
 /// `[packs.exec_py] config`.
 #[derive(Deserialize, JsonSchema)]
@@ -36,6 +41,10 @@ pub struct Config {
     /// real binary. A leading `~` is the home directory.
     #[serde(default, deserialize_with = "pack_sdk::paths::deserialize_home")]
     pub python: Option<PathBuf>,
+    /// Interpreters forked ahead of demand, each already confined to its
+    /// own folder and cgroup.
+    #[serde(default = "default_pool_size")]
+    pub pool_size: usize,
     /// Host environment variables the code may see (nothing else is passed;
     /// `TMPDIR` is set to the call's own temporary folder).
     #[serde(default = "default_env_allow")]
@@ -59,6 +68,10 @@ pub struct Config {
     /// The bounds of each interpreter.
     #[serde(default)]
     pub limits: Limits,
+}
+
+fn default_pool_size() -> usize {
+    2
 }
 
 fn default_env_allow() -> Vec<String> {
@@ -155,6 +168,10 @@ struct Interpreters {
     limits: Limits,
     scratch: PathBuf,
     forks: ForkServer,
+    /// Children forked ahead of demand: moving a process into its cgroup
+    /// waits for the kernel (milliseconds on cgroup v1), so it is done
+    /// before a call needs it.
+    ready: OnceLock<WarmPool<Interpreter>>,
 }
 
 impl Interpreters {
@@ -183,6 +200,42 @@ impl Interpreters {
     }
 }
 
+impl Interpreters {
+    /// A forked interpreter: a ready one, or one forked now.
+    async fn fork(self: &Arc<Self>, pool_size: usize) -> Result<Interpreter, PackError> {
+        // Says why there is no interpreter, if there is none.
+        self.launcher().await?;
+        self.pool(pool_size)
+            .take()
+            .await
+            .map_err(|e| PackError::internal(format!("cannot start Python: {e}")))
+    }
+
+    /// The children forked ahead of demand; filling from the first use.
+    fn pool(self: &Arc<Self>, size: usize) -> &WarmPool<Interpreter> {
+        self.ready.get_or_init(|| {
+            let interpreters = Arc::downgrade(self);
+            WarmPool::new(
+                size,
+                move || {
+                    let interpreters = interpreters.clone();
+                    async move {
+                        let interpreters = interpreters
+                            .upgrade()
+                            .ok_or_else(|| std::io::Error::other("the pack is stopping"))?;
+                        let launcher = interpreters
+                            .launcher()
+                            .await
+                            .map_err(|e| std::io::Error::other(e.message().to_owned()))?;
+                        interpreters.forks.fork(launcher).await
+                    }
+                },
+                |interpreter: &mut Interpreter| interpreter.group.is_running(),
+            )
+        })
+    }
+}
+
 impl ExecPy {
     fn new(config: Config, host: &pack_sdk::Host) -> Result<Self, PackError> {
         config
@@ -205,12 +258,14 @@ impl ExecPy {
             limits: config.limits.clone(),
             scratch,
             forks: ForkServer::default(),
+            ready: OnceLock::new(),
         });
         // Warm up behind the first `tools/list`.
         let warming = Arc::clone(&interpreters);
+        let pool_size = config.pool_size;
         tokio::spawn(async move {
-            if let Ok(launcher) = warming.launcher().await {
-                let _ = warming.forks.zygote(launcher).await;
+            if warming.launcher().await.is_ok() {
+                warming.pool(pool_size);
             }
         });
         Ok(Self {
@@ -264,12 +319,13 @@ async fn run(state: Arc<ExecPy>, args: RunArgs, ctx: Context) -> Result<RunOutpu
         .as_deref()
         .map(|cwd| state.working_dir(cwd))
         .transpose()?;
-    let started = match &cwd {
-        Some(cwd) => launcher.start(cwd, state.config.cwd_writable).await,
-        None => interpreters.forks.fork(launcher).await,
+    let interpreter = match &cwd {
+        Some(cwd) => launcher
+            .start(cwd, state.config.cwd_writable)
+            .await
+            .map_err(|e| PackError::internal(format!("cannot start Python: {e}")))?,
+        None => interpreters.fork(state.config.pool_size).await?,
     };
-    let interpreter =
-        started.map_err(|e| PackError::internal(format!("cannot start Python: {e}")))?;
     let own = interpreter.dir.path();
     let request = call::Request {
         code: args.code,
@@ -301,6 +357,9 @@ fn pack() -> PackDef<ExecPy> {
         run,
     )
     .on_shutdown(|state: Arc<ExecPy>| async move {
+        if let Some(pool) = state.interpreters.ready.get() {
+            pool.clear();
+        }
         state.interpreters.forks.stop().await;
     })
 }

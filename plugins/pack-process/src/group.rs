@@ -151,9 +151,17 @@ impl ProcessGroup {
     /// purpose while the others go on (`pthread_exit` in `main`) counts as
     /// gone too.
     pub fn is_running(&mut self) -> bool {
-        let leader = self.child().id();
-        matches!(self.child().try_wait(), Ok(None))
-            && !leader.and_then(proc_stat).is_some_and(|stat| stat.ending())
+        let leader = match &mut self.child {
+            Some(child) => match child.try_wait() {
+                Ok(None) => child.id(),
+                _ => return false,
+            },
+            // An adopted leader is reaped by its parent: gone from /proc then.
+            None => self.pgid.and_then(|pgid| u32::try_from(pgid).ok()),
+        };
+        leader
+            .and_then(proc_stat)
+            .is_some_and(|stat| !stat.ending())
     }
 
     /// SIGKILL to every process of the group, and of its cgroup.
