@@ -19,7 +19,7 @@ use std::{
     time::Duration,
 };
 
-use pack_process::{EnvAllowList, Limits, Mode, Sandbox, WarmPool};
+use pack_process::{EnvAllowList, Limits, Mode, Refill, Sandbox, WarmPool};
 use pack_sdk::{Context, LogLevel, PackDef, PackError, Value};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -170,7 +170,7 @@ struct Interpreters {
     forks: ForkServer,
     /// Children forked ahead of demand: moving a process into its cgroup
     /// waits for the kernel (milliseconds on cgroup v1), so it is done
-    /// before a call needs it.
+    /// between calls.
     ready: OnceLock<WarmPool<Interpreter>>,
 }
 
@@ -201,12 +201,19 @@ impl Interpreters {
 }
 
 impl Interpreters {
-    /// A forked interpreter: a ready one, or one forked now.
-    async fn fork(self: &Arc<Self>, pool_size: usize) -> Result<Interpreter, PackError> {
+    /// A forked interpreter: a ready one, or one forked now. Its
+    /// replacement is forked when the returned guard drops, after the call:
+    /// moving the replacement into its cgroup would hold up this child's
+    /// exit (on cgroup v1 a move waits for an RCU grace period and blocks
+    /// every exit meanwhile).
+    async fn fork(
+        self: &Arc<Self>,
+        pool_size: usize,
+    ) -> Result<(Interpreter, Refill<Interpreter>), PackError> {
         // Says why there is no interpreter, if there is none.
         self.launcher().await?;
         self.pool(pool_size)
-            .take()
+            .take_then_refill()
             .await
             .map_err(|e| PackError::internal(format!("cannot start Python: {e}")))
     }
@@ -319,12 +326,16 @@ async fn run(state: Arc<ExecPy>, args: RunArgs, ctx: Context) -> Result<RunOutpu
         .as_deref()
         .map(|cwd| state.working_dir(cwd))
         .transpose()?;
-    let interpreter = match &cwd {
+    let (interpreter, _refill) = match &cwd {
         Some(cwd) => launcher
             .start(cwd, state.config.cwd_writable)
             .await
+            .map(|interpreter| (interpreter, None))
             .map_err(|e| PackError::internal(format!("cannot start Python: {e}")))?,
-        None => interpreters.fork(state.config.pool_size).await?,
+        None => {
+            let (interpreter, refill) = interpreters.fork(state.config.pool_size).await?;
+            (interpreter, Some(refill))
+        }
     };
     let own = interpreter.dir.path();
     let request = call::Request {

@@ -49,7 +49,27 @@ impl<T: Send + 'static> WarmPool<T> {
     }
 
     /// A fresh child: a ready one if there is one, else one started now.
+    /// Its replacement starts at once.
     pub async fn take(&self) -> io::Result<T> {
+        let child = self.take_ready().await;
+        self.refill();
+        child
+    }
+
+    /// A fresh child, whose replacement starts only when the returned
+    /// [`Refill`] is dropped (the call is over): for children whose start
+    /// slows a running call down.
+    pub async fn take_then_refill(&self) -> io::Result<(T, Refill<T>)> {
+        let child = self.take_ready().await?;
+        Ok((
+            child,
+            Refill {
+                inner: Arc::clone(&self.inner),
+            },
+        ))
+    }
+
+    async fn take_ready(&self) -> io::Result<T> {
         let ready = loop {
             let candidate = self
                 .inner
@@ -66,7 +86,6 @@ impl<T: Send + 'static> WarmPool<T> {
                 None => break None,
             }
         };
-        self.refill();
         match ready {
             Some(child) => Ok(child),
             None => (self.inner.start)().await,
@@ -83,30 +102,44 @@ impl<T: Send + 'static> WarmPool<T> {
     }
 
     fn refill(&self) {
-        loop {
-            let ready = self
-                .inner
-                .ready
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .len();
-            let starting = self.inner.starting.load(Ordering::SeqCst);
-            if ready + starting >= self.inner.size {
-                return;
-            }
-            self.inner.starting.fetch_add(1, Ordering::SeqCst);
-            let inner = Arc::clone(&self.inner);
-            tokio::spawn(async move {
-                let started = (inner.start)().await;
-                inner.starting.fetch_sub(1, Ordering::SeqCst);
-                if let Ok(child) = started {
-                    inner
-                        .ready
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push(child);
-                }
-            });
+        refill(&self.inner);
+    }
+}
+
+/// Starts the replacement of a child taken with
+/// [`WarmPool::take_then_refill`] when dropped.
+pub struct Refill<T: Send + 'static> {
+    inner: Arc<Inner<T>>,
+}
+
+impl<T: Send + 'static> Drop for Refill<T> {
+    fn drop(&mut self) {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            refill(&self.inner);
         }
+    }
+}
+
+/// Start children until `size` are ready or starting.
+fn refill<T: Send + 'static>(inner: &Arc<Inner<T>>) {
+    loop {
+        let ready = inner.ready.lock().unwrap_or_else(|e| e.into_inner()).len();
+        let starting = inner.starting.load(Ordering::SeqCst);
+        if ready + starting >= inner.size {
+            return;
+        }
+        inner.starting.fetch_add(1, Ordering::SeqCst);
+        let inner = Arc::clone(inner);
+        tokio::spawn(async move {
+            let started = (inner.start)().await;
+            inner.starting.fetch_sub(1, Ordering::SeqCst);
+            if let Ok(child) = started {
+                inner
+                    .ready
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(child);
+            }
+        });
     }
 }
