@@ -21,8 +21,7 @@ use abi_stable::{
 };
 use async_ffi::{FfiFuture, FutureExt as _};
 use mcp_downstream::{
-    CallToolResult, Confinement, Endpoint, Failure as Downstream, Level, Mode, Pool, PoolSettings,
-    Tool,
+    CallToolResult, Confinement, Endpoint, Failure as Downstream, Level, Pool, PoolSettings, Tool,
 };
 use pack_api::{CallContextBox, CallResult, FunctionSpec, Manifest, Pack, Pack_TO, codes};
 use serde_json::{Value, json};
@@ -102,11 +101,12 @@ pub async fn connect_all(config: &Config) -> (Vec<LoadedPack>, Servers) {
         ..PoolSettings::default()
     });
     for (name, pack) in &servers {
-        if pack.command.is_some() && pack.sandbox == Mode::Off {
-            tracing::warn!(
-                pack = %name,
-                "sandbox = \"off\": the server runs unconfined, with every right of the host's user"
-            );
+        let limits = pack.limits.clone().unwrap_or_default();
+        if pack.command.is_some()
+            && let Ok(Some(warning)) =
+                pack_sandbox::check_settings(pack.sandbox, &limits, "the server runs")
+        {
+            tracing::warn!(pack = %name, "{warning}");
         }
     }
     let connecting = servers.into_iter().map(|(name, pack)| {

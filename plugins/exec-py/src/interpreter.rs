@@ -14,7 +14,7 @@ use std::{
     process::Stdio,
 };
 
-use pack_process::{EnvAllowList, Limits, Policy, ProcessGroup, Sandbox};
+use pack_process::{EnvAllowList, Limits, Policy, ProcessGroup, Python, Sandbox};
 use tempfile::TempDir;
 use tokio::net::UnixStream;
 
@@ -42,14 +42,6 @@ pub struct Launcher {
     pub limits: Limits,
     /// Where the interpreters' own folders are made.
     pub scratch: PathBuf,
-}
-
-/// A resolved interpreter and the folders it reads its standard library
-/// and packages from.
-#[derive(Clone, Debug)]
-pub struct Python {
-    pub executable: PathBuf,
-    pub runtime: Vec<PathBuf>,
 }
 
 impl Launcher {
@@ -129,47 +121,4 @@ pub fn pass_as_channel(command: &mut tokio::process::Command, fd: RawFd) {
             }
         });
     }
-}
-
-/// The real interpreter behind `python3` on PATH (a pyenv shim costs ~300 ms
-/// per spawn, so it is resolved once) and its folders: the prefixes of a
-/// virtual environment and of the installation it was made from.
-pub fn resolve(configured: Option<&Path>) -> Result<Python, String> {
-    let program = configured.unwrap_or(Path::new("python3"));
-    let output = std::process::Command::new(program)
-        .args([
-            "-c",
-            "import sys; print(sys.executable); print(sys.prefix); print(sys.base_prefix); print(sys.exec_prefix); print(sys.base_exec_prefix)",
-        ])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run `{}`: {e}", program.display()))?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let mut lines = stdout.lines().map(PathBuf::from);
-    let Some(executable) = lines
-        .next()
-        .filter(|p| output.status.success() && p.is_absolute())
-    else {
-        return Err(format!(
-            "`{}` did not report its interpreter: {}",
-            program.display(),
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
-    };
-    let mut runtime: Vec<PathBuf> = lines.collect();
-    // A venv's `python` links to the installation's binary.
-    if let Some(real) = executable
-        .canonicalize()
-        .ok()
-        .and_then(|p| p.parent().map(Path::to_path_buf))
-    {
-        runtime.push(real);
-    }
-    if let Some(dir) = executable.parent() {
-        runtime.push(dir.to_path_buf());
-    }
-    Ok(Python {
-        executable,
-        runtime,
-    })
 }

@@ -19,7 +19,7 @@ use std::{
     time::Duration,
 };
 
-use pack_process::{EnvAllowList, Limits, Mode, Refill, Sandbox, WarmPool};
+use pack_process::{EnvAllowList, Limits, Mode, Python, Refill, Sandbox, WarmPool};
 use pack_sdk::{Context, LogLevel, PackDef, PackError, Value};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -181,7 +181,7 @@ impl Interpreters {
             .get_or_init(|| async {
                 let python = self.python.clone();
                 let resolved =
-                    tokio::task::spawn_blocking(move || interpreter::resolve(python.as_deref()))
+                    tokio::task::spawn_blocking(move || Python::resolve(python.as_deref()))
                         .await
                         .map_err(|e| e.to_string())?;
                 Ok(Launcher {
@@ -245,15 +245,11 @@ impl Interpreters {
 
 impl ExecPy {
     fn new(config: Config, host: &pack_sdk::Host) -> Result<Self, PackError> {
-        config
-            .limits
-            .validate()
-            .map_err(PackError::invalid_argument)?;
-        if config.sandbox == Mode::Off {
-            host.log(
-                LogLevel::Warn,
-                "sandbox = \"off\": Python code runs unconfined, with every right of the host's user",
-            );
+        let (sandbox, warning) =
+            Sandbox::configure(config.sandbox, &config.limits, "Python code runs")
+                .map_err(PackError::invalid_argument)?;
+        if let Some(warning) = warning {
+            host.log(LogLevel::Warn, &warning);
         }
         let scratch = std::env::temp_dir().join("packhost-exec-py");
         std::fs::create_dir_all(&scratch)?;
@@ -261,7 +257,7 @@ impl ExecPy {
             launcher: OnceCell::new(),
             python: config.python.clone(),
             env: EnvAllowList::new(config.env_allow.clone()),
-            sandbox: Arc::new(Sandbox::new(config.sandbox)),
+            sandbox: Arc::new(sandbox),
             limits: config.limits.clone(),
             scratch,
             forks: ForkServer::default(),

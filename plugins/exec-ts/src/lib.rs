@@ -170,15 +170,14 @@ impl State {
     /// State from the pack's config (inside a tokio runtime: the pool
     /// starts); sessions are shared as `ownership` says.
     pub fn new(config: Config, ownership: Ownership, host: &Host) -> Result<Self, PackError> {
-        config
-            .limits
-            .validate()
-            .map_err(PackError::invalid_argument)?;
-        if config.sandbox == Mode::Off {
-            host.log(
-                LogLevel::Warn,
-                "sandbox = \"off\": TypeScript/JavaScript code and npm run unconfined, with every right of the host's user",
-            );
+        let (sandbox, warning) = Sandbox::configure(
+            config.sandbox,
+            &config.limits,
+            "TypeScript/JavaScript code and npm run",
+        )
+        .map_err(PackError::invalid_argument)?;
+        if let Some(warning) = warning {
+            host.log(LogLevel::Warn, &warning);
         }
         if config.max_output_bytes == 0 {
             return Err(PackError::invalid_argument(
@@ -205,7 +204,7 @@ impl State {
         let tools = Tools::find(&config.node);
         let network = |on: bool| if on { Network::Full } else { Network::None };
         let confinement = Confinement {
-            sandbox: Arc::new(Sandbox::new(config.sandbox)),
+            sandbox: Arc::new(sandbox),
             limits: config.limits,
             code_network: network(config.network),
             npm_network: network(config.npm_network),
@@ -1385,8 +1384,9 @@ mod ownership {
         assert_eq!(ids(&pack, &eve()).await, [mine.as_str()]);
         assert!(ids(&pack, &bob()).await.is_empty(), "share = user");
         for caller in [eve(), bob()] {
-            for ((function, args), (_, unknown)) in
-                calls(&session, &cell).into_iter().zip(calls(UNKNOWN, &cell))
+            for ((function, args), (_, unknown)) in calls(&session, &cell)
+                .into_iter()
+                .zip(calls(UNKNOWN, &cell))
             {
                 let err = pack.call(&caller, function, args).await.unwrap_err();
                 let expected = pack.call(&caller, function, unknown).await.unwrap_err();

@@ -304,21 +304,20 @@ impl Jupyter {
     fn new(config: Config, host: &pack_sdk::Host) -> Result<Self, PackError> {
         let backend: Arc<dyn Backend> = match config.backend {
             BackendKind::Local => {
-                config.limits.validate().map_err(|e| {
-                    PackError::invalid_argument(format!("config of pack `jupyter`: {e}"))
-                })?;
-                if config.sandbox == Mode::Off {
-                    host.log(
-                        LogLevel::Warn,
-                        "sandbox = \"off\": Jupyter kernels run unconfined, with every right of the host's user",
-                    );
+                let (sandbox, warning) =
+                    Sandbox::configure(config.sandbox, &config.limits, "Jupyter kernels run")
+                        .map_err(|e| {
+                            PackError::invalid_argument(format!("config of pack `jupyter`: {e}"))
+                        })?;
+                if let Some(warning) = warning {
+                    host.log(LogLevel::Warn, &warning);
                 }
                 let settings = local::Settings {
                     env: EnvAllowList::new(config.env_allow.clone()),
                     // One folder per kernel inside (removed with it).
                     root: std::env::temp_dir().join("packhost-jupyter"),
                     startup_timeout: Duration::from_secs(config.startup_timeout_secs.max(1)),
-                    sandbox: Sandbox::new(config.sandbox),
+                    sandbox,
                     limits: config.limits.clone(),
                 };
                 Arc::new(local::LocalBackend::new(config.python.clone(), settings))

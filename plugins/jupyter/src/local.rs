@@ -21,11 +21,10 @@ use std::{
 use jupyter_protocol::{ConnectionInfo, Transport};
 use jupyter_zmq_client as zmq;
 use pack_process::{
-    Bound, EnvAllowList, Exit, Limits, Mode, Network, Policy, ProcessGroup, Sandbox,
+    Bound, EnvAllowList, Exit, Limits, Mode, Network, Policy, ProcessGroup, Python, Sandbox,
 };
 use pack_sdk::PackError;
 use tempfile::TempDir;
-use tokio::process::Command;
 
 use crate::{
     conn::Conn,
@@ -65,14 +64,6 @@ struct Launcher {
     settings: Arc<Settings>,
 }
 
-/// A resolved interpreter and the folders it reads its standard library
-/// and packages from (all the kernel may read besides the system's).
-#[derive(Clone)]
-struct Python {
-    executable: PathBuf,
-    runtime: Vec<PathBuf>,
-}
-
 impl LocalBackend {
     /// Kernels run `python` (default `python3`).
     pub fn new(python: Option<PathBuf>, settings: Settings) -> Self {
@@ -84,62 +75,16 @@ impl LocalBackend {
     }
 }
 
-/// The real interpreter behind `python` (a pyenv shim costs ~300 ms a
-/// spawn), and its folders: the prefixes of a virtual environment and of
-/// the installation it was made from. Found once, when the first session
-/// starts.
-async fn resolve_python(configured: Option<&Path>) -> Result<Python, PackError> {
-    let program = configured.unwrap_or(Path::new("python3"));
-    let output = Command::new(program)
-        .args([
-            "-c",
-            "import sys; print(sys.executable); print(sys.prefix); print(sys.base_prefix); print(sys.exec_prefix); print(sys.base_exec_prefix)",
-        ])
-        .stdin(Stdio::null())
-        .output()
-        .await;
-    let help = "set `python` in [packs.jupyter] config to an interpreter that has ipykernel (pip install ipykernel)";
-    let output = match output {
-        Ok(output) if output.status.success() => output,
-        Ok(output) => {
-            return Err(PackError::not_found(format!(
-                "`{}` failed: {}",
-                program.display(),
-                String::from_utf8_lossy(&output.stderr).trim()
-            ))
-            .with_help(help));
-        }
-        Err(e) => {
-            return Err(
-                PackError::not_found(format!("cannot run `{}`: {e}", program.display()))
-                    .with_help(help),
-            );
-        }
-    };
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let mut lines = stdout.lines().map(PathBuf::from);
-    let Some(executable) = lines.next().filter(|p| p.is_absolute()) else {
-        return Err(PackError::not_found(format!(
-            "`{}` did not report its interpreter (sys.executable)",
-            program.display()
-        ))
-        .with_help(help));
-    };
-    let mut runtime: Vec<PathBuf> = lines.collect();
-    // A venv's `python` links to the installation's binary.
-    if let Some(real) = executable
-        .canonicalize()
-        .ok()
-        .and_then(|p| p.parent().map(Path::to_path_buf))
-    {
-        runtime.push(real);
-    }
-    if let Some(dir) = executable.parent() {
-        runtime.push(dir.to_path_buf());
-    }
-    Ok(Python {
-        executable,
-        runtime,
+/// The real interpreter behind `python` and its folders, found once, when
+/// the first session starts.
+async fn resolve_python(configured: Option<PathBuf>) -> Result<Python, PackError> {
+    let resolved = tokio::task::spawn_blocking(move || Python::resolve(configured.as_deref()))
+        .await
+        .map_err(|e| PackError::internal(e.to_string()))?;
+    resolved.map_err(|why| {
+        PackError::not_found(why).with_help(
+            "set `python` in [packs.jupyter] config to an interpreter that has ipykernel (pip install ipykernel)",
+        )
     })
 }
 
@@ -162,7 +107,7 @@ impl Backend for LocalBackend {
             }
             let python = self
                 .resolved
-                .get_or_init(|| resolve_python(self.configured.as_deref()))
+                .get_or_init(|| resolve_python(self.configured.clone()))
                 .await
                 .clone()?;
             let launcher = Launcher {

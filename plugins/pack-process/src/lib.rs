@@ -24,5 +24,5 @@ mod pool;
 pub use capture::{Capture, TRUNCATED_MARKER};
 pub use env::EnvAllowList;
 pub use group::{Adopted, Exit, Finished, ProcessGroup, live_members};
-pub use pack_sandbox::{Bound, Confined, Limits, Mode, Network, Policy, Sandbox};
+pub use pack_sandbox::{Bound, Confined, Limits, Mode, Network, Policy, Python, Sandbox};
 pub use pool::{Refill, WarmPool};

@@ -18,6 +18,7 @@
 mod cgroup;
 mod helper;
 mod policy;
+mod python;
 mod report;
 mod seccomp;
 
@@ -30,7 +31,8 @@ use std::{
 
 pub use cgroup::Cgroup;
 pub use helper::{LANDLOCK_ABI, SETUP_FAILED, SETUP_FAILED_PREFIX, run_if_invoked};
-pub use policy::{Limits, Mode, Network, Policy};
+pub use policy::{Limits, Mode, Network, Policy, check_settings};
+pub use python::Python;
 pub use report::Report;
 
 use crate::{cgroup::Cgroups, helper::Launch};
@@ -106,6 +108,18 @@ impl Sandbox {
     pub fn new(mode: Mode) -> Self {
         let helper = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe"));
         Self::with_helper(mode, helper)
+    }
+
+    /// The sandbox a pack's config asks for, with its `limits` checked (a
+    /// 0 is refused at start); with [`Mode::Off`], also the warning the
+    /// pack logs at start, saying that `what` runs unconfined.
+    pub fn configure(
+        mode: Mode,
+        limits: &Limits,
+        what: &str,
+    ) -> Result<(Self, Option<String>), String> {
+        let warning = check_settings(mode, limits, what)?;
+        Ok((Self::new(mode), warning))
     }
 
     /// A sandbox whose helper is `helper` (a binary that calls

@@ -75,6 +75,16 @@ impl Limits {
     }
 }
 
+/// A pack's sandbox settings, checked at start: `limits` (a 0 is refused),
+/// and with [`Mode::Off`] the warning to log, saying that `what` runs
+/// unconfined.
+pub fn check_settings(mode: Mode, limits: &Limits, what: &str) -> Result<Option<String>, String> {
+    limits.validate()?;
+    Ok((mode == Mode::Off).then(|| {
+        format!("sandbox = \"off\": {what} unconfined, with every right of the host's user")
+    }))
+}
+
 /// What a confined child may reach over the network.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]

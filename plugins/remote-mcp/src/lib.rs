@@ -110,16 +110,14 @@ pub struct State {
 
 impl State {
     fn new(config: Config, host: Host) -> Result<Self, PackError> {
-        config
-            .limits
-            .validate()
-            .map_err(PackError::invalid_argument)?;
-        if config.sandbox == Mode::Off {
-            host.log(
-                LogLevel::Warn,
-                "sandbox = \"off\": stdio integrations run unconfined, with every right of the \
-                 host's user, on commands the organisations chose",
-            );
+        let warning = pack_sandbox::check_settings(
+            config.sandbox,
+            &config.limits,
+            "stdio integrations (commands the organisations chose) run",
+        )
+        .map_err(PackError::invalid_argument)?;
+        if let Some(warning) = warning {
+            host.log(LogLevel::Warn, &warning);
         }
         let log_host = host.clone();
         let settings = PoolSettings {
