@@ -3,7 +3,7 @@
 # request, runs the code in a fresh namespace, answers over the same socket,
 # and exits. User prints go to the real stdout/stderr, which the pack
 # captures; they never touch fd 3.
-import ast, builtins, json, linecache, os, pathlib, socket, sys, textwrap, time, traceback
+import ast, builtins, json, linecache, os, pathlib, socket, sys, tempfile, textwrap, time, traceback
 
 CODE = "<code>"
 RUNNER = "<string>"  # this file, started with `python -c`
@@ -261,7 +261,6 @@ def main():
     request = _receive()
     os.chdir(request["cwd"])
     os.environ["TMPDIR"] = request["tmpdir"]
-    import tempfile
     tempfile.tempdir = request["tmpdir"]
     sys.stdin = open(os.devnull)
     started = time.perf_counter()
