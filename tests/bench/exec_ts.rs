@@ -6,8 +6,9 @@
 //!
 //! Usage: `packhost-bench-exec-ts [--calls N] [--gap-ms N] [--tsx-dir DIR]`
 //! (defaults 30 calls per row; pack calls spaced by 100 ms, as between an
-//! agent's calls, so the warm pool has refilled; tsx is installed with npm
-//! into DIR, default `~/.cache/packhost-bench-tsx`, the first time).
+//! agent's calls, so the warm pool has refilled, and back to back; with the
+//! sandbox on and with `sandbox = "off"`; tsx is installed with npm into
+//! DIR, default `~/.cache/packhost-bench-tsx`, the first time).
 
 use std::{
     path::{Path, PathBuf},
@@ -72,15 +73,16 @@ async fn spawn_samples(calls: usize, make: impl Fn() -> tokio::process::Command)
 }
 
 /// `exec_ts.execute(CODE)` through a host whose pack keeps `pool_size` idle
-/// node processes, calls spaced by `gap`.
+/// node processes, with `sandbox` on or off, calls spaced by `gap`.
 async fn pack_samples(
     calls: usize,
     notebooks: &Path,
     pool_size: usize,
+    sandbox: &str,
     gap: Duration,
 ) -> Vec<Duration> {
     let config = format!(
-        "[packs.exec_ts]\nconfig = {{ notebooks_dir = {:?}, pool_size = {pool_size} }}\n",
+        "[packs.exec_ts]\nconfig = {{ notebooks_dir = {:?}, pool_size = {pool_size}, sandbox = {sandbox:?} }}\n",
         notebooks.display().to_string()
     );
     let host = TestHost::start(&config).await;
@@ -117,8 +119,11 @@ async fn main() {
     std::fs::write(&file, CODE).expect("write bench.ts");
     let notebooks = work.path().join("notebooks");
 
-    let pooled = pack_samples(calls, &notebooks, 2, gap).await;
-    let unpooled = pack_samples(calls, &notebooks, 0, gap).await;
+    let pooled = pack_samples(calls, &notebooks, 2, "on", gap).await;
+    let unpooled = pack_samples(calls, &notebooks, 0, "on", gap).await;
+    let back_to_back = pack_samples(calls, &notebooks, 2, "on", Duration::ZERO).await;
+    let off = pack_samples(calls, &notebooks, 2, "off", gap).await;
+    let off_back_to_back = pack_samples(calls, &notebooks, 2, "off", Duration::ZERO).await;
     let node = spawn_samples(calls, || {
         let mut c = command("node");
         c.args(["-e", "console.log(1)"]);
@@ -148,6 +153,11 @@ async fn main() {
         median(&npx_tsx),
         median(&tsx_bin),
     );
+    let (back_to_back, off, off_back_to_back) = (
+        median(&back_to_back),
+        median(&off),
+        median(&off_back_to_back),
+    );
     let row = |metric: &str, value: Duration, target: &str, name: &str, reference: Duration| Row {
         metric: metric.to_owned(),
         value: ms(value),
@@ -166,6 +176,27 @@ async fn main() {
             "-",
             "bare `node -e`",
             node,
+        ),
+        row(
+            "same, back to back",
+            back_to_back,
+            "-",
+            "bare `node -e`",
+            node,
+        ),
+        row(
+            "spaced, confined vs `sandbox = \"off\"`",
+            pooled,
+            "-",
+            "unconfined",
+            off,
+        ),
+        row(
+            "back to back, confined vs `sandbox = \"off\"`",
+            back_to_back,
+            "-",
+            "unconfined",
+            off_back_to_back,
         ),
     ];
     print_table(
