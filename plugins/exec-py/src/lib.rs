@@ -19,7 +19,7 @@ use std::{
     time::Duration,
 };
 
-use pack_process::{EnvAllowList, Limits, Mode, Python, Refill, Sandbox, WarmPool};
+use pack_process::{EnvAllowList, Limits, Mode, Python, Refill, Sandbox, WARM_UP_DELAY, WarmPool};
 use pack_sdk::{Context, LogLevel, PackDef, PackError, Value};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -267,6 +267,7 @@ impl ExecPy {
         let warming = Arc::clone(&interpreters);
         let pool_size = config.pool_size;
         tokio::spawn(async move {
+            tokio::time::sleep(WARM_UP_DELAY).await;
             if warming.launcher().await.is_ok() {
                 warming.pool(pool_size);
             }

@@ -8,7 +8,14 @@ use std::{
         Arc, Mutex,
         atomic::{AtomicUsize, Ordering},
     },
+    time::Duration,
 };
+
+/// How long warm-up waits after a pack starts: the host's start-up
+/// (`initialize`, then `tools/list`) takes a few milliseconds, and starting
+/// interpreters at once took the CPU from it on a 2-core machine (exec_ts's
+/// two node processes added ~20 ms to the first `tools/list`).
+pub const WARM_UP_DELAY: Duration = Duration::from_millis(100);
 
 type Start<T> = Box<dyn Fn() -> Pin<Box<dyn Future<Output = io::Result<T>> + Send>> + Send + Sync>;
 
@@ -29,7 +36,8 @@ struct Inner<T> {
 
 impl<T: Send + 'static> WarmPool<T> {
     /// A pool of `size` children made by `start`; `usable` tells whether an
-    /// idle one is still alive. Starts filling at once.
+    /// idle one is still alive. Starts filling after [`WARM_UP_DELAY`] (a
+    /// `take` before then starts a child at once).
     pub fn new<F, Fut>(size: usize, start: F, usable: fn(&mut T) -> bool) -> Self
     where
         F: Fn() -> Fut + Send + Sync + 'static,
@@ -44,7 +52,13 @@ impl<T: Send + 'static> WarmPool<T> {
                 usable,
             }),
         };
-        pool.refill();
+        let inner = Arc::downgrade(&pool.inner);
+        tokio::spawn(async move {
+            tokio::time::sleep(WARM_UP_DELAY).await;
+            if let Some(inner) = inner.upgrade() {
+                refill(&inner);
+            }
+        });
         pool
     }
 
