@@ -106,8 +106,11 @@ impl Sandbox {
     /// A sandbox in `mode`, with the running binary as its helper (the host
     /// calls [`run_if_invoked`] first thing in `main`).
     pub fn new(mode: Mode) -> Self {
-        let helper = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe"));
-        Self::with_helper(mode, helper)
+        Self {
+            mode,
+            helper: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe")),
+            ready: OnceLock::new(),
+        }
     }
 
     /// The sandbox a pack's config asks for, with its `limits` checked (a
@@ -120,16 +123,6 @@ impl Sandbox {
     ) -> Result<(Self, Option<String>), String> {
         let warning = check_settings(mode, limits, what)?;
         Ok((Self::new(mode), warning))
-    }
-
-    /// A sandbox whose helper is `helper` (a binary that calls
-    /// [`run_if_invoked`] first thing in `main`).
-    pub fn with_helper(mode: Mode, helper: PathBuf) -> Self {
-        Self {
-            mode,
-            helper,
-            ready: OnceLock::new(),
-        }
     }
 
     /// Its mode.
@@ -171,8 +164,9 @@ impl Sandbox {
         let cgroups = self
             .ready
             .get_or_init(|| {
-                Report::probe(&self.helper).ready()?;
-                Ok(Cgroups::detect().ok())
+                let report = Report::probe(&self.helper);
+                report.ready()?;
+                Ok(report.cgroups.ok())
             })
             .as_ref()
             .map_err(|missing| {

@@ -9,17 +9,18 @@ use crate::{
     helper::{ARG, Launch},
 };
 
-/// The sandbox on this machine.
+/// The sandbox on this machine (shown by its `Display`).
 #[derive(Debug)]
 pub struct Report {
     /// The kernel's Landlock ABI; `None` without Landlock.
-    pub landlock_abi: Option<i64>,
+    landlock_abi: Option<i64>,
     /// Whether seccomp filters can be installed.
-    pub seccomp: bool,
-    /// The cgroups children get, or why there are none (rlimits then).
-    pub cgroups: Result<&'static str, String>,
+    seccomp: bool,
+    /// Where children's cgroups are made, or why there are none (rlimits
+    /// then): a sandbox keeps these rather than looking again.
+    pub(crate) cgroups: Result<Cgroups, String>,
     /// A confined `true`: `Err` with what the helper said.
-    pub helper: Result<(), String>,
+    helper: Result<(), String>,
 }
 
 impl Report {
@@ -39,7 +40,7 @@ impl Report {
         Self {
             landlock_abi: (abi > 0).then_some(abi),
             seccomp,
-            cgroups: Cgroups::detect().map(|cgroups| cgroups.describe()),
+            cgroups: Cgroups::detect(),
             helper: run_true(helper),
         }
     }
@@ -114,7 +115,7 @@ impl fmt::Display for Report {
         }
         writeln!(f, "  seccomp: {}", yes_no(self.seccomp))?;
         match &self.cgroups {
-            Ok(kind) => writeln!(f, "  bounds: {kind} and rlimits")?,
+            Ok(cgroups) => writeln!(f, "  bounds: {} and rlimits", cgroups.describe())?,
             Err(why) => writeln!(f, "  bounds: rlimits only ({why})")?,
         }
         match self.ready() {
