@@ -12,6 +12,7 @@ use std::{
     },
     path::{Path, PathBuf},
     process::Stdio,
+    sync::Arc,
 };
 
 use pack_process::{EnvAllowList, Limits, Policy, ProcessGroup, Python, Sandbox};
@@ -33,12 +34,16 @@ pub struct Interpreter {
     pub dir: TempDir,
 }
 
-/// How interpreters are started: the same for pooled and one-off ones.
-#[derive(Clone)]
+/// How interpreters are started: the same for forked and one-off ones.
 pub struct Launcher {
     pub python: Python,
+    pub settings: Arc<Settings>,
+}
+
+/// What the pack's config says of its interpreters.
+pub struct Settings {
     pub env: EnvAllowList,
-    pub sandbox: std::sync::Arc<Sandbox>,
+    pub sandbox: Sandbox,
     pub limits: Limits,
     /// Where the interpreters' own folders are made.
     pub scratch: PathBuf,
@@ -47,7 +52,7 @@ pub struct Launcher {
 impl Launcher {
     /// The confinement of an interpreter whose own folder is `work`.
     pub fn policy(&self, work: &Path) -> Policy {
-        Policy::new(self.python.runtime.iter().cloned(), work).limits(self.limits.clone())
+        Policy::new(self.python.runtime.iter().cloned(), work).limits(self.settings.limits.clone())
     }
 
     /// Start an interpreter in a fresh folder of its own, with `cwd`
@@ -55,7 +60,7 @@ impl Launcher {
     pub async fn start(&self, cwd: &Path, writable: bool) -> io::Result<Interpreter> {
         let dir = tempfile::Builder::new()
             .prefix("call-")
-            .tempdir_in(&self.scratch)?;
+            .tempdir_in(&self.settings.scratch)?;
         let policy = self.policy(dir.path());
         let policy = if writable {
             policy.write([cwd.to_path_buf()])
@@ -63,10 +68,11 @@ impl Launcher {
             policy.read([cwd.to_path_buf()])
         };
         let confined = self
+            .settings
             .sandbox
             .command(&policy, &self.python.executable)
             .map_err(io::Error::other)?;
-        Interpreter::start(confined, &self.env, dir).await
+        Interpreter::start(confined, &self.settings.env, dir).await
     }
 }
 

@@ -29,7 +29,7 @@ use std::sync::OnceLock;
 use tokio::sync::OnceCell;
 
 use crate::{
-    interpreter::{Interpreter, Launcher},
+    interpreter::{Interpreter, Launcher, Settings},
     zygote::ForkServer,
 };
 
@@ -162,11 +162,9 @@ struct Interpreters {
     /// waits for Python. `Err`: why there is no interpreter (every call says
     /// so).
     launcher: OnceCell<Result<Launcher, String>>,
+    /// `python` of the config, resolved into the launcher.
     python: Option<PathBuf>,
-    env: EnvAllowList,
-    sandbox: Arc<Sandbox>,
-    limits: Limits,
-    scratch: PathBuf,
+    settings: Arc<Settings>,
     forks: ForkServer,
     /// Children forked ahead of demand: moving a process into its cgroup
     /// waits for the kernel (milliseconds on cgroup v1), so it is done
@@ -186,10 +184,7 @@ impl Interpreters {
                         .map_err(|e| e.to_string())?;
                 Ok(Launcher {
                     python: resolved?,
-                    env: self.env.clone(),
-                    sandbox: Arc::clone(&self.sandbox),
-                    limits: self.limits.clone(),
-                    scratch: self.scratch.clone(),
+                    settings: Arc::clone(&self.settings),
                 })
             })
             .await;
@@ -198,9 +193,7 @@ impl Interpreters {
                 .with_help("install Python 3, or set `python` in [packs.exec_py] config")
         })
     }
-}
 
-impl Interpreters {
     /// A forked interpreter: a ready one, or one forked now. Its
     /// replacement is forked when the returned guard drops, after the call:
     /// moving the replacement into its cgroup would hold up this child's
@@ -256,10 +249,12 @@ impl ExecPy {
         let interpreters = Arc::new(Interpreters {
             launcher: OnceCell::new(),
             python: config.python.clone(),
-            env: EnvAllowList::new(config.env_allow.clone()),
-            sandbox: Arc::new(sandbox),
-            limits: config.limits.clone(),
-            scratch,
+            settings: Arc::new(Settings {
+                env: EnvAllowList::new(config.env_allow.clone()),
+                sandbox,
+                limits: config.limits.clone(),
+                scratch,
+            }),
             forks: ForkServer::default(),
             ready: OnceLock::new(),
         });

@@ -73,10 +73,10 @@ enum Message {
 
 impl Zygote {
     /// Start a zygote confined to a fresh root folder.
-    pub async fn start(launcher: &Launcher) -> io::Result<Self> {
+    async fn start(launcher: &Launcher) -> io::Result<Self> {
         let root = tempfile::Builder::new()
             .prefix("zygote-")
-            .tempdir_in(&launcher.scratch)?;
+            .tempdir_in(&launcher.settings.scratch)?;
         let (ours, theirs) = socketpair(
             AddressFamily::Unix,
             SockType::SeqPacket,
@@ -89,6 +89,7 @@ impl Zygote {
             .policy(root.path())
             .read([std::path::PathBuf::from("/proc")]);
         let mut confined = launcher
+            .settings
             .sandbox
             .command(&policy, &launcher.python.executable)
             .map_err(io::Error::other)?;
@@ -101,6 +102,7 @@ impl Zygote {
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
         launcher
+            .settings
             .env
             .apply(&mut confined.command, &Default::default());
         pass_as_channel(&mut confined.command, theirs.as_raw_fd());
@@ -139,8 +141,9 @@ impl Zygote {
         let (stderr, stderr_theirs) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
         let (channel, channel_theirs) = StdUnixStream::pair()?;
         let cgroup = launcher
+            .settings
             .sandbox
-            .cgroup(&launcher.limits)
+            .cgroup(&launcher.settings.limits)
             .map_err(io::Error::other)?;
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (sent, forked) = oneshot::channel();
@@ -150,7 +153,7 @@ impl Zygote {
             "dir": dir.path(),
             "read": policy.read,
             "write": policy.write,
-            "narrow": launcher.sandbox.mode() == Mode::On,
+            "narrow": launcher.settings.sandbox.mode() == Mode::On,
         })
         .to_string();
         let fds = [
@@ -268,7 +271,7 @@ pub struct ForkServer {
 
 impl ForkServer {
     /// The running zygote, started if there is none (or it is gone).
-    pub async fn zygote(&self, launcher: &Launcher) -> io::Result<Arc<Zygote>> {
+    async fn zygote(&self, launcher: &Launcher) -> io::Result<Arc<Zygote>> {
         let mut current = self.current.lock().await;
         if let Some(zygote) = current.as_ref().filter(|zygote| zygote.is_alive()) {
             return Ok(Arc::clone(zygote));
