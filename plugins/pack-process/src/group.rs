@@ -151,17 +151,19 @@ impl ProcessGroup {
     /// purpose while the others go on (`pthread_exit` in `main`) counts as
     /// gone too.
     pub fn is_running(&mut self) -> bool {
-        let leader = match &mut self.child {
-            Some(child) => match child.try_wait() {
-                Ok(None) => child.id(),
-                _ => return false,
-            },
+        let ending = |leader: u32| proc_stat(leader).map(|stat| stat.ending());
+        match &mut self.child {
+            Some(child) => {
+                matches!(child.try_wait(), Ok(None)) && child.id().and_then(ending) != Some(true)
+            }
             // An adopted leader is reaped by its parent: gone from /proc then.
-            None => self.pgid.and_then(|pgid| u32::try_from(pgid).ok()),
-        };
-        leader
-            .and_then(proc_stat)
-            .is_some_and(|stat| !stat.ending())
+            None => {
+                self.pgid
+                    .and_then(|pgid| u32::try_from(pgid).ok())
+                    .and_then(ending)
+                    == Some(false)
+            }
+        }
     }
 
     /// SIGKILL to every process of the group, and of its cgroup.
