@@ -23,7 +23,7 @@ Run by `./dev bench` with the OneTool venv's Python (OneTool needs Python >=
 
     ~/.cache/packhost-onetool-venv/bin/python tests/bench/onetool.py [--quick]
         [--calls 200] [--workers 16] [--per-worker 25] [--spaced 30]
-        [--gap-ms 100] [--pack-calls 100] [--starts 10]
+        [--gap-ms 100] [--pack-calls 100] [--starts 10] [--rounds 6]
         [--packhost BIN] [--onetool BIN]
 
 OneTool runs offline with the config `onetool init` writes (no extensions,
@@ -69,11 +69,12 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--gap-ms", type=int, default=100)
     p.add_argument("--pack-calls", type=int, default=100)
     p.add_argument("--starts", type=int, default=10, help="cold starts per server")
+    p.add_argument("--rounds", type=int, default=6, help="rounds of each phase, in alternating server order")
     p.add_argument("--packhost", help="the packhost binary (default: $CARGO_TARGET_DIR/release/packhost)")
     p.add_argument("--onetool", help="the onetool script (default: beside this Python)")
     a = p.parse_args()
     if a.quick:
-        a.calls, a.per_worker, a.spaced, a.pack_calls, a.starts = 20, 3, 8, 20, 3
+        a.calls, a.per_worker, a.spaced, a.pack_calls, a.starts, a.rounds = 20, 3, 8, 20, 3, 2
     if not a.packhost:
         target = os.environ.get("CARGO_TARGET_DIR", str(Path.home() / ".cache/packhost-target"))
         a.packhost = str(Path(target) / "release/packhost")
@@ -281,21 +282,23 @@ async def main() -> None:
     try:
         for s in servers:
             await s.open()
-        # Each phase runs the servers one after the other, then again in the
-        # reverse order (half the calls each time), so a change in the
-        # machine's load shows on all of them. Calls to one server are never
-        # interleaved with another's: back to back means back to back.
-        for order in (servers, servers[::-1]):
+        # Each phase runs the servers one after the other, in rounds whose
+        # order alternates (a share of the calls each time), so a change in
+        # the machine's load shows on all of them. Calls to one server are
+        # never interleaved with another's: back to back means back to back.
+        rounds = args.rounds
+        for round_ in range(rounds):
+            order = servers if round_ % 2 == 0 else servers[::-1]
             for s in order:
-                seq[s.name] += await timed(s.one_plus_one, args.calls // 2)
+                seq[s.name] += await timed(s.one_plus_one, max(1, args.calls // rounds))
             for s in order:
-                conc[s.name].append(await throughput(s, args.workers, max(1, args.per_worker // 2)))
+                conc[s.name].append(await throughput(s, args.workers, max(1, args.per_worker // rounds)))
             for s in order:
                 spaced[s.name] += await timed(
-                    s.one_plus_one, max(1, args.spaced // 2), gap=args.gap_ms / 1000
+                    s.one_plus_one, max(1, args.spaced // rounds), gap=args.gap_ms / 1000
                 )
             for s in order:
-                packs[s.name] += await timed(s.pack, args.pack_calls // 2)
+                packs[s.name] += await timed(s.pack, max(1, args.pack_calls // rounds))
     finally:
         # anyio's cancel scopes inside stdio_client close in reverse order.
         for s in servers[::-1]:
@@ -343,9 +346,10 @@ async def main() -> None:
                      f'packhost `sandbox = "off"`: {fms(b)}', a / b))
 
     print(
-        f"OneTool benchmark: {args.calls} back-to-back calls, {args.workers}×{2 * max(1, args.per_worker // 2)} "
-        f"concurrent, {args.spaced} spaced by {args.gap_ms} ms, {args.pack_calls} pack calls, "
-        f"{args.starts} cold starts per server; mcp client, python {sys.version.split()[0]}"
+        f"OneTool benchmark, {args.rounds} rounds: {args.calls} back-to-back calls, "
+        f"{args.workers}×{args.rounds * max(1, args.per_worker // args.rounds)} concurrent, {args.spaced} spaced by "
+        f"{args.gap_ms} ms, {args.pack_calls} pack calls, {args.starts} cold starts per server; "
+        f"mcp client, python {sys.version.split()[0]}"
     )
     print("| metric | value | target | reference (same run) | ratio |")
     print("|---|---|---|---|---|")

@@ -195,6 +195,30 @@ async fn a_timeout_kills_the_process_group_and_keeps_the_output() {
     }
 }
 
+/// A call ends at the runner's answer, not at its exit: what the code wrote
+/// up to its last line is all there (more than a pipe holds), and a process
+/// it left running, even in a session of its own, is killed with the call.
+#[tokio::test]
+async fn output_up_to_the_last_line_is_kept_and_leftovers_are_killed() {
+    let host = host().await;
+    let code = "import subprocess, sys\n\
+                sleeper = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], start_new_session=True)\n\
+                sys.stdout.write('o' * 200000)\n\
+                sys.stderr.write('e' * 200000)\n\
+                print(' sleeper', sleeper.pid, end='')\n\
+                41 + 1";
+    let out = py(&host, code).await;
+    assert_eq!(out["result"], 42);
+    let stdout = out["stdout"].as_str().unwrap();
+    let (written, sleeper) = stdout.split_once(" sleeper ").expect(stdout);
+    assert_eq!(written, "o".repeat(200_000));
+    assert_eq!(out["stderr"], "e".repeat(200_000));
+    let sleeper: u32 = sleeper.parse().unwrap();
+    if let Err(live) = wait_group_gone(sleeper, Duration::from_secs(2)).await {
+        panic!("a process the code left in its own session outlived the call: {live:?}");
+    }
+}
+
 #[tokio::test]
 async fn huge_output_is_truncated_and_memory_stays_bounded() {
     let host = host().await;

@@ -84,11 +84,23 @@ pub async fn run(
         .await
         .map_err(|e| PackError::internal(format!("the interpreter did not take the code: {e}")))?;
     let gone = CancellationToken::new();
-    let (answer, finished) = tokio::join!(serve(reader, writer, ctx, &gone), async {
-        let finished = group.finish(timeout, max_output).await;
-        gone.cancel();
-        finished
-    });
+    let answered = CancellationToken::new();
+    let (answer, finished) = tokio::join!(
+        async {
+            let answer = serve(reader, writer, ctx, &gone).await;
+            if answer.is_some() {
+                answered.cancel();
+            }
+            answer
+        },
+        async {
+            let finished = group
+                .finish_on_answer(timeout, max_output, answered.cancelled())
+                .await;
+            gone.cancel();
+            finished
+        }
+    );
     shape(answer, finished, timeout, started.elapsed())
 }
 

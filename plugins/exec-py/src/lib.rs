@@ -19,7 +19,7 @@ use std::{
     time::Duration,
 };
 
-use pack_process::{EnvAllowList, Limits, Mode, Python, Refill, Sandbox, WARM_UP_DELAY, WarmPool};
+use pack_process::{EnvAllowList, Limits, Mode, Python, Sandbox, WARM_UP_DELAY, WarmPool};
 use pack_sdk::{Context, LogLevel, PackDef, PackError, Value};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -168,7 +168,7 @@ struct Interpreters {
     forks: ForkServer,
     /// Children forked ahead of demand: moving a process into its cgroup
     /// waits for the kernel (milliseconds on cgroup v1), so it is done
-    /// between calls.
+    /// ahead of the calls.
     ready: OnceLock<WarmPool<Interpreter>>,
 }
 
@@ -194,19 +194,13 @@ impl Interpreters {
         })
     }
 
-    /// A forked interpreter: a ready one, or one forked now. Its
-    /// replacement is forked when the returned guard drops, after the call:
-    /// moving the replacement into its cgroup would hold up this child's
-    /// exit (on cgroup v1 a move waits for an RCU grace period and blocks
-    /// every exit meanwhile).
-    async fn fork(
-        self: &Arc<Self>,
-        pool_size: usize,
-    ) -> Result<(Interpreter, Refill<Interpreter>), PackError> {
+    /// A forked interpreter: a ready one, or one forked now; its
+    /// replacement is forked at once.
+    async fn fork(self: &Arc<Self>, pool_size: usize) -> Result<Interpreter, PackError> {
         // Says why there is no interpreter, if there is none.
         self.launcher().await?;
         self.pool(pool_size)
-            .take_then_refill()
+            .take()
             .await
             .map_err(|e| PackError::internal(format!("cannot start Python: {e}")))
     }
@@ -318,16 +312,12 @@ async fn run(state: Arc<ExecPy>, args: RunArgs, ctx: Context) -> Result<RunOutpu
         .as_deref()
         .map(|cwd| state.working_dir(cwd))
         .transpose()?;
-    let (interpreter, _refill) = match &cwd {
+    let interpreter = match &cwd {
         Some(cwd) => launcher
             .start(cwd, state.config.cwd_writable)
             .await
-            .map(|interpreter| (interpreter, None))
             .map_err(|e| PackError::internal(format!("cannot start Python: {e}")))?,
-        None => {
-            let (interpreter, refill) = interpreters.fork(state.config.pool_size).await?;
-            (interpreter, Some(refill))
-        }
+        None => interpreters.fork(state.config.pool_size).await?,
     };
     let own = interpreter.dir.path();
     let request = call::Request {

@@ -24,6 +24,22 @@ def _send(message):
     _writer.flush()
 
 
+def _answer(message):
+    """The last message. Output first, to its end: the pack takes the answer
+    as the end of the call and kills what is left."""
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except Exception:
+            pass  # the code's own stream, broken or closed: nothing to add
+    for fd in (1, 2):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _send(message)
+
+
 def _receive():
     line = _reader.readline()
     if not line:
@@ -267,7 +283,7 @@ def main():
     try:
         program, has_value, dotted = _compile(request["code"])
     except SyntaxError as exc:
-        _send(_error(exc, started))
+        _answer(_error(exc, started))
         return
     namespace = _namespace(request.get("catalog"), dotted)
     namespace["__packhost_return__"] = _Return
@@ -280,30 +296,22 @@ def main():
         value = returned.value
     except SystemExit as exc:
         if exc.code not in (None, 0):
-            sys.stdout.flush()
-            sys.stderr.flush()
-            _send(_error(exc, started))
+            _answer(_error(exc, started))
             return
         answer["has_value"], value = False, None
     except BaseException as exc:  # SystemExit and KeyboardInterrupt included: report, don't die
-        sys.stdout.flush()
-        sys.stderr.flush()
-        _send(_error(exc, started))
+        _answer(_error(exc, started))
         return
-    sys.stdout.flush()
-    sys.stderr.flush()
     if answer["has_value"]:
         answer.update(_value(value, request["max_result_bytes"]))
     answer["elapsed_ms"] = (time.perf_counter() - started) * 1000
-    _send(answer)
+    _answer(answer)
 
 
 def serve_one():
     _open_channel()
     main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    os._exit(0)  # output is flushed and closed by `_answer`
 
 
 if "_PACKHOST_ZYGOTE" not in globals():

@@ -140,11 +140,10 @@ impl Zygote {
         let (stdout, stdout_theirs) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
         let (stderr, stderr_theirs) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
         let (channel, channel_theirs) = StdUnixStream::pair()?;
-        let cgroup = launcher
-            .settings
-            .sandbox
-            .cgroup(&launcher.settings.limits)
-            .map_err(io::Error::other)?;
+        // Made on a blocking thread while the zygote forks: a few file
+        // system calls into the cgroup tree.
+        let settings = Arc::clone(&launcher.settings);
+        let cgroup = tokio::task::spawn_blocking(move || settings.sandbox.cgroup(&settings.limits));
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (sent, forked) = oneshot::channel();
         lock(&self.waiting).forks.insert(id, sent);
@@ -200,8 +199,23 @@ impl Zygote {
             stdout: pipe::Receiver::from_owned_fd(stdout)?,
             stderr: pipe::Receiver::from_owned_fd(stderr)?,
         };
-        // Bounded before it reads its request, so before any user code.
-        let joined = cgroup.as_ref().map(|cgroup| cgroup.adopt(pid)).transpose();
+        let cgroup = cgroup
+            .await
+            .map_err(io::Error::other)?
+            .map_err(io::Error::other);
+        // Bounded before it reads its request, so before any user code. On a
+        // blocking thread: on cgroup v1 a move waits for an RCU grace period,
+        // milliseconds during which the pack's workers serve other calls.
+        let (cgroup, joined) = match cgroup {
+            Ok(Some(cgroup)) => tokio::task::spawn_blocking(move || {
+                let joined = cgroup.adopt(pid);
+                (Some(cgroup), joined)
+            })
+            .await
+            .map_err(io::Error::other)?,
+            Ok(None) => (None, Ok(())),
+            Err(e) => (None, Err(e)),
+        };
         let group = ProcessGroup::adopt(adopted, cgroup);
         joined?;
         channel.set_nonblocking(true)?;

@@ -55,6 +55,9 @@ pub enum Exit {
     TimedOut,
     /// It passed a bound of its sandbox and was ended.
     Exceeded(Bound),
+    /// It said it was done ([`ProcessGroup::finish_on_answer`]); what was
+    /// left of its group was killed.
+    Answered,
 }
 
 impl Exit {
@@ -62,6 +65,7 @@ impl Exit {
     pub fn code(self) -> i32 {
         match self {
             Exit::Code(code) => code,
+            Exit::Answered => 0,
             Exit::Signal(signal) => 128 + signal,
             Exit::TimedOut => 124,
             Exit::Exceeded(_) => 137,
@@ -128,7 +132,7 @@ impl ProcessGroup {
     /// rlimit, or the kernel's count in its cgroup.
     pub fn exceeded(&self, exit: Exit) -> Option<Bound> {
         match exit {
-            Exit::Code(0) | Exit::TimedOut | Exit::Exceeded(_) => None,
+            Exit::Code(0) | Exit::TimedOut | Exit::Exceeded(_) | Exit::Answered => None,
             Exit::Signal(signal) => Bound::from_signal(signal)
                 .or_else(|| self.cgroup.as_ref().and_then(Cgroup::exceeded)),
             Exit::Code(_) => self.cgroup.as_ref().and_then(Cgroup::exceeded),
@@ -168,21 +172,41 @@ impl ProcessGroup {
 
     /// SIGKILL to every process of the group, and of its cgroup.
     pub fn kill(&self) {
+        self.kill_group();
+        if let Some(cgroup) = &self.cgroup {
+            cgroup.kill();
+        }
+    }
+
+    fn kill_group(&self) {
         if let Some(pgid) = self.pgid {
             // SAFETY: killpg only sends a signal; ESRCH (group gone) is fine.
             unsafe {
                 libc::killpg(pgid, libc::SIGKILL);
             }
         }
-        if let Some(cgroup) = &self.cgroup {
-            cgroup.kill();
-        }
     }
 
     /// Capture stdout and stderr (each up to `limit` bytes) until the child
     /// exits or `timeout` passes; then kill what is left of the group. Returns
     /// within `timeout` + about half a second whatever the children do.
-    pub async fn finish(mut self, timeout: Duration, limit: usize) -> Finished {
+    pub async fn finish(self, timeout: Duration, limit: usize) -> Finished {
+        self.finish_on_answer(timeout, limit, std::future::pending())
+            .await
+    }
+
+    /// [`finish`](Self::finish) for a child that says when it is done: once
+    /// `answered` resolves, its output is taken up to the end of its pipes
+    /// and its group killed, without waiting for it to exit. A child that
+    /// closes its stdout and stderr before it answers loses nothing, and its
+    /// caller does not wait for its exit to be seen (for an adopted child, a
+    /// round trip through its parent).
+    pub async fn finish_on_answer(
+        mut self,
+        timeout: Duration,
+        limit: usize,
+        answered: impl Future<Output = ()>,
+    ) -> Finished {
         let started = Instant::now();
         let stdout = Arc::new(Mutex::new(Buffer::default()));
         let stderr = Arc::new(Mutex::new(Buffer::default()));
@@ -201,8 +225,14 @@ impl ProcessGroup {
             readers.push(reader(adopted.stderr, limit, &stderr));
             exit_status = Some(adopted.exit);
         }
-        let exit = match tokio::time::timeout(timeout, self.wait(exit_status.as_mut())).await {
-            Ok(status) => Exit::from_status(status),
+        let ended = async {
+            tokio::select! {
+                status = self.wait(exit_status.as_mut()) => Exit::from_status(status),
+                () = answered => Exit::Answered,
+            }
+        };
+        let exit = match tokio::time::timeout(timeout, ended).await {
+            Ok(exit) => exit,
             Err(_) => {
                 self.kill();
                 let _ = self.wait(exit_status.as_mut()).await;
@@ -312,20 +342,11 @@ fn proc_stat(pid: u32) -> Option<ProcStat> {
 
 impl Drop for ProcessGroup {
     fn drop(&mut self) {
-        self.kill();
-        // The cgroup goes once the child is reaped: it cannot be removed
-        // while a member is still exiting.
-        let cgroup = self.cgroup.take();
-        if let Some(adopted) = self.adopted.take()
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            // Its parent reaps it and says so.
-            runtime.spawn(async move {
-                let _ = adopted.exit.await;
-                drop(cgroup);
-            });
-            return;
-        }
+        self.kill_group();
+        // Its members killed and its folders removed once they are gone, on
+        // the cgroup's own reaper thread.
+        drop(self.cgroup.take());
+        // An adopted child is reaped by its parent.
         let Some(mut child) = self.child.take() else {
             return;
         };
@@ -338,7 +359,6 @@ impl Drop for ProcessGroup {
             Ok(runtime) => {
                 runtime.spawn(async move {
                     let _ = child.wait().await;
-                    drop(cgroup);
                 });
             }
             Err(_) => {
@@ -350,7 +370,6 @@ impl Drop for ProcessGroup {
                             libc::waitpid(id as libc::pid_t, &mut status, 0);
                         }
                     }
-                    drop(cgroup);
                 });
             }
         }

@@ -25,4 +25,4 @@ pub use capture::{Capture, TRUNCATED_MARKER};
 pub use env::EnvAllowList;
 pub use group::{Adopted, Exit, Finished, ProcessGroup, live_members};
 pub use pack_sandbox::{Bound, Confined, Limits, Mode, Network, Policy, Python, Sandbox};
-pub use pool::{Refill, WARM_UP_DELAY, WarmPool};
+pub use pool::{WARM_UP_DELAY, WarmPool};

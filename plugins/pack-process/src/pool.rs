@@ -70,19 +70,6 @@ impl<T: Send + 'static> WarmPool<T> {
         child
     }
 
-    /// A fresh child, whose replacement starts only when the returned
-    /// [`Refill`] is dropped (the call is over): for children whose start
-    /// slows a running call down.
-    pub async fn take_then_refill(&self) -> io::Result<(T, Refill<T>)> {
-        let child = self.take_ready().await?;
-        Ok((
-            child,
-            Refill {
-                inner: Arc::clone(&self.inner),
-            },
-        ))
-    }
-
     async fn take_ready(&self) -> io::Result<T> {
         let ready = loop {
             let candidate = self
@@ -117,20 +104,6 @@ impl<T: Send + 'static> WarmPool<T> {
 
     fn refill(&self) {
         refill(&self.inner);
-    }
-}
-
-/// Starts the replacement of a child taken with
-/// [`WarmPool::take_then_refill`] when dropped.
-pub struct Refill<T: Send + 'static> {
-    inner: Arc<Inner<T>>,
-}
-
-impl<T: Send + 'static> Drop for Refill<T> {
-    fn drop(&mut self) {
-        if tokio::runtime::Handle::try_current().is_ok() {
-            refill(&self.inner);
-        }
     }
 }
 

@@ -85,6 +85,32 @@ async fn grandchildren_do_not_outlive_a_normal_exit() {
 }
 
 #[tokio::test]
+async fn an_answer_ends_the_wait_and_the_group() {
+    // The child closes its output and "answers" (its file appears), then
+    // would go on for a minute.
+    let folder = tempfile::tempdir().unwrap();
+    let answer = folder.path().join("answer");
+    let script = format!(
+        "echo said; exec >&- 2>&-; touch {}; sleep 60",
+        answer.display()
+    );
+    let mut group = ProcessGroup::spawn(sh(&script)).unwrap();
+    let pgid = group.child().id().unwrap();
+    let answered = async {
+        while !answer.exists() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    let finished = group
+        .finish_on_answer(Duration::from_secs(60), 1024, answered)
+        .await;
+    assert_eq!(finished.exit, Exit::Answered);
+    assert_eq!(finished.exit.code(), 0);
+    assert_eq!(finished.stdout.text, "said\n");
+    wait_until_gone(pgid).await;
+}
+
+#[tokio::test]
 async fn output_is_capped_while_streaming() {
     // 50 MB through a 1 KiB cap: the reader keeps 1 KiB and drains the rest.
     let group = ProcessGroup::spawn(sh("head -c 50000000 /dev/zero | tr '\\0' a")).unwrap();

@@ -200,36 +200,7 @@ impl Cgroup {
 
     /// SIGKILL to every process inside, wherever its process group.
     pub fn kill(&self) {
-        if self.version == Version::V2 && fs::write(self.dirs[0].join("cgroup.kill"), "1").is_ok() {
-            return;
-        }
-        // v1: a forking process can add members while they are killed;
-        // the pids bound keeps this short.
-        for _ in 0..8 {
-            let members = self.members();
-            if members.is_empty() {
-                return;
-            }
-            for pid in members {
-                // SAFETY: kill only sends a signal.
-                unsafe {
-                    libc::kill(pid, libc::SIGKILL);
-                }
-            }
-        }
-    }
-
-    fn members(&self) -> Vec<libc::pid_t> {
-        self.dirs
-            .iter()
-            .filter_map(|dir| fs::read_to_string(dir.join("cgroup.procs")).ok())
-            .flat_map(|procs| {
-                procs
-                    .lines()
-                    .filter_map(|line| line.trim().parse().ok())
-                    .collect::<Vec<_>>()
-            })
-            .collect()
+        kill_members(self.version, &self.dirs);
     }
 
     /// The bound the kernel enforced, if any: an out-of-memory kill, or a
@@ -267,26 +238,114 @@ impl Cgroup {
 }
 
 impl Drop for Cgroup {
+    /// Its members are killed and the folders removed on the reaper's
+    /// thread, off the caller's path: a folder can only go once its last
+    /// member has been reaped, a moment after the kill.
     fn drop(&mut self) {
-        self.kill();
         let dirs = std::mem::take(&mut self.dirs);
-        let removed = |dirs: &[PathBuf]| {
-            dirs.iter().all(|dir| match fs::remove_dir(dir) {
-                Ok(()) => true,
-                Err(e) => e.kind() == io::ErrorKind::NotFound,
-            })
+        let leftover = Leftover {
+            version: self.version,
+            dirs,
         };
-        if removed(&dirs) {
+        if let Err(std::sync::mpsc::SendError(leftover)) = reaper().send(leftover) {
+            // No reaper thread (it could not start): as much as can be done now.
+            leftover.clear();
+        }
+    }
+}
+
+/// A dropped cgroup's folders, still to be emptied and removed.
+struct Leftover {
+    version: Version,
+    dirs: Vec<PathBuf>,
+}
+
+impl Leftover {
+    /// Kill what is inside and remove the folders; false while a member is
+    /// still there.
+    fn clear(&self) -> bool {
+        kill_members(self.version, &self.dirs);
+        self.dirs.iter().all(|dir| match fs::remove_dir(dir) {
+            Ok(()) => true,
+            Err(e) => e.kind() == io::ErrorKind::NotFound,
+        })
+    }
+}
+
+/// How often, and how many times, a leftover cgroup is tried again.
+const REAP_EVERY: Duration = Duration::from_millis(10);
+const REAP_TRIES: u32 = 200;
+
+/// The thread that removes dropped cgroups, started on first use.
+fn reaper() -> std::sync::MutexGuard<'static, std::sync::mpsc::Sender<Leftover>> {
+    static REAPER: std::sync::OnceLock<std::sync::Mutex<std::sync::mpsc::Sender<Leftover>>> =
+        std::sync::OnceLock::new();
+    REAPER
+        .get_or_init(|| {
+            let (sender, receiver) = std::sync::mpsc::channel::<Leftover>();
+            let _ = std::thread::Builder::new()
+                .name("cgroup-reaper".into())
+                .spawn(move || reap(receiver));
+            std::sync::Mutex::new(sender)
+        })
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+fn reap(receiver: std::sync::mpsc::Receiver<Leftover>) {
+    let mut waiting: Vec<(Leftover, u32)> = Vec::new();
+    loop {
+        let next = if waiting.is_empty() {
+            receiver.recv().ok()
+        } else {
+            match receiver.recv_timeout(REAP_EVERY) {
+                Ok(leftover) => Some(leftover),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+            }
+        };
+        if let Some(leftover) = next {
+            waiting.push((leftover, 0));
+        } else if waiting.is_empty() {
+            return; // every sender is gone
+        }
+        waiting.retain_mut(|(leftover, tries)| {
+            *tries += 1;
+            !leftover.clear() && *tries < REAP_TRIES
+        });
+    }
+}
+
+/// SIGKILL to every process in the cgroup `dirs`.
+fn kill_members(version: Version, dirs: &[PathBuf]) {
+    let Some(first) = dirs.first() else {
+        return;
+    };
+    if version == Version::V2 && fs::write(first.join("cgroup.kill"), "1").is_ok() {
+        return;
+    }
+    // v1: every member is in each controller's folder; one list is enough.
+    // A killed process stays listed until it is reaped, so the list is
+    // read again only for members that forked meanwhile; the pids bound
+    // keeps that short.
+    let mut killed = std::collections::HashSet::new();
+    for _ in 0..8 {
+        let Ok(procs) = fs::read_to_string(first.join("cgroup.procs")) else {
+            return;
+        };
+        let fresh: Vec<libc::pid_t> = procs
+            .lines()
+            .filter_map(|line| line.trim().parse().ok())
+            .filter(|pid| killed.insert(*pid))
+            .collect();
+        if fresh.is_empty() {
             return;
         }
-        // Killed members leave the cgroup a moment after the signal.
-        std::thread::spawn(move || {
-            for _ in 0..200 {
-                std::thread::sleep(Duration::from_millis(10));
-                if removed(&dirs) {
-                    return;
-                }
+        for pid in fresh {
+            // SAFETY: kill only sends a signal.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
             }
-        });
+        }
     }
 }
