@@ -26,6 +26,9 @@ pub struct Conn {
     status_means_death: bool,
 }
 
+/// How long `ready` waits for the kernel before it asks again.
+const ASK_AGAIN: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// The receiving end of the shell requests, for the transport's writer.
 pub type Outgoing = mpsc::UnboundedReceiver<JupyterMessage>;
 
@@ -139,24 +142,45 @@ impl Conn {
         }
     }
 
-    /// Ask for `kernel_info` and wait until the kernel answers on shell: then
-    /// it runs code. `Err` says why not (gone, or no answer by `deadline`).
+    /// Ask for `kernel_info` until the kernel answers on shell and its iopub
+    /// messages reach us: then it runs code and its output arrives. A
+    /// subscription made moments ago can miss the first messages (ZeroMQ's
+    /// slow joiner, also behind a Jupyter Server right after a restart), and
+    /// the first execution would lose its output; jupyter_client asks again
+    /// the same way. `Err` says why not (gone, or no answer by `deadline`).
     pub async fn ready(self: &Arc<Self>, deadline: tokio::time::Instant) -> Result<(), String> {
-        let mut inbox = self.request(KernelInfoRequest {});
+        let (mut replied, mut heard) = (false, false);
         let answered = tokio::time::timeout_at(deadline, async {
             loop {
-                tokio::select! {
-                    message = inbox.recv() => match message {
-                        Some(m) if matches!(m.content, JupyterMessageContent::KernelInfoReply(_)) => return Ok(()),
-                        Some(_) => {}
-                        None => return Err("the connection closed".to_owned()),
-                    },
-                    reason = self.died() => return Err(reason),
+                let mut inbox = self.request(KernelInfoRequest {});
+                let again = tokio::time::sleep(ASK_AGAIN);
+                tokio::pin!(again);
+                loop {
+                    tokio::select! {
+                        message = inbox.recv() => match message.map(|m| m.content) {
+                            Some(JupyterMessageContent::KernelInfoReply(_)) => replied = true,
+                            Some(JupyterMessageContent::Status(_)) => heard = true,
+                            Some(_) => {}
+                            None => return Err("the connection closed".to_owned()),
+                        },
+                        reason = self.died() => return Err(reason),
+                        () = &mut again => break,
+                    }
+                    if replied && heard {
+                        return Ok(());
+                    }
                 }
             }
         })
         .await;
-        answered.unwrap_or_else(|_| Err("no answer to kernel_info in time".to_owned()))
+        answered.unwrap_or_else(|_| {
+            Err(if replied {
+                "the kernel answers but its output (iopub) does not arrive"
+            } else {
+                "no answer to kernel_info in time"
+            }
+            .to_owned())
+        })
     }
 
     /// Stop the transport's tasks (the kernel itself is its owner's business).
