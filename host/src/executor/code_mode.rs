@@ -1,0 +1,97 @@
+//! The host as a pack's call sees it (`CallContext`): identity, logs,
+//! progress, cancellation, the catalog, and calls back into the executor
+//! from code (code mode), one level deeper each time.
+
+use std::sync::Arc;
+
+use abi_stable::std_types::{ROption, RResult, RStr, RString};
+use async_ffi::{FfiFuture, FutureExt as _};
+use pack_api::{CallContext, CallResult, LogLevel};
+use serde_json::Value;
+use tokio_util::task::AbortOnDropHandle;
+
+use super::{Caller, Executor};
+use crate::failure::Failure;
+
+/// Code mode can call tools that call tools; a loop must end somewhere.
+const MAX_NESTING: u32 = 8;
+
+/// The host as one call sees it.
+#[derive(Clone)]
+pub(super) struct PackCallContext {
+    pub(super) executor: Arc<Executor>,
+    pub(super) pack: String,
+    pub(super) caller: Caller,
+}
+
+impl CallContext for PackCallContext {
+    fn user(&self) -> RString {
+        self.caller.user.as_str().into()
+    }
+
+    fn org(&self) -> RString {
+        self.caller.org.as_str().into()
+    }
+
+    fn request_id(&self) -> RString {
+        self.caller.request_id.as_str().into()
+    }
+
+    fn log(&self, level: LogLevel, message: RStr<'_>) {
+        crate::logging::pack_log(
+            &self.pack,
+            Some(&self.caller.request_id),
+            level,
+            message.as_str(),
+        );
+    }
+
+    fn progress(&self, progress: f64, total: ROption<f64>, message: RStr<'_>) {
+        if let Some(sink) = &self.caller.progress {
+            sink(progress, total.into_option(), message.as_str().to_owned());
+        }
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.caller.cancel.is_cancelled()
+    }
+
+    fn catalog(&self) -> RString {
+        self.executor.catalog_for(&self.caller)
+    }
+
+    // Runs on the pack's thread: the work goes to the host's runtime, and the
+    // pack gets a future that only waits for it (dropping it aborts it).
+    fn call_tool(&self, name: RStr<'_>, args_json: RStr<'_>) -> FfiFuture<CallResult> {
+        let executor = Arc::clone(&self.executor);
+        let name = name.as_str().to_owned();
+        let args = args_json.as_str().to_owned();
+        let caller = Caller {
+            depth: self.caller.depth + 1,
+            ..self.caller.clone()
+        };
+        let task = AbortOnDropHandle::new(self.executor.runtime.spawn(async move {
+            if caller.depth > MAX_NESTING {
+                return Err(Failure::invalid_argument(format!(
+                    "calls nest deeper than {MAX_NESTING} levels (`{name}`); is code calling itself?"
+                )));
+            }
+            let args: Value = serde_json::from_str(&args).map_err(|e| {
+                Failure::invalid_argument(format!("arguments of `{name}` are not JSON: {e}"))
+            })?;
+            executor.call_tool(&name, args, &caller).await
+        }));
+        async move {
+            match task.await {
+                Ok(Ok(value)) => RResult::ROk(value.to_string().into()),
+                Ok(Err(failure)) => RResult::RErr(failure.to_json().into()),
+                Err(e) => RResult::RErr(
+                    Failure::internal(format!("host task failed: {e}"))
+                        .to_json()
+                        .into(),
+                ),
+            }
+        }
+        .into_ffi()
+    }
+}

@@ -1,0 +1,369 @@
+//! The one path every tool call takes: resolve the name, bind and validate
+//! the arguments, call the pack under a time limit and the client's
+//! cancellation, and turn whatever happens into a value or a [`Failure`].
+
+use std::{
+    panic::{AssertUnwindSafe, catch_unwind},
+    sync::{
+        Arc, RwLock,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use abi_stable::{
+    sabi_trait::TD_Opaque,
+    std_types::{RArc, RResult, RStr, RString},
+};
+use futures_util::FutureExt as _;
+use pack_api::{CallContext_TO, FunctionSpec, Owner, codes};
+use packhost_command::{Front, Plan};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+use tracing::Instrument as _;
+
+use self::{
+    arguments::{bind, validate},
+    code_mode::PackCallContext,
+    registry::{
+        CatalogConfig, Function, PackEntry, Registry, function_of, functions_of, resolve,
+        unknown_tool,
+    },
+};
+use crate::{config::Config, failure::Failure, loader::LoadedPack, metrics::Metrics};
+
+/// Name of the tool that takes a command as a model writes it.
+pub const RUN_TOOL: &str = "run";
+
+mod arguments;
+mod caller;
+mod code_mode;
+mod help;
+mod registry;
+
+pub use caller::{Caller, ProgressSink, ToolFilter};
+pub use registry::ToolInfo;
+
+/// Holds the loaded packs and dispatches every call.
+pub struct Executor {
+    registry: RwLock<Arc<Registry>>,
+    /// Bumped whenever the registry is replaced: tool lists cached elsewhere
+    /// are stale when it moved, and clients are told.
+    generation: watch::Sender<u64>,
+    catalog_config: CatalogConfig,
+    front: Front,
+    code_pack: String,
+    /// Counters for `/metrics`.
+    metrics: Metrics,
+    /// Calls under way (graceful shutdown waits for them).
+    running: AtomicUsize,
+    /// Packs call back on their own threads; host work is spawned here.
+    runtime: tokio::runtime::Handle,
+}
+
+impl Executor {
+    /// Build from loaded packs; must run inside the host's runtime.
+    pub fn new(loaded: Vec<LoadedPack>, config: &Config) -> Arc<Self> {
+        let packs = loaded
+            .into_iter()
+            .map(|loaded| {
+                let functions = functions_of(&loaded.name, &loaded.manifest.functions);
+                let entry = PackEntry {
+                    loaded: Arc::new(loaded),
+                    functions,
+                };
+                (entry.loaded.name.clone(), Arc::new(entry))
+            })
+            .collect();
+        let catalog_config = CatalogConfig {
+            aliases: config.aliases.clone(),
+            projects: config.projects.clone(),
+            identity: Owner::new(&config.identity.org, &config.identity.user),
+        };
+        Arc::new(Self {
+            registry: RwLock::new(Arc::new(Registry::new(packs, &catalog_config))),
+            generation: watch::Sender::new(0),
+            catalog_config,
+            metrics: Metrics::default(),
+            running: AtomicUsize::new(0),
+            front: Front {
+                aliases: config.aliases.clone(),
+                snippets: config.snippets.clone(),
+            },
+            code_pack: config.server.code_pack.clone(),
+            runtime: tokio::runtime::Handle::current(),
+        })
+    }
+
+    fn registry(&self) -> Arc<Registry> {
+        Arc::clone(&self.registry.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Give pack `name` these functions (a server pack whose tools became
+    /// known); calls under way finish on the snapshot they started with.
+    pub fn set_functions(&self, name: &str, specs: &[FunctionSpec]) {
+        let mut registry = self.registry.write().unwrap_or_else(|e| e.into_inner());
+        let mut packs = registry.packs.clone();
+        let Some(entry) = packs.get(name) else {
+            return;
+        };
+        let entry = PackEntry {
+            loaded: Arc::clone(&entry.loaded),
+            functions: functions_of(name, specs),
+        };
+        packs.insert(name.to_owned(), Arc::new(entry));
+        *registry = Arc::new(Registry::new(packs, &self.catalog_config));
+        self.generation.send_modify(|generation| *generation += 1);
+    }
+
+    /// Changes whenever the set of tools does.
+    pub fn generation(&self) -> u64 {
+        *self.generation.borrow()
+    }
+
+    /// Wakes on every change of [`Self::generation`].
+    pub fn generations(&self) -> watch::Receiver<u64> {
+        self.generation.subscribe()
+    }
+
+    /// Every tool: `run` first, then each pack function.
+    pub fn tools(&self) -> Vec<ToolInfo> {
+        let registry = self.registry();
+        let functions = registry.packs.values().flat_map(|pack| {
+            pack.functions.iter().map(move |f| ToolInfo {
+                name: format!("{}.{}", pack.loaded.name, f.spec.name),
+                description: f.spec.description.clone(),
+                input_schema: f.spec.input_schema.clone(),
+                output_schema: Some(f.spec.output_schema.clone()),
+            })
+        });
+        std::iter::once(self.run_tool(&registry))
+            .chain(functions)
+            .collect()
+    }
+
+    /// The catalog `caller` sees, as JSON.
+    fn catalog_for(&self, caller: &Caller) -> RString {
+        self.registry().catalog_for(&self.catalog_config, caller)
+    }
+
+    /// Counters for `/metrics`.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// How many calls are under way.
+    pub fn running(&self) -> usize {
+        self.running.load(Ordering::SeqCst)
+    }
+
+    /// The loaded packs in name order, with their functions' signatures.
+    pub fn packs(&self) -> Vec<(Arc<LoadedPack>, Vec<String>)> {
+        self.registry()
+            .packs
+            .values()
+            .map(|p| {
+                (
+                    Arc::clone(&p.loaded),
+                    p.functions.iter().map(|f| f.signature.clone()).collect(),
+                )
+            })
+            .collect()
+    }
+
+    /// Serve one MCP `tools/call`.
+    pub async fn call_tool(
+        self: &Arc<Self>,
+        name: &str,
+        args: Value,
+        caller: &Caller,
+    ) -> Result<Value, Failure> {
+        if name == RUN_TOOL {
+            if !caller.may_call(RUN_TOOL) {
+                return Err(not_allowed(RUN_TOOL));
+            }
+            let command = match &args {
+                Value::Object(map) if map.len() == 1 => map.get("command").and_then(Value::as_str),
+                _ => None,
+            };
+            let Some(command) = command else {
+                return Err(Failure::invalid_argument(format!(
+                    "`run` takes one argument, `command` (a string); got {args}"
+                ))
+                .with_help("example: {\"command\": \"proj.list()\"}"));
+            };
+            return self.run(command, caller).await;
+        }
+        let registry = self.registry();
+        let (pack, function) = resolve(&registry, &self.front, name)?;
+        self.dispatch(pack, function, args, caller).await
+    }
+
+    /// Interpret a command and run it.
+    pub async fn run(self: &Arc<Self>, command: &str, caller: &Caller) -> Result<Value, Failure> {
+        let plan = self
+            .front
+            .interpret(command)
+            .map_err(|e| Failure::new(e.code(), e.to_string()))?;
+        let registry = self.registry();
+        match plan {
+            Plan::Call(call) => {
+                let (pack, function) = resolve(&registry, &self.front, &call.target)?;
+                let args = bind(function, call)?;
+                self.dispatch(pack, function, args, caller).await
+            }
+            Plan::Code(code) => {
+                let Some(pack) = registry.packs.get(&self.code_pack) else {
+                    if let Ok(Some(call)) = packhost_command::parse_call(&code) {
+                        // `abs(-3)`: a name only the code pack's Python could resolve.
+                        return Err(unknown_tool(&registry, &self.front, &call.target)
+                            .with_help(format!(
+                                "call a pack function as `pack.function(...)` or a configured \
+                                 alias; other names run as Python once the code pack `{}` is loaded",
+                                self.code_pack
+                            )));
+                    }
+                    return Err(Failure::new(
+                        codes::UNKNOWN_PACK,
+                        format!(
+                            "this command is not a single call `pack.function(...)`, so it would run \
+                             as code in pack `{}`, which is not loaded",
+                            self.code_pack
+                        ),
+                    )
+                    .with_help(format!(
+                        "send one call with literal arguments, e.g. `proj.list()`; or load the code \
+                         pack: [packs.{}] in packs.toml (or set `server.code_pack`)",
+                        self.code_pack
+                    )));
+                };
+                let function = function_of(pack, "run")?;
+                self.dispatch(pack, function, json!({ "code": code }), caller)
+                    .await
+            }
+        }
+    }
+
+    async fn dispatch(
+        self: &Arc<Self>,
+        pack: &PackEntry,
+        function: &Function,
+        args: Value,
+        caller: &Caller,
+    ) -> Result<Value, Failure> {
+        let tool = format!("{}.{}", pack.loaded.name, function.spec.name);
+        let span = tracing::info_span!("call", tool = %tool, request = %caller.request_id);
+        let started = Instant::now();
+        let _running = Running::start(&self.running);
+        let outcome = self
+            .dispatch_inner(pack, function, &tool, args, caller)
+            .instrument(span.clone())
+            .await;
+        let _entered = span.enter();
+        let elapsed = started.elapsed();
+        let elapsed_ms = elapsed.as_secs_f64() * 1000.0;
+        let code = outcome.as_ref().err().map_or("ok", Failure::code);
+        self.metrics.record(&tool, code, elapsed);
+        match &outcome {
+            Ok(_) => tracing::info!(elapsed_ms, outcome = code, "call done"),
+            Err(_) => tracing::info!(elapsed_ms, outcome = code, "call failed"),
+        }
+        outcome
+    }
+
+    async fn dispatch_inner(
+        self: &Arc<Self>,
+        pack: &PackEntry,
+        function: &Function,
+        tool: &str,
+        args: Value,
+        caller: &Caller,
+    ) -> Result<Value, Failure> {
+        if !caller.may_call(tool) {
+            return Err(not_allowed(tool));
+        }
+        let args = validate(function, args)?;
+        tracing::debug!(%args, "arguments");
+        if caller.cancel.is_cancelled() {
+            return Err(cancelled());
+        }
+        // Cancelled when this call ends however it ends, so that a pack still
+        // looking at `is_cancelled` stops.
+        let token = caller.cancel.child_token();
+        let _end = token.clone().drop_guard();
+        let ctx = CallContext_TO::from_ptr(
+            RArc::new(PackCallContext {
+                executor: Arc::clone(self),
+                pack: pack.loaded.name.clone(),
+                caller: Caller {
+                    cancel: token.clone(),
+                    ..caller.clone()
+                },
+            }),
+            TD_Opaque,
+        );
+        let args_json = args.to_string();
+        let call = catch_unwind(AssertUnwindSafe(|| {
+            pack.loaded.instance.call(
+                RStr::from_str(&function.spec.name),
+                RStr::from_str(&args_json),
+                ctx,
+            )
+        }))
+        .map_err(|_| Failure::internal(format!("`{tool}` panicked before it started")))?;
+        let timeout = pack.loaded.timeout;
+        tokio::select! {
+            // async-ffi re-raises a panic of the pack's future on this side.
+            result = AssertUnwindSafe(call).catch_unwind() => match result {
+                Ok(RResult::ROk(json)) => serde_json::from_str(&json).map_err(|e| {
+                    Failure::internal(format!("`{tool}` returned a result that is not JSON: {e}"))
+                }),
+                Ok(RResult::RErr(json)) => Err(Failure::from_pack_json(&json)),
+                Err(_) => Err(Failure::internal(format!("`{tool}` panicked"))),
+            },
+            _ = caller.cancel.cancelled() => Err(cancelled()),
+            _ = tokio::time::sleep(timeout) => Err(Failure::new(
+                codes::TIMEOUT,
+                format!("`{tool}` did not finish within its time limit of {}", human(timeout)),
+            )
+            .with_help(format!(
+                "raise `timeout_ms` in `[packs.{}]` (or `server.timeout_ms`) if the work needs longer",
+                pack.loaded.name
+            ))),
+        }
+    }
+}
+
+/// Counts a call as running until dropped, however the call ends.
+struct Running<'a>(&'a AtomicUsize);
+
+impl<'a> Running<'a> {
+    fn start(counter: &'a AtomicUsize) -> Self {
+        counter.fetch_add(1, Ordering::SeqCst);
+        Self(counter)
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Said of a tool outside the caller's allow-list: the same as a tool that does
+/// not exist, so that the refusal reveals nothing.
+fn not_allowed(tool: &str) -> Failure {
+    Failure::new(codes::UNKNOWN_FUNCTION, format!("unknown tool `{tool}`"))
+}
+
+fn cancelled() -> Failure {
+    Failure::new(codes::CANCELLED, "the client cancelled the call")
+}
+
+fn human(d: Duration) -> String {
+    if d.as_millis().is_multiple_of(1000) {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
+    }
+}

@@ -1,0 +1,230 @@
+//! The packs' functions under their names: built once per set of packs
+//! (again when a server pack's tools become known), then only read. Name
+//! lookup with its errors, and the catalog code mode reads, live here.
+
+use std::{collections::BTreeMap, sync::Arc};
+
+use abi_stable::std_types::RString;
+use pack_api::{Catalog, CatalogTool, FunctionSpec, Owner, codes, projects::Project};
+use packhost_command::Front;
+use serde_json::Value;
+
+use super::{Caller, RUN_TOOL};
+use crate::{
+    failure::Failure,
+    loader::LoadedPack,
+    render::{list, signature, suggestion},
+};
+
+/// A tool as listed to clients.
+pub struct ToolInfo {
+    /// `pack.function` or `run`.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub input_schema: Value,
+    /// JSON Schema of the result.
+    pub output_schema: Option<Value>,
+}
+
+pub(super) struct Function {
+    pub(super) spec: FunctionSpec,
+    /// `pack.function(a: string, ...)`, shown in argument errors.
+    pub(super) signature: String,
+    /// Property names in schema order: where positional arguments go.
+    pub(super) params: Vec<String>,
+    pub(super) validator: Option<jsonschema::Validator>,
+}
+
+pub(super) struct PackEntry {
+    pub(super) loaded: Arc<LoadedPack>,
+    pub(super) functions: Vec<Function>,
+}
+
+/// The packs and what code mode can reach. Replaced whole when a server
+/// pack's tools become known, so a call works on one consistent snapshot.
+pub(super) struct Registry {
+    pub(super) packs: BTreeMap<String, Arc<PackEntry>>,
+    pub(super) catalog: Catalog,
+    /// `catalog` as JSON, for callers that may use every tool.
+    pub(super) catalog_json: Arc<str>,
+}
+
+impl Registry {
+    pub(super) fn new(packs: BTreeMap<String, Arc<PackEntry>>, config: &CatalogConfig) -> Self {
+        let catalog = catalog(&packs, config);
+        let catalog_json = serde_json::to_string(&catalog)
+            .expect("a catalog is serialisable")
+            .into();
+        Self {
+            packs,
+            catalog,
+            catalog_json,
+        }
+    }
+}
+
+/// What the catalog takes from the config besides the packs.
+pub(super) struct CatalogConfig {
+    pub(super) aliases: BTreeMap<String, String>,
+    /// Every project, with the organisations that may see it.
+    pub(super) projects: BTreeMap<String, Project>,
+    /// `[identity]`.
+    pub(super) identity: Owner,
+}
+
+impl Registry {
+    /// The catalog `caller` sees, as JSON: the tools it may call and the
+    /// projects its organisation may see (the one place `[projects]`'
+    /// `orgs` are applied: `proj` and code mode show what this gives).
+    pub(super) fn catalog_for(&self, config: &CatalogConfig, caller: &Caller) -> RString {
+        let registry = self;
+        let restricted = config.projects.values().any(|p| p.orgs.is_some());
+        if caller.allowed.is_none() && !restricted {
+            return RString::from(&*registry.catalog_json);
+        }
+        let mut catalog = registry.catalog.clone();
+        catalog
+            .tools
+            .retain(|t| caller.may_call(&format!("{}.{}", t.pack, t.function)));
+        catalog.aliases.retain(|_, target| caller.may_call(target));
+        let projects = &config.projects;
+        catalog.projects.retain(|name, _| {
+            projects
+                .get(name)
+                .is_some_and(|p| p.visible_to(&caller.org))
+        });
+        serde_json::to_string(&catalog)
+            .expect("a catalog is serialisable")
+            .into()
+    }
+}
+
+/// `alias`, or `pack.function` → the pack and its function, or an error
+/// that lists what exists.
+pub(super) fn resolve<'r>(
+    registry: &'r Registry,
+    front: &Front,
+    name: &str,
+) -> Result<(&'r PackEntry, &'r Function), Failure> {
+    lookup(registry, front, name).inspect_err(|failure| {
+        tracing::info!(tool = name, outcome = failure.code(), "call refused");
+    })
+}
+
+fn lookup<'r>(
+    registry: &'r Registry,
+    front: &Front,
+    name: &str,
+) -> Result<(&'r PackEntry, &'r Function), Failure> {
+    let target = front.aliases.get(name).map(String::as_str).unwrap_or(name);
+    let Some((pack_name, function_name)) = target.split_once('.') else {
+        return Err(unknown_tool(registry, front, name)
+            .with_help("call a pack function as `pack.function(...)` or a configured alias"));
+    };
+    let Some(pack) = registry.packs.get(pack_name) else {
+        let hint = suggestion(pack_name, registry.packs.keys().map(String::as_str))
+            .map(|s| format!("did you mean `{s}`? "))
+            .unwrap_or_default();
+        return Err(Failure::new(
+            codes::UNKNOWN_PACK,
+            format!(
+                "unknown pack `{pack_name}`; {hint}loaded packs: {}",
+                list(registry.packs.keys())
+            ),
+        ));
+    };
+    Ok((pack, function_of(pack, function_name)?))
+}
+
+/// A name that is neither an alias nor `pack.function`: what exists instead.
+pub(super) fn unknown_tool(registry: &Registry, front: &Front, name: &str) -> Failure {
+    let mut tools: Vec<String> = vec![RUN_TOOL.to_owned()];
+    tools.extend(front.aliases.keys().cloned());
+    tools.extend(registry.packs.keys().map(|p| format!("{p}.*")));
+    let hint = suggestion(name, front.aliases.keys().map(String::as_str))
+        .map(|s| format!("did you mean `{s}`? "))
+        .unwrap_or_default();
+    Failure::new(
+        codes::UNKNOWN_FUNCTION,
+        format!("unknown tool `{name}`; {hint}tools: {}", list(tools)),
+    )
+}
+
+fn catalog(packs: &BTreeMap<String, Arc<PackEntry>>, config: &CatalogConfig) -> Catalog {
+    Catalog {
+        tools: packs
+            .values()
+            .flat_map(|pack| {
+                pack.functions.iter().map(|f| CatalogTool {
+                    pack: pack.loaded.name.clone(),
+                    function: f.spec.name.clone(),
+                    signature: f.signature.clone(),
+                    description: f.spec.description.clone(),
+                    input_schema: f.spec.input_schema.clone(),
+                })
+            })
+            .collect(),
+        aliases: config.aliases.clone(),
+        projects: config
+            .projects
+            .iter()
+            .map(|(name, p)| (name.clone(), p.path.display().to_string()))
+            .collect(),
+        identity: Some(config.identity.clone()),
+    }
+}
+
+pub(super) fn functions_of(pack: &str, specs: &[FunctionSpec]) -> Vec<Function> {
+    specs
+        .iter()
+        .map(|spec| function_entry(pack, spec))
+        .collect()
+}
+
+fn function_entry(pack: &str, spec: &FunctionSpec) -> Function {
+    let tool = format!("{pack}.{}", spec.name);
+    let validator = jsonschema::validator_for(&spec.input_schema)
+        .inspect_err(|e| tracing::warn!(%tool, error = %e, "input schema is not valid; arguments go unchecked"))
+        .ok();
+    Function {
+        signature: signature(&tool, &spec.input_schema),
+        params: spec.input_schema["properties"]
+            .as_object()
+            .map(|props| props.keys().cloned().collect())
+            .unwrap_or_default(),
+        spec: spec.clone(),
+        validator,
+    }
+}
+
+pub(super) fn function_of<'p>(pack: &'p PackEntry, name: &str) -> Result<&'p Function, Failure> {
+    pack.functions
+        .iter()
+        .find(|f| f.spec.name == name)
+        .ok_or_else(|| {
+            if pack.functions.is_empty() {
+                return Failure::new(
+                    codes::UNKNOWN_FUNCTION,
+                    format!(
+                        "pack `{}` has no functions yet: its server ({}) has not answered; its \
+                         tools appear when it does",
+                        pack.loaded.name, pack.loaded.origin
+                    ),
+                );
+            }
+            let names = pack.functions.iter().map(|f| f.spec.name.as_str());
+            let hint = suggestion(name, names.clone())
+                .map(|s| format!("did you mean `{s}`? "))
+                .unwrap_or_default();
+            Failure::new(
+                codes::UNKNOWN_FUNCTION,
+                format!(
+                    "pack `{}` has no function `{name}`; {hint}(has: {})",
+                    pack.loaded.name,
+                    list(names)
+                ),
+            )
+        })
+}
