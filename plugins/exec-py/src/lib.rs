@@ -19,7 +19,7 @@ use std::{
     time::Duration,
 };
 
-use pack_process::{EnvAllowList, Limits, Mode, Python, Sandbox, WARM_UP_DELAY, WarmPool};
+use pack_process::{EnvAllowList, Limits, Mode, Python, Sandbox, WarmPool};
 use pack_sdk::{Context, LogLevel, PackDef, PackError, Value};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -252,15 +252,9 @@ impl ExecPy {
             forks: ForkServer::default(),
             ready: OnceLock::new(),
         });
-        // Warm up behind the first `tools/list`.
-        let warming = Arc::clone(&interpreters);
-        let pool_size = config.pool_size;
-        tokio::spawn(async move {
-            tokio::time::sleep(WARM_UP_DELAY).await;
-            if warming.launcher().await.is_ok() {
-                warming.pool(pool_size);
-            }
-        });
+        // The pool fills behind the first `tools/list` (after its warm-up
+        // delay), resolving Python first.
+        interpreters.pool(config.pool_size);
         Ok(Self {
             config,
             interpreters,
