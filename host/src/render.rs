@@ -106,6 +106,14 @@ pub fn suggestion<'a>(
         .map(|(_, c)| c)
 }
 
+/// "did you mean `x`? " for the closest of `candidates`, or nothing: the
+/// one wording of a suggestion in the host's errors.
+pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
+    suggestion(name, candidates)
+        .map(|s| format!("did you mean `{s}`? "))
+        .unwrap_or_default()
+}
+
 fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();

@@ -13,7 +13,7 @@ use super::{Caller, RUN_TOOL};
 use crate::{
     failure::Failure,
     loader::LoadedPack,
-    render::{list, signature, suggestion},
+    render::{did_you_mean, list, signature},
 };
 
 /// A tool as listed to clients.
@@ -124,9 +124,7 @@ fn lookup<'r>(
             .with_help("call a pack function as `pack.function(...)` or a configured alias"));
     };
     let Some(pack) = registry.packs.get(pack_name) else {
-        let hint = suggestion(pack_name, registry.packs.keys().map(String::as_str))
-            .map(|s| format!("did you mean `{s}`? "))
-            .unwrap_or_default();
+        let hint = did_you_mean(pack_name, registry.packs.keys().map(String::as_str));
         return Err(Failure::new(
             codes::UNKNOWN_PACK,
             format!(
@@ -143,9 +141,7 @@ pub(super) fn unknown_tool(registry: &Registry, front: &Front, name: &str) -> Fa
     let mut tools: Vec<String> = vec![RUN_TOOL.to_owned()];
     tools.extend(front.aliases.keys().cloned());
     tools.extend(registry.packs.keys().map(|p| format!("{p}.*")));
-    let hint = suggestion(name, front.aliases.keys().map(String::as_str))
-        .map(|s| format!("did you mean `{s}`? "))
-        .unwrap_or_default();
+    let hint = did_you_mean(name, front.aliases.keys().map(String::as_str));
     Failure::new(
         codes::UNKNOWN_FUNCTION,
         format!("unknown tool `{name}`; {hint}tools: {}", list(tools)),
@@ -215,9 +211,7 @@ pub(super) fn function_of<'p>(pack: &'p PackEntry, name: &str) -> Result<&'p Fun
                 );
             }
             let names = pack.functions.iter().map(|f| f.spec.name.as_str());
-            let hint = suggestion(name, names.clone())
-                .map(|s| format!("did you mean `{s}`? "))
-                .unwrap_or_default();
+            let hint = did_you_mean(name, names.clone());
             Failure::new(
                 codes::UNKNOWN_FUNCTION,
                 format!(
