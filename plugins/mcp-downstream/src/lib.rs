@@ -20,7 +20,8 @@ mod endpoint;
 mod pool;
 
 pub use confine::Confinement;
-pub use endpoint::{Endpoint, check_url, is_private};
+pub use downstream_url::check_url;
+pub use endpoint::{Endpoint, is_private};
 pub use pack_process::{Limits, Mode};
 pub use pool::{Failure, Level, Log, Pool, PoolSettings};
 pub use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};

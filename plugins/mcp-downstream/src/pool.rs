@@ -44,8 +44,8 @@ use tokio::{
 };
 
 use crate::{
-    Confinement, confine,
-    endpoint::{Endpoint, PublicOnly, check_public_literal, check_url},
+    Confinement, check_url, confine,
+    endpoint::{Endpoint, PublicOnly, check_public_literal},
 };
 
 /// How loud a pool message is.
