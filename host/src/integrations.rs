@@ -112,13 +112,10 @@ fn secret_from(var: &str) -> Result<String, Error> {
 impl IntegrationsCommand {
     /// Run it against the database `config` names (or `--database`).
     pub async fn run(self, config: &Config) -> Result<ExitCode, Error> {
-        let database = self
-            .database
-            .or_else(|| {
-                let pack = config.packs.get("remote_mcp")?;
-                pack.config.get("database")?.as_str().map(str::to_owned)
-            })
-            .unwrap_or_else(|| integrations_store::default_database().display().to_string());
+        let database = self.database.unwrap_or_else(|| {
+            let pack = config.packs.get(integrations_store::PACK);
+            integrations_store::database_in(pack.map(|pack| &pack.config))
+        });
         let store = integrations_store::open(&database).await?;
         match self.action {
             Action::Add {

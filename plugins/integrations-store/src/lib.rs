@@ -132,6 +132,30 @@ fn sqlite_path(database: &str) -> Result<PathBuf, StoreError> {
         .map_err(|e| StoreError::Invalid(format!("database {e}")))
 }
 
+/// The pack that serves the integrations, as `packs.toml` names it.
+pub const PACK: &str = "remote_mcp";
+
+/// The key of [`PACK`]'s config that names the database: the setting the
+/// pack and `packhost integrations` share (`[packs.remote_mcp] config =
+/// { database = "…" }`).
+pub const DATABASE_KEY: &str = "database";
+
+/// The database to open: `configured` (the value of [`DATABASE_KEY`]), else
+/// [`default_database`].
+pub fn database_or_default(configured: Option<String>) -> String {
+    configured.unwrap_or_else(|| default_database().display().to_string())
+}
+
+/// The database [`PACK`]'s `config` table names (`None` when `packs.toml`
+/// has no such pack; a [`DATABASE_KEY`] that is not a string names none),
+/// else [`default_database`].
+pub fn database_in(pack_config: Option<&serde_json::Value>) -> String {
+    let configured = pack_config
+        .and_then(|config| config.get(DATABASE_KEY))
+        .and_then(serde_json::Value::as_str);
+    database_or_default(configured.map(str::to_owned))
+}
+
 /// The default SQLite database: `$XDG_DATA_HOME/packhost/integrations.db`,
 /// else `~/.local/share/packhost/integrations.db`.
 pub fn default_database() -> PathBuf {

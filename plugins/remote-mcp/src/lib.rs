@@ -40,6 +40,8 @@ pub struct Config {
     /// SQLite file or `postgres://` URL; default
     /// `~/.local/share/packhost/integrations.db`. `packhost integrations`
     /// reads this same setting.
+    // The key is `integrations_store::DATABASE_KEY`, which that command
+    // reads; `the_database_key_is_the_one_the_cli_reads` holds them together.
     #[serde(default)]
     pub database: Option<String>,
     /// Refuse integrations whose URL is (or resolves to) a private or
@@ -135,9 +137,7 @@ impl State {
             }),
         };
         Ok(Self {
-            database: config
-                .database
-                .unwrap_or_else(|| integrations_store::default_database().display().to_string()),
+            database: integrations_store::database_or_default(config.database),
             store: OnceCell::new(),
             pool: OnceCell::new(),
             settings,
@@ -451,7 +451,7 @@ async fn list_integrations(
 
 fn remote_mcp() -> PackDef<State> {
     PackDef::new(
-        "remote_mcp",
+        integrations_store::PACK,
         "Tools on the MCP servers your organisation registered (integrations).",
         State::new,
     )
@@ -497,5 +497,20 @@ mod result_schemas {
         })
         .unwrap();
         check_failure::<ToolExecutionResult>(&tool_failed("no".into())).unwrap();
+    }
+
+    /// `packhost integrations` finds the database where the pack does.
+    #[test]
+    fn the_database_key_is_the_one_the_cli_reads() {
+        let table = serde_json::json!({ integrations_store::DATABASE_KEY: "/srv/integrations.db" });
+        let config: Config = serde_json::from_value(table.clone()).unwrap();
+        assert_eq!(
+            integrations_store::database_or_default(config.database),
+            integrations_store::database_in(Some(&table)),
+        );
+        assert_eq!(
+            integrations_store::database_in(Some(&table)),
+            "/srv/integrations.db"
+        );
     }
 }
