@@ -264,15 +264,13 @@ impl State {
     }
 }
 
-/// File work blocks, so it runs off the async workers.
+/// File work blocks, so it runs off the async workers, with the state.
 async fn blocking<T: Send + 'static>(
     state: &Arc<State>,
     work: impl FnOnce(&State) -> Result<T, PackError> + Send + 'static,
 ) -> Result<T, PackError> {
     let state = Arc::clone(state);
-    tokio::task::spawn_blocking(move || work(&state))
-        .await
-        .map_err(|e| PackError::internal(format!("exec_ts worker thread failed: {e}")))?
+    pack_sdk::blocking("exec_ts", move || work(&state)).await
 }
 
 fn timeout_of(ms: u64) -> Result<Duration, PackError> {

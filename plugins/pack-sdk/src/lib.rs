@@ -50,12 +50,14 @@
 //! objects (MCP's are): a function whose types are not is refused when the
 //! pack loads. State a pack keeps between calls belongs to the caller that
 //! created it: [`owned`] has the table and the rules, so every pack shares
-//! one behaviour (another caller gets what an unknown id gets). With the
+//! one behaviour (another caller gets what an unknown id gets). Work that
+//! blocks a thread (file system calls) goes through [`blocking`]. With the
 //! feature `test-support`, [`testing`] runs a pack in-process as any caller
 //! (`PackTest`) and checks values against the schemas the way MCP clients
 //! do.
 #![deny(missing_docs)]
 
+mod blocking;
 mod context;
 mod def;
 mod error;
@@ -64,6 +66,7 @@ pub mod owned;
 #[cfg(feature = "test-support")]
 pub mod testing;
 
+pub use blocking::blocking;
 pub use context::{Context, Host};
 pub use def::{Empty, PackDef};
 pub use error::PackError;

@@ -109,9 +109,7 @@ impl State {
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, PackError> + Send + 'static,
 ) -> Result<T, PackError> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| PackError::internal(format!("proj worker thread failed: {e}")))?
+    pack_sdk::blocking("proj", work).await
 }
 
 async fn list(all: Arc<Projects>, _: Empty, ctx: Context) -> Result<ProjectList, PackError> {
