@@ -12,6 +12,7 @@ use jupyter_protocol::{
     ExecuteRequest, ExecutionState, JupyterMessage, JupyterMessageContent, Media, MediaType,
     ReplyStatus, Stdio,
 };
+use pack_process::CaptureBuffer;
 use pack_sdk::Context;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -74,8 +75,10 @@ pub struct Collected {
     /// (ename, evalue, traceback) of a raised exception.
     pub error: Option<(String, String, Vec<String>)>,
     pub execution_count: Option<u64>,
-    stdout_cut: bool,
-    stderr_cut: bool,
+    /// stdout and stderr as they arrive, each capped; `finish` makes them
+    /// `stdout` and `stderr`.
+    stdout_kept: CaptureBuffer,
+    stderr_kept: CaptureBuffer,
 }
 
 /// How an execution ended.
@@ -211,20 +214,13 @@ fn collect(
     limits: Limits,
 ) {
     match message.content {
-        JupyterMessageContent::StreamContent(stream) => match stream.name {
-            Stdio::Stdout => append(
-                &mut c.stdout,
-                &stream.text,
-                limits.max_output_bytes,
-                &mut c.stdout_cut,
-            ),
-            Stdio::Stderr => append(
-                &mut c.stderr,
-                &stream.text,
-                limits.max_output_bytes,
-                &mut c.stderr_cut,
-            ),
-        },
+        JupyterMessageContent::StreamContent(stream) => {
+            let kept = match stream.name {
+                Stdio::Stdout => &mut c.stdout_kept,
+                Stdio::Stderr => &mut c.stderr_kept,
+            };
+            kept.push(stream.text.as_bytes(), limits.max_output_bytes);
+        }
         JupyterMessageContent::ExecuteResult(result) => {
             for item in &result.data.content {
                 match item {
@@ -268,30 +264,10 @@ fn collect(
     }
 }
 
-fn append(buffer: &mut String, text: &str, cap: usize, cut: &mut bool) {
-    if *cut {
-        return;
-    }
-    if buffer.len() + text.len() <= cap {
-        buffer.push_str(text);
-        return;
-    }
-    let mut end = cap.saturating_sub(buffer.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    buffer.push_str(&text[..end]);
-    *cut = true;
-}
-
 impl Collected {
     fn finish(&mut self) {
-        if self.stdout_cut {
-            self.stdout.push_str(pack_process::TRUNCATED_MARKER);
-        }
-        if self.stderr_cut {
-            self.stderr.push_str(pack_process::TRUNCATED_MARKER);
-        }
+        self.stdout = self.stdout_kept.finish().text;
+        self.stderr = self.stderr_kept.finish().text;
     }
 }
 
@@ -414,6 +390,8 @@ pub fn strip_ansi(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use jupyter_protocol::StreamContent;
+
     use super::*;
 
     #[test]
@@ -436,10 +414,21 @@ mod tests {
 
     #[test]
     fn output_is_capped_on_a_char_boundary() {
-        let (mut buffer, mut cut) = (String::new(), false);
-        append(&mut buffer, "aé", 2, &mut cut);
-        assert_eq!((buffer.as_str(), cut), ("a", true));
-        append(&mut buffer, "more", 2, &mut cut);
-        assert_eq!(buffer, "a");
+        let limits = Limits {
+            max_image_bytes: 0,
+            max_output_bytes: 2,
+        };
+        let (mut c, mut idle, mut replied) = (Collected::default(), false, false);
+        for stream in [
+            StreamContent::stdout("aé"),
+            StreamContent::stdout("more"),
+            StreamContent::stderr("ok"),
+        ] {
+            let message = JupyterMessage::new(stream, None);
+            collect(&mut c, message, &mut idle, &mut replied, limits);
+        }
+        c.finish();
+        assert_eq!(c.stdout, format!("a{}", pack_process::TRUNCATED_MARKER));
+        assert_eq!(c.stderr, "ok");
     }
 }

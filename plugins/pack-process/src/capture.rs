@@ -17,16 +17,31 @@ pub struct Capture {
     pub truncated: bool,
 }
 
-/// The bytes kept so far, shared with the reading task so that output
-/// captured before a kill is never lost.
+/// Output kept as it arrives, up to a cap: the rule of every captured
+/// stream. A child's pipes go through one (shared with the reading task, so
+/// output captured before a kill is never lost); so does output that
+/// arrives as messages instead (a kernel's stream messages).
 #[derive(Debug, Default)]
-pub(crate) struct Buffer {
+pub struct CaptureBuffer {
     kept: Vec<u8>,
     truncated: bool,
 }
 
-impl Buffer {
-    pub(crate) fn finish(&self) -> Capture {
+impl CaptureBuffer {
+    /// Keeps what of `bytes` fits within `cap` bytes in all; the rest is
+    /// dropped, and so is everything after it.
+    pub fn push(&mut self, bytes: &[u8], cap: usize) {
+        let room = cap.saturating_sub(self.kept.len());
+        if bytes.len() > room {
+            self.truncated = true;
+        }
+        self.kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
+
+    /// The text kept so far: invalid UTF-8 replaced, a character the cap
+    /// fell inside dropped, and [`TRUNCATED_MARKER`] appended when bytes
+    /// were dropped.
+    pub fn finish(&self) -> Capture {
         let mut kept = self.kept.as_slice();
         if self.truncated {
             // The cap may fall inside a character: drop its first bytes.
@@ -52,7 +67,7 @@ impl Buffer {
 pub(crate) async fn read_capped(
     mut reader: impl AsyncRead + Unpin,
     limit: usize,
-    buffer: Arc<Mutex<Buffer>>,
+    buffer: Arc<Mutex<CaptureBuffer>>,
 ) {
     let mut chunk = vec![0u8; 64 * 1024];
     loop {
@@ -61,11 +76,25 @@ pub(crate) async fn read_capped(
             Ok(n) => n,
         };
         let mut buffer = buffer.lock().unwrap_or_else(|e| e.into_inner());
-        let room = limit.saturating_sub(buffer.kept.len());
-        if n > room {
-            buffer.truncated = true;
-        }
-        let keep = n.min(room);
-        buffer.kept.extend_from_slice(&chunk[..keep]);
+        buffer.push(&chunk[..n], limit);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pushes_are_kept_up_to_the_cap_and_cut_between_characters() {
+        let mut kept = CaptureBuffer::default();
+        kept.push("aé".as_bytes(), 2);
+        kept.push(b"more", 2);
+        let capture = kept.finish();
+        assert_eq!(capture.text, format!("a{TRUNCATED_MARKER}"));
+        assert!(capture.truncated);
+        let mut fits = CaptureBuffer::default();
+        fits.push(b"ab", 2);
+        fits.push(b"", 2);
+        assert_eq!(fits.finish().text, "ab");
     }
 }

@@ -12,7 +12,7 @@ use pack_sandbox::{Bound, Cgroup, Confined};
 use tokio::{net::unix::pipe, process::Child, sync::oneshot};
 use tokio_util::task::AbortOnDropHandle;
 
-use crate::capture::{Buffer, Capture, read_capped};
+use crate::capture::{Capture, CaptureBuffer, read_capped};
 
 /// How long output may still arrive after the group is gone: the pipes stay
 /// open only while a process outside the group holds them.
@@ -208,8 +208,8 @@ impl ProcessGroup {
         answered: impl Future<Output = ()>,
     ) -> Finished {
         let started = Instant::now();
-        let stdout = Arc::new(Mutex::new(Buffer::default()));
-        let stderr = Arc::new(Mutex::new(Buffer::default()));
+        let stdout = Arc::new(Mutex::new(CaptureBuffer::default()));
+        let stderr = Arc::new(Mutex::new(CaptureBuffer::default()));
         let mut readers = Vec::new();
         if let Some(child) = &mut self.child {
             if let Some(pipe) = child.stdout.take() {
@@ -252,8 +252,9 @@ impl ProcessGroup {
         })
         .await;
         drop(readers);
-        let finish =
-            |buffer: &Arc<Mutex<Buffer>>| buffer.lock().unwrap_or_else(|e| e.into_inner()).finish();
+        let finish = |buffer: &Arc<Mutex<CaptureBuffer>>| {
+            buffer.lock().unwrap_or_else(|e| e.into_inner()).finish()
+        };
         Finished {
             stdout: finish(&stdout),
             stderr: finish(&stderr),
@@ -267,7 +268,7 @@ impl ProcessGroup {
 fn reader(
     pipe: impl tokio::io::AsyncRead + Unpin + Send + 'static,
     limit: usize,
-    buffer: &Arc<Mutex<Buffer>>,
+    buffer: &Arc<Mutex<CaptureBuffer>>,
 ) -> AbortOnDropHandle<()> {
     AbortOnDropHandle::new(tokio::spawn(read_capped(pipe, limit, Arc::clone(buffer))))
 }

@@ -6,7 +6,8 @@
 //!   grandchildren (`sh -c 'sleep 100 &'`) never outlive the call;
 //! - a killed child is reaped on the runtime (no zombies);
 //! - stdout and stderr are captured while streaming, each capped, with a
-//!   marker when cut: memory stays bounded whatever the child prints;
+//!   marker when cut: memory stays bounded whatever the child prints
+//!   ([`CaptureBuffer`], also for output that arrives as messages);
 //! - a child's environment is an allow-list, never the host's whole
 //!   environment (which holds tokens and credentials);
 //! - a [`WarmPool`] keeps pre-started children so a call does not pay the
@@ -21,7 +22,7 @@ mod env;
 mod group;
 mod pool;
 
-pub use capture::{Capture, TRUNCATED_MARKER};
+pub use capture::{Capture, CaptureBuffer, TRUNCATED_MARKER};
 pub use env::EnvAllowList;
 pub use group::{Adopted, Exit, Finished, ProcessGroup, live_members};
 pub use pack_sandbox::{Bound, Confined, Limits, Mode, Network, Policy, Python, Sandbox};
