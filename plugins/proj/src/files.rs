@@ -310,11 +310,7 @@ fn existing(confined: &Confined, project: &str) -> Result<fs::Metadata, PackErro
 
 /// The longest prefix of `s` of at most `max` bytes that ends on a char boundary.
 pub(crate) fn prefix(s: &str, max: usize) -> &str {
-    let mut end = max.min(s.len());
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
+    &s[..s.floor_char_boundary(max)]
 }
 
 #[cfg(test)]
