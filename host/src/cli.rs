@@ -108,6 +108,10 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
     let (server_packs, servers) = servers::connect_all(&loaded.config).await;
     packs.extend(server_packs);
     let executor = Executor::new(packs, &loaded.config);
+    if let Err(e) = executor.check_aliases(&loaded) {
+        shutdown::shutdown_packs(&executor).await;
+        return Err(e.into());
+    }
     servers.watch(&executor);
     executor.metrics().set_load_failures(errors.len());
     let code = match cli.command {

@@ -314,6 +314,14 @@ impl PackConfig {
 #[derive(Debug)]
 pub struct ConfigError(String);
 
+impl ConfigError {
+    /// Problems found once the packs are loaded, one a line, each naming
+    /// its place.
+    pub fn new(problems: &[String]) -> Self {
+        Self(problems.join("\n"))
+    }
+}
+
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
@@ -329,6 +337,18 @@ pub struct Loaded {
     pub config: Config,
     /// The file it was read from, if any.
     pub file: Option<PathBuf>,
+    /// The line of each alias the file sets (and the environment leaves).
+    alias_lines: BTreeMap<String, usize>,
+}
+
+impl Loaded {
+    /// Where alias `name` is set: `file:line`, or the environment.
+    pub fn alias_place(&self, name: &str) -> String {
+        match (&self.file, self.alias_lines.get(name)) {
+            (Some(file), Some(line)) => format!("{}:{line}", file.display()),
+            _ => "PACKHOST_* environment".to_owned(),
+        }
+    }
 }
 
 /// Read `file` (when given it must exist), else `./packs.toml` when present,
@@ -353,6 +373,7 @@ pub fn load(file: Option<&Path>) -> Result<Loaded, ConfigError> {
     let cwd = std::env::current_dir().unwrap_or_default();
     let file = file.map(|p| resolve(&cwd, &p));
     let mut figment = Figment::from(Serialized::defaults(Config::default()));
+    let mut file_aliases = BTreeMap::new();
     if let Some(path) = &file {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ConfigError(format!("cannot read `{}`: {e}", path.display())))?;
@@ -362,6 +383,7 @@ pub fn load(file: Option<&Path>) -> Result<Loaded, ConfigError> {
             ConfigError(format!("{}: {}", path.display(), e.to_string().trim_end()))
         })?;
         figment = figment.merge(Serialized::defaults(from_file));
+        file_aliases = aliases_in(&text);
     }
     let figment = figment.merge(
         Env::prefixed("PACKHOST_")
@@ -388,7 +410,36 @@ pub fn load(file: Option<&Path>) -> Result<Loaded, ConfigError> {
     };
     config.resolve_paths(&base).map_err(in_file)?;
     config.check().map_err(in_file)?;
-    Ok(Loaded { config, file })
+    let alias_lines = file_aliases
+        .into_iter()
+        .filter(|(name, (value, _))| config.aliases.get(name) == Some(value))
+        .map(|(name, (_, line))| (name, line))
+        .collect();
+    Ok(Loaded {
+        config,
+        file,
+        alias_lines,
+    })
+}
+
+/// Each alias `text` sets, with its value and line: the config keeps no
+/// places, and a target is only checked once the packs are loaded.
+fn aliases_in(text: &str) -> BTreeMap<String, (String, usize)> {
+    #[derive(Deserialize)]
+    struct Aliases {
+        #[serde(default)]
+        aliases: BTreeMap<String, toml::Spanned<String>>,
+    }
+    let Ok(file) = toml::from_str::<Aliases>(text) else {
+        return BTreeMap::new();
+    };
+    file.aliases
+        .into_iter()
+        .map(|(name, value)| {
+            let line = text[..value.span().start].matches('\n').count() + 1;
+            (name, (value.into_inner(), line))
+        })
+        .collect()
 }
 
 /// `base/p` without `.` and `a/..` components, so that paths shown to users
@@ -625,6 +676,19 @@ mod tests {
         );
         let loaded = load_text("[aliases]\nws = \"proj.list\"\n").unwrap();
         assert_eq!(loaded.config.aliases["ws"], "proj.list");
+    }
+
+    #[test]
+    fn an_alias_is_placed_at_its_line_in_either_table_form() {
+        for text in [
+            "[aliases]\n\nws = \"proj.list\"\n",
+            "# aliases\n\naliases = { ws = \"proj.list\" }\n",
+        ] {
+            let (_dir, path) = file(text);
+            let loaded = load(Some(&path)).unwrap();
+            assert_eq!(loaded.alias_place("ws"), format!("{}:3", path.display()));
+            assert_eq!(loaded.alias_place("other"), "PACKHOST_* environment");
+        }
     }
 
     #[test]

@@ -52,8 +52,7 @@ struct Pending {
     pool: Arc<Pool>,
 }
 
-/// Function name → the server's tool (tool names that are not identifiers
-/// get `_` for the odd characters, so `run` can call them).
+/// Function name → the server's tool (see [`function_names`]).
 type Names = Arc<RwLock<HashMap<String, ServerTool>>>;
 
 /// One tool of the server.
@@ -131,7 +130,7 @@ pub async fn connect_all(config: &Config) -> (Vec<LoadedPack>, Servers) {
     for (name, endpoint, timeout, tools) in futures_util::future::join_all(connecting).await {
         let names = Names::default();
         let functions = match tools {
-            Ok(tools) => functions(&tools, &names),
+            Ok(tools) => functions(&name, &tools, &names),
             Err(failure) => {
                 tracing::warn!(
                     pack = %name,
@@ -193,7 +192,7 @@ async fn retry(pending: Pending, executor: Weak<Executor>) {
             .list_tools(&pending.name, &pending.endpoint, STARTUP_WAIT)
             .await
         {
-            let specs = functions(&tools, &pending.names);
+            let specs = functions(&pending.name, &tools, &pending.names);
             let Some(executor) = executor.upgrade() else {
                 return;
             };
@@ -233,18 +232,16 @@ fn reason(failure: &Downstream) -> &str {
     }
 }
 
-/// The server's tools as functions; records the name each stands for.
-fn functions(tools: &[Tool], names: &Names) -> Vec<FunctionSpec> {
+/// The server's tools as functions of pack `pack`; records the name each
+/// stands for.
+fn functions(pack: &str, tools: &[Tool], names: &Names) -> Vec<FunctionSpec> {
     let mut map = names.write().unwrap_or_else(|e| e.into_inner());
     map.clear();
+    let tool_names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     tools
         .iter()
-        .map(|tool| {
-            let function: String = tool
-                .name
-                .chars()
-                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-                .collect();
+        .zip(function_names(pack, &tool_names))
+        .map(|(tool, function)| {
             let output = tool.output_schema.as_ref().and_then(|schema| {
                 jsonschema::validator_for(&Value::Object((**schema).clone()))
                     .map_err(|e| {
@@ -270,6 +267,53 @@ fn functions(tools: &[Tool], names: &Names) -> Vec<FunctionSpec> {
                 ),
             }
         })
+        .collect()
+}
+
+/// The function name of each tool, in the server's order: `_` for each
+/// character an identifier cannot hold, so `run` can call it (`get-sum` →
+/// `get_sum`). When tools come to one name, every one stays reachable: a tool
+/// whose name is that identifier already keeps it (its name works as the
+/// server documents it; else the first listed does), the others get `_2`, `_3`, ... in the server's order
+/// (the first name free), and a warning names both tools.
+fn function_names(pack: &str, tools: &[&str]) -> Vec<String> {
+    let plain: Vec<String> = tools.iter().map(|tool| identifier(tool)).collect();
+    // Function name → the tool that has it.
+    let mut holders: HashMap<String, &str> = tools
+        .iter()
+        .zip(&plain)
+        .filter(|(tool, name)| **tool == name.as_str())
+        .map(|(tool, name)| (name.clone(), *tool))
+        .collect();
+    tools
+        .iter()
+        .zip(plain)
+        .map(|(tool, name)| match holders.get(&name).copied() {
+            None => {
+                holders.insert(name.clone(), tool);
+                name
+            }
+            Some(holder) if holder == *tool => name,
+            Some(holder) => {
+                let free = (2..)
+                    .map(|n| format!("{name}_{n}"))
+                    .find(|candidate| !holders.contains_key(candidate))
+                    .expect("some suffix is free");
+                tracing::warn!(
+                    pack,
+                    "tools `{holder}` and `{tool}` of the server both make `{name}`: `{holder}` \
+                     keeps it, `{tool}` is served as `{pack}.{free}`"
+                );
+                holders.insert(free.clone(), tool);
+                free
+            }
+        })
+        .collect()
+}
+
+fn identifier(tool: &str) -> String {
+    tool.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect()
 }
 
@@ -399,5 +443,24 @@ impl Pack for ServerPack {
     fn shutdown(&self) -> FfiFuture<()> {
         self.pool.close_all();
         async {}.into_ffi()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::function_names;
+
+    #[test]
+    fn tools_that_come_to_one_name_all_stay_reachable() {
+        assert_eq!(
+            function_names("fx", &["get-sum", "get_sum", "echo", "get.sum"]),
+            ["get_sum_2", "get_sum", "echo", "get_sum_3"]
+        );
+        // Without an identifier among them, the first listed keeps the name;
+        // a suffix never takes the name of another tool.
+        assert_eq!(
+            function_names("fx", &["a-b", "a_b_2", "a.b"]),
+            ["a_b", "a_b_2", "a_b_3"]
+        );
     }
 }

@@ -83,8 +83,42 @@ fn an_alias_target_must_be_pack_dot_function() {
         &output,
         &["`aliases.ws` = \"nodot\": the target must be `pack.function`"],
     );
-    let output = packhost_cli("[aliases]\nws = \"proj.list\"\n", &["check"]);
+    let output = packhost_cli("[packs.proj]\n[aliases]\nws = \"proj.list\"\n", &["check"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+#[test]
+fn an_alias_to_a_missing_function_is_refused_with_its_line_and_the_closest_name() {
+    let config = "[packs.proj]\n\n[aliases]\nprojects = \"proj.list\"\nls = \"proj.lst\"\n";
+    for command in ["check", "serve"] {
+        let output = packhost_cli(config, &[command]);
+        let err = refused(
+            &output,
+            &[
+                "/packs.toml:5: `aliases.ls` = \"proj.lst\": pack `proj` has no function `lst`; \
+                 did you mean `proj.list`?",
+            ],
+        );
+        assert_eq!(err.lines().count(), 1, "{command}: {err}");
+    }
+}
+
+#[test]
+fn an_alias_to_a_pack_that_is_not_loaded_is_refused() {
+    let config = "[packs.proj]\n[packs.off]\nenabled = false\n\n[aliases]\n\
+                  a = \"prj.list\"\nb = \"off.run\"\nc = \"nope.zzz\"\n";
+    let err = refused(
+        &packhost_cli(config, &["check"]),
+        &[
+            "/packs.toml:6: `aliases.a` = \"prj.list\": no pack `prj` is configured; \
+             did you mean `proj.list`?",
+            "/packs.toml:7: `aliases.b` = \"off.run\": pack `off` is not enabled \
+             (`[packs.off] enabled = false`)",
+            "/packs.toml:8: `aliases.c` = \"nope.zzz\": no pack `nope` is configured; \
+             packs: proj",
+        ],
+    );
+    assert_eq!(err.lines().count(), 3, "{err}");
 }
 
 #[test]

@@ -4,8 +4,12 @@ use packhost_tests::{TestHost, failed, hello_section, ok};
 use serde_json::json;
 
 fn config() -> String {
+    // `nothere` fails to load: an alias into it is left to fail when called.
     hello_section("")
         + r#"
+[packs.nothere]
+path = "/nonexistent/libnothere.so"
+
 [aliases]
 hi = "hello.greet"
 gone = "nothere.fn"

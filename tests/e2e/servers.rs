@@ -179,6 +179,73 @@ async fn a_server_down_at_start_up_comes_back_when_it_answers() {
     assert_eq!(echo["text"], "echo: here");
 }
 
+#[tokio::test]
+async fn tools_whose_names_normalise_alike_are_both_served() {
+    // The fixture lists `get-sum`, then `get_sum`.
+    let fixture = vec![fixture_mcp_bin().display().to_string(), "--twins".into()];
+    let host = TestHost::start(&stdio_section("fx", &fixture)).await;
+    let names = tool_names(&host).await;
+    for tool in ["fx.get_sum", "fx.get_sum_2"] {
+        assert!(
+            names.iter().any(|n| n == tool),
+            "{tool} missing from {names:?}"
+        );
+    }
+    // The name that is already an identifier keeps it.
+    let sum = ok(&host.run("fx.get_sum(2, 3)").await);
+    assert_eq!(sum["text"], "get_sum: 5");
+    let sum = ok(&host.call("fx.get_sum_2", json!({"a": 2, "b": 3})).await);
+    assert_eq!(sum["text"], "get-sum: 5");
+    let log = host.stderr();
+    assert!(
+        log.lines().any(|l| l.contains("WARN")
+            && l.contains("tools `get_sum` and `get-sum` of the server both make `get_sum`")
+            && l.contains("`get-sum` is served as `fx.get_sum_2`")),
+        "{log}"
+    );
+}
+
+#[test]
+fn an_alias_into_a_server_pack_that_answers_is_checked_at_start() {
+    let fixture = vec![fixture_mcp_bin().display().to_string()];
+    let config = stdio_section("fx", &fixture) + "[aliases]\nsay = \"fx.ech\"\n";
+    let output = packhost_cli(&config, &["check"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "/packs.toml:5: `aliases.say` = \"fx.ech\": pack `fx` has no function `ech`; \
+             did you mean `fx.echo`?"
+        ),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn an_alias_into_a_server_that_answers_late_is_checked_when_it_does() {
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let config = http_section("late", &url) + "[aliases]\nsay = \"late.ech\"\n";
+    let host = TestHost::start(&config).await;
+    let _server = HttpServer::fixture(port);
+    let warning = "/packs.toml:5: `aliases.say` = \"late.ech\": pack `late` has no function \
+                   `ech`; did you mean `late.echo`?";
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while !host
+        .stderr()
+        .lines()
+        .any(|l| l.contains("WARN") && l.contains(warning))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no warning about the alias:\n{}",
+            host.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    ok(&host.run("late.echo(text='x')").await);
+}
+
 #[test]
 fn server_pack_sections_are_checked() {
     for (config, said) in [

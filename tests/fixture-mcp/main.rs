@@ -2,7 +2,9 @@
 //! and tell what it was given. `packhost-fixture-mcp` serves stdio;
 //! `packhost-fixture-mcp --http 127.0.0.1:PORT` serves streamable HTTP at
 //! `/mcp` (and a redirect to it at `/moved`) and prints
-//! `listening on http://ADDR/mcp` once bound.
+//! `listening on http://ADDR/mcp` once bound. `--twins` (before `--http`)
+//! adds `get-sum {a, b}` and `get_sum {a, b}`, listed in that order, whose
+//! names become one function name (each answers `<its name>: <a + b>`).
 //!
 //! Tools: `echo {text}`, `pid {}`, `fail {message}` (a tool error),
 //! `crash {}` (exits mid-call), `sleep {ms}`, `env {name}` (a variable of its
@@ -33,7 +35,10 @@ use rmcp::{
 use serde_json::{Value, json};
 
 #[derive(Clone)]
-struct Fixture;
+struct Fixture {
+    /// Also list `get-sum` and `get_sum`.
+    twins: bool,
+}
 
 fn tool(name: &'static str, description: &'static str, properties: Value) -> Tool {
     let required: Vec<&String> = properties
@@ -79,7 +84,7 @@ impl ServerHandler for Fixture {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let string = json!({"type": "string"});
-        Ok(ListToolsResult::with_all_items(vec![
+        let mut tools = vec![
             tool("echo", "Echo the text back.", json!({"text": string})),
             tool("pid", "The server's process id.", json!({})),
             tool("fail", "Fail with the message.", json!({"message": string})),
@@ -119,7 +124,17 @@ impl ServerHandler for Fixture {
                 "Open a TCP connection to HOST:PORT.",
                 json!({"addr": string}),
             ),
-        ]))
+        ];
+        if self.twins {
+            let numbers = json!({"a": {"type": "integer"}, "b": {"type": "integer"}});
+            tools.push(tool(
+                "get-sum",
+                "a + b, said by `get-sum`.",
+                numbers.clone(),
+            ));
+            tools.push(tool("get_sum", "a + b, said by `get_sum`.", numbers));
+        }
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -143,6 +158,10 @@ impl ServerHandler for Fixture {
                 arg("message").as_str().unwrap_or("failed").to_owned(),
             )]),
             "crash" => std::process::exit(3),
+            name @ ("get-sum" | "get_sum") if self.twins => {
+                let sum = arg("a").as_i64().unwrap_or(0) + arg("b").as_i64().unwrap_or(0);
+                text(format!("{name}: {sum}"))
+            }
             "typed" => {
                 let (text_form, structured) = match arg("form").as_str().unwrap_or_default() {
                     "structured" => (r#"{"n":7}"#, Some(json!({"n": 7}))),
@@ -224,10 +243,15 @@ fn outcome(result: std::io::Result<String>) -> CallToolResult {
 
 #[tokio::main]
 async fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let twins = args.first().is_some_and(|a| a == "--twins");
+    if twins {
+        args.remove(0);
+    }
+    let fixture = Fixture { twins };
     match args.as_slice() {
         [] => {
-            let service = Fixture
+            let service = fixture
                 .serve((tokio::io::stdin(), tokio::io::stdout()))
                 .await
                 .expect("MCP handshake on stdio");
@@ -239,7 +263,7 @@ async fn main() {
             let config = StreamableHttpServerConfig::default()
                 .with_allowed_hosts([bound.ip().to_string(), bound.to_string()]);
             let service = StreamableHttpService::new(
-                || Ok(Fixture),
+                move || Ok(fixture.clone()),
                 Arc::new(LocalSessionManager::default()),
                 config,
             );
@@ -258,7 +282,7 @@ async fn main() {
             axum::serve(listener, app).await.expect("serve");
         }
         _ => {
-            eprintln!("usage: packhost-fixture-mcp [--http ADDR]");
+            eprintln!("usage: packhost-fixture-mcp [--twins] [--http ADDR]");
             std::process::exit(2);
         }
     }

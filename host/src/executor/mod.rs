@@ -35,6 +35,7 @@ use crate::{config::Config, failure::Failure, loader::LoadedPack, metrics::Metri
 /// Name of the tool that takes a command as a model writes it.
 pub const RUN_TOOL: &str = "run";
 
+mod aliases;
 mod arguments;
 mod caller;
 mod code_mode;
