@@ -159,6 +159,7 @@ async fn call(executor: &Arc<Executor>, loaded: &Loaded, command: &str) -> ExitC
         cancel: CancellationToken::new(),
         depth: 0,
         allowed: None,
+        deadline: None,
     };
     match executor.run(command, &caller).await {
         Ok(value) => {

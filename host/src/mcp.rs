@@ -339,6 +339,7 @@ impl ServerHandler for PackhostServer {
             cancel: context.ct.clone(),
             depth: 0,
             allowed: identity.allowed,
+            deadline: None,
         };
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         let result = match self.executor.call_tool(&request.name, args, &caller).await {

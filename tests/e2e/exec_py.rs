@@ -195,6 +195,38 @@ async fn a_timeout_kills_the_process_group_and_keeps_the_output() {
     }
 }
 
+/// A call made from code gets what is left of the time of the call that
+/// made it, not its own full limit, and is cut with it.
+#[tokio::test]
+async fn a_call_from_code_gets_what_is_left_of_its_callers_time() {
+    let host = TestHost::start(&config("timeout_ms = 3000")).await;
+    let out = py(&host, "import time\ntime.sleep(1)\nhello.remaining()['ms']").await;
+    let left = out["result"].as_u64().expect("milliseconds");
+    assert!(left > 0 && left <= 2000, "{left} ms left after 1 s of 3 s");
+
+    let folder = tempfile::tempdir().unwrap();
+    let marker = folder.path().join("abandoned");
+    let code = format!(
+        "import time\ntime.sleep(1)\nhello.sleep(ms=60000, marker={:?})",
+        marker.display().to_string()
+    );
+    let started = Instant::now();
+    let result = host.call("exec_py.run", json!({ "code": code })).await;
+    failed(&result, "TIMEOUT", &["exec_py.run", "3 s"]);
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    for _ in 0..100 {
+        if marker.exists() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the call made from code outlived the call that made it");
+}
+
 /// A call ends at the runner's answer, not at its exit: what the code wrote
 /// up to its last line is all there (more than a pipe holds), and a process
 /// it left running, even in a session of its own, is killed with the call.

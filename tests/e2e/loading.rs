@@ -90,7 +90,7 @@ config = {{ refuse = true }}
             .unwrap_or_else(|| panic!("no error line for `{pack}`:\n{stdout}"))
             .to_owned()
     };
-    assert!(stdout.contains("ok    hello (11 functions)"), "{stdout}");
+    assert!(stdout.contains("ok    hello (12 functions)"), "{stdout}");
     assert!(
         line("plain").contains("libplain.so): not a packhost pack"),
         "{}",

@@ -1,7 +1,7 @@
-//! Who calls: identity, allow-list, cancellation and progress, as the
-//! transport hands them to the executor and the executor to packs.
+//! Who calls: identity, allow-list, cancellation, progress and deadline, as
+//! the transport hands them to the executor and the executor to packs.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Instant};
 
 use tokio_util::sync::CancellationToken;
 
@@ -25,6 +25,9 @@ pub struct Caller {
     pub depth: u32,
     /// The tools this caller may use; `None`: all.
     pub allowed: Option<Arc<ToolFilter>>,
+    /// When the call that made this one is cut (code mode); `None` for a
+    /// call from a client, which has its pack's time limit only.
+    pub deadline: Option<Instant>,
 }
 
 impl Caller {

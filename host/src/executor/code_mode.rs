@@ -56,6 +56,13 @@ impl CallContext for PackCallContext {
         self.caller.cancel.is_cancelled()
     }
 
+    fn remaining_ms(&self) -> u64 {
+        self.caller.deadline.map_or(u64::MAX, |deadline| {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            u64::try_from(left.as_millis()).unwrap_or(u64::MAX)
+        })
+    }
+
     fn catalog(&self) -> RString {
         self.executor.catalog_for(&self.caller)
     }

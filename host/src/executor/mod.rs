@@ -288,6 +288,12 @@ impl Executor {
         if caller.cancel.is_cancelled() {
             return Err(cancelled());
         }
+        // Its own time limit, or what is left of its caller's if that is less:
+        // a call made from code ends with the call that made it.
+        let own = Instant::now() + pack.loaded.timeout;
+        let deadline = caller.deadline.map_or(own, |inherited| inherited.min(own));
+        let cut_by_caller = deadline < own;
+        let left = deadline.saturating_duration_since(Instant::now());
         // Cancelled when this call ends however it ends, so that a pack still
         // looking at `is_cancelled` stops.
         let token = caller.cancel.child_token();
@@ -298,6 +304,7 @@ impl Executor {
                 pack: pack.loaded.name.clone(),
                 caller: Caller {
                     cancel: token.clone(),
+                    deadline: Some(deadline),
                     ..caller.clone()
                 },
             }),
@@ -312,7 +319,6 @@ impl Executor {
             )
         }))
         .map_err(|_| Failure::internal(format!("`{tool}` panicked before it started")))?;
-        let timeout = pack.loaded.timeout;
         tokio::select! {
             // async-ffi re-raises a panic of the pack's future on this side.
             result = AssertUnwindSafe(call).catch_unwind() => match result {
@@ -323,14 +329,7 @@ impl Executor {
                 Err(_) => Err(Failure::internal(format!("`{tool}` panicked"))),
             },
             _ = caller.cancel.cancelled() => Err(cancelled()),
-            _ = tokio::time::sleep(timeout) => Err(Failure::new(
-                codes::TIMEOUT,
-                format!("`{tool}` did not finish within its time limit of {}", human(timeout)),
-            )
-            .with_help(format!(
-                "raise `timeout_ms` in `[packs.{}]` (or `server.timeout_ms`) if the work needs longer",
-                pack.loaded.name
-            ))),
+            () = tokio::time::sleep_until(deadline.into()) => Err(out_of_time(tool, pack, cut_by_caller.then_some(left))),
         }
     }
 }
@@ -359,6 +358,33 @@ fn not_allowed(tool: &str) -> Failure {
 
 fn cancelled() -> Failure {
     Failure::new(codes::CANCELLED, "the client cancelled the call")
+}
+
+/// A call cut at its deadline: its own time limit, or its caller's when
+/// `inherited` (the time it was left when it started).
+fn out_of_time(tool: &str, pack: &PackEntry, inherited: Option<Duration>) -> Failure {
+    match inherited {
+        Some(left) => Failure::new(
+            codes::TIMEOUT,
+            format!(
+                "`{tool}` was cut when the call that made it ran out of time ({} were left when \
+                 it started)",
+                human(left)
+            ),
+        )
+        .with_help("give the calling code more time, or make its calls sooner"),
+        None => Failure::new(
+            codes::TIMEOUT,
+            format!(
+                "`{tool}` did not finish within its time limit of {}",
+                human(pack.loaded.timeout)
+            ),
+        )
+        .with_help(format!(
+            "raise `timeout_ms` in `[packs.{}]` (or `server.timeout_ms`) if the work needs longer",
+            pack.loaded.name
+        )),
+    }
 }
 
 fn human(d: Duration) -> String {

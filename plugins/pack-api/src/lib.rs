@@ -102,6 +102,9 @@ pub trait CallContext: Send + Sync + Clone {
     /// executor, with this call's identity. Arguments and result are JSON.
     #[sabi(last_prefix_field)]
     fn call_tool(&self, name: RStr<'_>, args_json: RStr<'_>) -> FfiFuture<CallResult>;
+    /// Milliseconds left before the host cuts this call: its own time limit,
+    /// or less when the call that made it (code mode) has less left.
+    fn remaining_ms(&self) -> u64;
 }
 
 /// FFI-safe handle to [`CallContext`].

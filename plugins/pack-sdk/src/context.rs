@@ -77,6 +77,13 @@ impl Context {
         self.0.progress(progress, total, message.into());
     }
 
+    /// How long until the host cuts this call (its time limit, or what is
+    /// left of its caller's when code made it). A pack that bounds its own
+    /// work by it can still answer with what it has.
+    pub fn remaining(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.0.remaining_ms())
+    }
+
     /// Whether the client cancelled the call or it ran out of time. Long loops
     /// should check it; dropped futures are cancelled anyway.
     pub fn is_cancelled(&self) -> bool {

@@ -319,6 +319,11 @@ impl CallContext for TestCall {
         let json = serde_json::to_string(&error).expect("an error is JSON");
         async move { RResult::RErr(json.into()) }.into_ffi()
     }
+
+    /// A test call is never cut.
+    fn remaining_ms(&self) -> u64 {
+        u64::MAX
+    }
 }
 
 fn record(logs: &Mutex<Vec<String>>, level: LogLevel, message: &str) {
