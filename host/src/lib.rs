@@ -6,7 +6,8 @@
 //!   [`servers`]: other MCP servers as packs (`kind = "mcp"`);
 //! - [`executor`]: the one path of every call (resolve, validate, time limit,
 //!   cancellation, errors as results); the `run` command front is the
-//!   `packhost-command` crate;
+//!   `packhost-command` crate, and the host's own reasons a call fails are
+//!   `error::CallError`;
 //! - [`mcp`]: the rmcp server over the executor; [`http`] serves it over
 //!   streamable HTTP with [`auth`];
 //! - [`cli`]: the subcommands, on top of everything (nothing imports it);
@@ -17,6 +18,7 @@
 pub mod auth;
 pub mod cli;
 pub mod config;
+mod error;
 pub mod executor;
 pub mod exit;
 pub mod failure;

@@ -5,20 +5,17 @@ use packhost_command::Call;
 use serde_json::{Map, Value};
 
 use super::registry::Function;
-use crate::failure::Failure;
+use crate::error::CallError;
 
 /// Positional arguments take the parameters in schema order.
-pub(super) fn bind(function: &Function, call: Call) -> Result<Value, Failure> {
-    let wrong = |message: String| {
-        Failure::invalid_argument(message).with_help(format!("expected {}", function.signature))
-    };
+pub(super) fn bind(function: &Function, call: Call) -> Result<Value, CallError> {
     if call.args.len() > function.params.len() {
-        return Err(wrong(format!(
-            "`{}` takes at most {} positional argument(s), got {}",
-            call.target,
-            function.params.len(),
-            call.args.len()
-        )));
+        return Err(CallError::TooManyPositional {
+            target: call.target,
+            max: function.params.len(),
+            got: call.args.len(),
+            signature: function.signature.clone(),
+        });
     }
     let mut args = Map::new();
     for (name, value) in function.params.iter().zip(call.args) {
@@ -26,10 +23,11 @@ pub(super) fn bind(function: &Function, call: Call) -> Result<Value, Failure> {
     }
     for (name, value) in call.kwargs {
         if args.contains_key(&name) {
-            return Err(wrong(format!(
-                "`{}` got two values for `{name}`: one positional, one by keyword",
-                call.target
-            )));
+            return Err(CallError::TwoValues {
+                target: call.target,
+                name,
+                signature: function.signature.clone(),
+            });
         }
         args.insert(name, value);
     }
@@ -37,7 +35,7 @@ pub(super) fn bind(function: &Function, call: Call) -> Result<Value, Failure> {
 }
 
 /// Check `args` against the input schema; the error shows the signature.
-pub(super) fn validate(function: &Function, args: Value) -> Result<Value, Failure> {
+pub(super) fn validate(function: &Function, args: Value) -> Result<Value, CallError> {
     let args = match args {
         Value::Null => Value::Object(Map::new()),
         other => other,
@@ -49,12 +47,16 @@ pub(super) fn validate(function: &Function, args: Value) -> Result<Value, Failur
     if problems.is_empty() {
         return Ok(args);
     }
-    Err(Failure::invalid_argument(format!(
-        "`{}`: {}",
-        function.signature.split('(').next().unwrap_or_default(),
-        problems.join("; ")
-    ))
-    .with_help(format!("expected {}", function.signature)))
+    Err(CallError::BadArguments {
+        tool: function
+            .signature
+            .split('(')
+            .next()
+            .unwrap_or_default()
+            .to_owned(),
+        problems,
+        signature: function.signature.clone(),
+    })
 }
 
 fn describe(error: &jsonschema::ValidationError<'_>) -> String {

@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio_util::task::AbortOnDropHandle;
 
 use super::{Caller, Executor};
-use crate::failure::Failure;
+use crate::{error::CallError, failure::Failure};
 
 /// Code mode can call tools that call tools; a loop must end somewhere.
 const MAX_NESTING: u32 = 8;
@@ -79,13 +79,17 @@ impl CallContext for PackCallContext {
         };
         let task = AbortOnDropHandle::new(self.executor.runtime.spawn(async move {
             if caller.depth > MAX_NESTING {
-                return Err(Failure::invalid_argument(format!(
-                    "calls nest deeper than {MAX_NESTING} levels (`{name}`); is code calling itself?"
-                )));
+                return Err(CallError::TooDeep {
+                    name,
+                    max: MAX_NESTING,
+                }
+                .into());
             }
-            let args: Value = serde_json::from_str(&args).map_err(|e| {
-                Failure::invalid_argument(format!("arguments of `{name}` are not JSON: {e}"))
-            })?;
+            let args: Value =
+                serde_json::from_str(&args).map_err(|e| CallError::ArgumentsNotJson {
+                    name: name.clone(),
+                    error: e.to_string(),
+                })?;
             executor.call_tool(&name, args, &caller).await
         }));
         async move {
@@ -93,9 +97,11 @@ impl CallContext for PackCallContext {
                 Ok(Ok(value)) => RResult::ROk(value.to_string().into()),
                 Ok(Err(failure)) => RResult::RErr(failure.to_json().into()),
                 Err(e) => RResult::RErr(
-                    Failure::internal(format!("host task failed: {e}"))
-                        .to_json()
-                        .into(),
+                    Failure::from(CallError::HostTask {
+                        error: e.to_string(),
+                    })
+                    .to_json()
+                    .into(),
                 ),
             }
         }

@@ -8,7 +8,7 @@ use std::{
         Arc, RwLock,
         atomic::{AtomicUsize, Ordering},
     },
-    time::{Duration, Instant},
+    time::Instant,
 };
 
 use abi_stable::{
@@ -16,7 +16,7 @@ use abi_stable::{
     std_types::{RArc, RResult, RStr, RString},
 };
 use futures_util::FutureExt as _;
-use pack_api::{CallContext_TO, FunctionSpec, Owner, codes};
+use pack_api::{CallContext_TO, FunctionSpec, Owner};
 use packhost_command::{Front, Plan};
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -25,12 +25,11 @@ use tracing::Instrument as _;
 use self::{
     arguments::{bind, validate},
     code_mode::PackCallContext,
-    registry::{
-        CatalogConfig, Function, PackEntry, Registry, function_of, functions_of, resolve,
-        unknown_tool,
-    },
+    registry::{CatalogConfig, Function, PackEntry, Registry, function_of, functions_of, resolve},
 };
-use crate::{config::Config, failure::Failure, loader::LoadedPack, metrics::Metrics};
+use crate::{
+    config::Config, error::CallError, failure::Failure, loader::LoadedPack, metrics::Metrics,
+};
 
 /// Name of the tool that takes a command as a model writes it.
 pub const RUN_TOOL: &str = "run";
@@ -181,17 +180,14 @@ impl Executor {
     ) -> Result<Value, Failure> {
         if name == RUN_TOOL {
             if !caller.may_call(RUN_TOOL) {
-                return Err(not_allowed(RUN_TOOL));
+                return Err(not_allowed(RUN_TOOL).into());
             }
             let command = match &args {
                 Value::Object(map) if map.len() == 1 => map.get("command").and_then(Value::as_str),
                 _ => None,
             };
             let Some(command) = command else {
-                return Err(Failure::invalid_argument(format!(
-                    "`run` takes one argument, `command` (a string); got {args}"
-                ))
-                .with_help("example: {\"command\": \"proj.list()\"}"));
+                return Err(CallError::RunArguments { got: args }.into());
             };
             return self.run(command, caller).await;
         }
@@ -202,10 +198,7 @@ impl Executor {
 
     /// Interpret a command and run it.
     pub async fn run(self: &Arc<Self>, command: &str, caller: &Caller) -> Result<Value, Failure> {
-        let plan = self
-            .front
-            .interpret(command)
-            .map_err(|e| Failure::new(e.code(), e.to_string()))?;
+        let plan = self.front.interpret(command).map_err(CallError::Command)?;
         let registry = self.registry();
         match plan {
             Plan::Call(call) => {
@@ -215,28 +208,20 @@ impl Executor {
             }
             Plan::Code(code) => {
                 let Some(pack) = registry.packs.get(&self.code_pack) else {
+                    let code_pack = self.code_pack.clone();
                     if let Ok(Some(call)) = packhost_command::parse_call(&code) {
                         // `abs(-3)`: a name only the code pack's Python could resolve.
-                        return Err(unknown_tool(&registry, &self.front, &call.target)
-                            .with_help(format!(
-                                "call a pack function as `pack.function(...)` or a configured \
-                                 alias; other names run as Python once the code pack `{}` is loaded",
-                                self.code_pack
-                            )));
+                        let (name, aliases, packs) =
+                            registry.known_names(&self.front, &call.target);
+                        return Err(CallError::NotACall {
+                            name,
+                            aliases,
+                            packs,
+                            code_pack,
+                        }
+                        .into());
                     }
-                    return Err(Failure::new(
-                        codes::UNKNOWN_PACK,
-                        format!(
-                            "this command is not a single call `pack.function(...)`, so it would run \
-                             as code in pack `{}`, which is not loaded",
-                            self.code_pack
-                        ),
-                    )
-                    .with_help(format!(
-                        "send one call with literal arguments, e.g. `proj.list()`; or load the code \
-                         pack: [packs.{}] in packs.toml (or set `server.code_pack`)",
-                        self.code_pack
-                    )));
+                    return Err(CallError::NoCodePack { code_pack }.into());
                 };
                 let function = function_of(pack, "run")?;
                 self.dispatch(pack, function, json!({ "code": code }), caller)
@@ -281,12 +266,12 @@ impl Executor {
         caller: &Caller,
     ) -> Result<Value, Failure> {
         if !caller.may_call(tool) {
-            return Err(not_allowed(tool));
+            return Err(not_allowed(tool).into());
         }
         let args = validate(function, args)?;
         tracing::debug!(%args, "arguments");
         if caller.cancel.is_cancelled() {
-            return Err(cancelled());
+            return Err(CallError::Cancelled.into());
         }
         // Its own time limit, or what is left of its caller's if that is less:
         // a call made from code ends with the call that made it.
@@ -318,18 +303,32 @@ impl Executor {
                 ctx,
             )
         }))
-        .map_err(|_| Failure::internal(format!("`{tool}` panicked before it started")))?;
+        .map_err(|_| CallError::Panicked {
+            tool: tool.to_owned(),
+            before_start: true,
+        })?;
+        let out_of_time = || match cut_by_caller {
+            true => CallError::CutByCaller {
+                tool: tool.to_owned(),
+                left,
+            },
+            false => CallError::OutOfTime {
+                tool: tool.to_owned(),
+                pack: pack.loaded.name.clone(),
+                limit: pack.loaded.timeout,
+            },
+        };
         tokio::select! {
             // async-ffi re-raises a panic of the pack's future on this side.
             result = AssertUnwindSafe(call).catch_unwind() => match result {
                 Ok(RResult::ROk(json)) => serde_json::from_str(&json).map_err(|e| {
-                    Failure::internal(format!("`{tool}` returned a result that is not JSON: {e}"))
+                    CallError::ResultNotJson { tool: tool.to_owned(), error: e.to_string() }.into()
                 }),
                 Ok(RResult::RErr(json)) => Err(Failure::from_pack_json(&json)),
-                Err(_) => Err(Failure::internal(format!("`{tool}` panicked"))),
+                Err(_) => Err(CallError::Panicked { tool: tool.to_owned(), before_start: false }.into()),
             },
-            _ = caller.cancel.cancelled() => Err(cancelled()),
-            () = tokio::time::sleep_until(deadline.into()) => Err(out_of_time(tool, pack, cut_by_caller.then_some(left))),
+            _ = caller.cancel.cancelled() => Err(CallError::Cancelled.into()),
+            () = tokio::time::sleep_until(deadline.into()) => Err(out_of_time().into()),
         }
     }
 }
@@ -352,45 +351,8 @@ impl Drop for Running<'_> {
 
 /// Said of a tool outside the caller's allow-list: the same as a tool that does
 /// not exist, so that the refusal reveals nothing.
-fn not_allowed(tool: &str) -> Failure {
-    Failure::new(codes::UNKNOWN_FUNCTION, format!("unknown tool `{tool}`"))
-}
-
-fn cancelled() -> Failure {
-    Failure::new(codes::CANCELLED, "the client cancelled the call")
-}
-
-/// A call cut at its deadline: its own time limit, or its caller's when
-/// `inherited` (the time it was left when it started).
-fn out_of_time(tool: &str, pack: &PackEntry, inherited: Option<Duration>) -> Failure {
-    match inherited {
-        Some(left) => Failure::new(
-            codes::TIMEOUT,
-            format!(
-                "`{tool}` was cut when the call that made it ran out of time ({} were left when \
-                 it started)",
-                human(left)
-            ),
-        )
-        .with_help("give the calling code more time, or make its calls sooner"),
-        None => Failure::new(
-            codes::TIMEOUT,
-            format!(
-                "`{tool}` did not finish within its time limit of {}",
-                human(pack.loaded.timeout)
-            ),
-        )
-        .with_help(format!(
-            "raise `timeout_ms` in `[packs.{}]` (or `server.timeout_ms`) if the work needs longer",
-            pack.loaded.name
-        )),
-    }
-}
-
-fn human(d: Duration) -> String {
-    if d.as_millis().is_multiple_of(1000) {
-        format!("{} s", d.as_secs())
-    } else {
-        format!("{} ms", d.as_millis())
+fn not_allowed(tool: &str) -> CallError {
+    CallError::NotAllowed {
+        tool: tool.to_owned(),
     }
 }

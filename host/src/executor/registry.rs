@@ -5,16 +5,12 @@
 use std::{collections::BTreeMap, sync::Arc};
 
 use abi_stable::std_types::RString;
-use pack_api::{Catalog, CatalogTool, FunctionSpec, Owner, codes, projects::Project};
+use pack_api::{Catalog, CatalogTool, FunctionSpec, Owner, projects::Project};
 use packhost_command::Front;
 use serde_json::Value;
 
-use super::{Caller, RUN_TOOL};
-use crate::{
-    failure::Failure,
-    loader::LoadedPack,
-    render::{did_you_mean, list, signature},
-};
+use super::Caller;
+use crate::{error::CallError, loader::LoadedPack, render::signature};
 
 /// A tool as listed to clients.
 pub struct ToolInfo {
@@ -107,9 +103,9 @@ pub(super) fn resolve<'r>(
     registry: &'r Registry,
     front: &Front,
     name: &str,
-) -> Result<(&'r PackEntry, &'r Function), Failure> {
-    lookup(registry, front, name).inspect_err(|failure| {
-        tracing::info!(tool = name, outcome = failure.code(), "call refused");
+) -> Result<(&'r PackEntry, &'r Function), CallError> {
+    lookup(registry, front, name).inspect_err(|error| {
+        tracing::info!(tool = name, outcome = error.code(), "call refused");
     })
 }
 
@@ -117,35 +113,39 @@ fn lookup<'r>(
     registry: &'r Registry,
     front: &Front,
     name: &str,
-) -> Result<(&'r PackEntry, &'r Function), Failure> {
+) -> Result<(&'r PackEntry, &'r Function), CallError> {
     let target = front.aliases.get(name).map(String::as_str).unwrap_or(name);
     let Some((pack_name, function_name)) = target.split_once('.') else {
-        return Err(unknown_tool(registry, front, name)
-            .with_help("call a pack function as `pack.function(...)` or a configured alias"));
+        let (name, aliases, packs) = registry.known_names(front, name);
+        return Err(CallError::UnknownTool {
+            name,
+            aliases,
+            packs,
+        });
     };
     let Some(pack) = registry.packs.get(pack_name) else {
-        let hint = did_you_mean(pack_name, registry.packs.keys().map(String::as_str));
-        return Err(Failure::new(
-            codes::UNKNOWN_PACK,
-            format!(
-                "unknown pack `{pack_name}`; {hint}loaded packs: {}",
-                list(registry.packs.keys())
-            ),
-        ));
+        return Err(CallError::UnknownPack {
+            pack: pack_name.to_owned(),
+            packs: registry.packs.keys().cloned().collect(),
+        });
     };
     Ok((pack, function_of(pack, function_name)?))
 }
 
-/// A name that is neither an alias nor `pack.function`: what exists instead.
-pub(super) fn unknown_tool(registry: &Registry, front: &Front, name: &str) -> Failure {
-    let mut tools: Vec<String> = vec![RUN_TOOL.to_owned()];
-    tools.extend(front.aliases.keys().cloned());
-    tools.extend(registry.packs.keys().map(|p| format!("{p}.*")));
-    let hint = did_you_mean(name, front.aliases.keys().map(String::as_str));
-    Failure::new(
-        codes::UNKNOWN_FUNCTION,
-        format!("unknown tool `{name}`; {hint}tools: {}", list(tools)),
-    )
+impl Registry {
+    /// For a name that is neither an alias nor `pack.function`: the name,
+    /// the aliases and the packs, which the error lists instead.
+    pub(super) fn known_names(
+        &self,
+        front: &Front,
+        name: &str,
+    ) -> (String, Vec<String>, Vec<String>) {
+        (
+            name.to_owned(),
+            front.aliases.keys().cloned().collect(),
+            self.packs.keys().cloned().collect(),
+        )
+    }
 }
 
 fn catalog(packs: &BTreeMap<String, Arc<PackEntry>>, config: &CatalogConfig) -> Catalog {
@@ -195,30 +195,21 @@ fn function_entry(pack: &str, spec: &FunctionSpec) -> Function {
     }
 }
 
-pub(super) fn function_of<'p>(pack: &'p PackEntry, name: &str) -> Result<&'p Function, Failure> {
+pub(super) fn function_of<'p>(pack: &'p PackEntry, name: &str) -> Result<&'p Function, CallError> {
     pack.functions
         .iter()
         .find(|f| f.spec.name == name)
         .ok_or_else(|| {
             if pack.functions.is_empty() {
-                return Failure::new(
-                    codes::UNKNOWN_FUNCTION,
-                    format!(
-                        "pack `{}` has no functions yet: its server ({}) has not answered; its \
-                         tools appear when it does",
-                        pack.loaded.name, pack.loaded.origin
-                    ),
-                );
+                return CallError::NoFunctionsYet {
+                    pack: pack.loaded.name.clone(),
+                    origin: pack.loaded.origin.to_string(),
+                };
             }
-            let names = pack.functions.iter().map(|f| f.spec.name.as_str());
-            let hint = did_you_mean(name, names.clone());
-            Failure::new(
-                codes::UNKNOWN_FUNCTION,
-                format!(
-                    "pack `{}` has no function `{name}`; {hint}(has: {})",
-                    pack.loaded.name,
-                    list(names)
-                ),
-            )
+            CallError::UnknownFunction {
+                pack: pack.loaded.name.clone(),
+                function: name.to_owned(),
+                functions: pack.functions.iter().map(|f| f.spec.name.clone()).collect(),
+            }
         })
 }

@@ -1,0 +1,289 @@
+//! The host's own reasons a call fails: the facts in the variants, the
+//! sentence in `Display`, the stable code and the fix beside it. A pack's
+//! failures arrive as they are ([`Failure::from_pack_json`]); every
+//! `CallError` becomes a [`Failure`] the same way, whether the call came from
+//! `run`, `tools/call` or code.
+
+use std::{fmt, time::Duration};
+
+use pack_api::codes;
+use packhost_command::FrontError;
+use serde_json::Value;
+
+use crate::{
+    failure::Failure,
+    render::{did_you_mean, list},
+};
+
+/// Why the host refused or ended a call.
+#[derive(Debug)]
+pub(crate) enum CallError {
+    /// `run` got something other than `{"command": "..."}`.
+    RunArguments {
+        got: Value,
+    },
+    /// The command front could not read the command.
+    Command(FrontError),
+    /// A name that is neither an alias nor `pack.function`.
+    UnknownTool {
+        name: String,
+        aliases: Vec<String>,
+        packs: Vec<String>,
+    },
+    /// A call of a name only the code pack's Python could resolve (`abs(-3)`),
+    /// without the code pack.
+    NotACall {
+        name: String,
+        aliases: Vec<String>,
+        packs: Vec<String>,
+        code_pack: String,
+    },
+    /// Code, and no code pack to run it.
+    NoCodePack {
+        code_pack: String,
+    },
+    UnknownPack {
+        pack: String,
+        packs: Vec<String>,
+    },
+    UnknownFunction {
+        pack: String,
+        function: String,
+        functions: Vec<String>,
+    },
+    /// A server pack whose server has not answered yet.
+    NoFunctionsYet {
+        pack: String,
+        origin: String,
+    },
+    /// Outside the caller's allow-list: said like a tool that does not exist,
+    /// so that the refusal reveals nothing.
+    NotAllowed {
+        tool: String,
+    },
+    TooManyPositional {
+        target: String,
+        max: usize,
+        got: usize,
+        signature: String,
+    },
+    TwoValues {
+        target: String,
+        name: String,
+        signature: String,
+    },
+    /// The arguments do not fit the input schema.
+    BadArguments {
+        tool: String,
+        problems: Vec<String>,
+        signature: String,
+    },
+    /// Code calling tools that call tools, too deep.
+    TooDeep {
+        name: String,
+        max: u32,
+    },
+    /// Code sent arguments that are not JSON.
+    ArgumentsNotJson {
+        name: String,
+        error: String,
+    },
+    Cancelled,
+    /// The call reached its own time limit.
+    OutOfTime {
+        tool: String,
+        pack: String,
+        limit: Duration,
+    },
+    /// The call that made this one (code mode) ran out of time.
+    CutByCaller {
+        tool: String,
+        left: Duration,
+    },
+    Panicked {
+        tool: String,
+        before_start: bool,
+    },
+    ResultNotJson {
+        tool: String,
+        error: String,
+    },
+    /// The host's own task for a call from code failed.
+    HostTask {
+        error: String,
+    },
+}
+
+impl CallError {
+    /// The stable code of the result.
+    pub(crate) fn code(&self) -> &'static str {
+        use CallError::*;
+        match self {
+            RunArguments { .. }
+            | TooManyPositional { .. }
+            | TwoValues { .. }
+            | BadArguments { .. }
+            | TooDeep { .. }
+            | ArgumentsNotJson { .. } => codes::INVALID_ARGUMENT,
+            Command(e) => e.code(),
+            UnknownTool { .. }
+            | NotACall { .. }
+            | UnknownFunction { .. }
+            | NoFunctionsYet { .. }
+            | NotAllowed { .. } => codes::UNKNOWN_FUNCTION,
+            NoCodePack { .. } | UnknownPack { .. } => codes::UNKNOWN_PACK,
+            Cancelled => codes::CANCELLED,
+            OutOfTime { .. } | CutByCaller { .. } => codes::TIMEOUT,
+            Panicked { .. } | ResultNotJson { .. } | HostTask { .. } => codes::INTERNAL,
+        }
+    }
+
+    /// What would be right, when there is something to say.
+    pub(crate) fn help(&self) -> Option<String> {
+        use CallError::*;
+        let help = match self {
+            RunArguments { .. } => "example: {\"command\": \"proj.list()\"}".to_owned(),
+            UnknownTool { .. } => {
+                "call a pack function as `pack.function(...)` or a configured alias".to_owned()
+            }
+            NotACall { code_pack, .. } => format!(
+                "call a pack function as `pack.function(...)` or a configured alias; other names \
+                 run as Python once the code pack `{code_pack}` is loaded"
+            ),
+            NoCodePack { code_pack } => format!(
+                "send one call with literal arguments, e.g. `proj.list()`; or load the code pack: \
+                 [packs.{code_pack}] in packs.toml (or set `server.code_pack`)"
+            ),
+            TooManyPositional { signature, .. }
+            | TwoValues { signature, .. }
+            | BadArguments { signature, .. } => format!("expected {signature}"),
+            OutOfTime { pack, .. } => format!(
+                "raise `timeout_ms` in `[packs.{pack}]` (or `server.timeout_ms`) if the work needs \
+                 longer"
+            ),
+            CutByCaller { .. } => {
+                "give the calling code more time, or make its calls sooner".to_owned()
+            }
+            _ => return None,
+        };
+        Some(help)
+    }
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use CallError::*;
+        match self {
+            RunArguments { got } => write!(
+                f,
+                "`run` takes one argument, `command` (a string); got {got}"
+            ),
+            Command(e) => write!(f, "{e}"),
+            UnknownTool {
+                name,
+                aliases,
+                packs,
+            }
+            | NotACall {
+                name,
+                aliases,
+                packs,
+                ..
+            } => {
+                let tools = std::iter::once("run".to_owned())
+                    .chain(aliases.iter().cloned())
+                    .chain(packs.iter().map(|p| format!("{p}.*")));
+                write!(
+                    f,
+                    "unknown tool `{name}`; {}tools: {}",
+                    did_you_mean(name, aliases.iter().map(String::as_str)),
+                    list(tools)
+                )
+            }
+            NoCodePack { code_pack } => write!(
+                f,
+                "this command is not a single call `pack.function(...)`, so it would run as code \
+                 in pack `{code_pack}`, which is not loaded"
+            ),
+            UnknownPack { pack, packs } => write!(
+                f,
+                "unknown pack `{pack}`; {}loaded packs: {}",
+                did_you_mean(pack, packs.iter().map(String::as_str)),
+                list(packs)
+            ),
+            UnknownFunction {
+                pack,
+                function,
+                functions,
+            } => write!(
+                f,
+                "pack `{pack}` has no function `{function}`; {}(has: {})",
+                did_you_mean(function, functions.iter().map(String::as_str)),
+                list(functions)
+            ),
+            NoFunctionsYet { pack, origin } => write!(
+                f,
+                "pack `{pack}` has no functions yet: its server ({origin}) has not answered; its \
+                 tools appear when it does"
+            ),
+            NotAllowed { tool } => write!(f, "unknown tool `{tool}`"),
+            TooManyPositional {
+                target, max, got, ..
+            } => write!(
+                f,
+                "`{target}` takes at most {max} positional argument(s), got {got}"
+            ),
+            TwoValues { target, name, .. } => write!(
+                f,
+                "`{target}` got two values for `{name}`: one positional, one by keyword"
+            ),
+            BadArguments { tool, problems, .. } => write!(f, "`{tool}`: {}", problems.join("; ")),
+            TooDeep { name, max } => write!(
+                f,
+                "calls nest deeper than {max} levels (`{name}`); is code calling itself?"
+            ),
+            ArgumentsNotJson { name, error } => {
+                write!(f, "arguments of `{name}` are not JSON: {error}")
+            }
+            Cancelled => f.write_str("the client cancelled the call"),
+            OutOfTime { tool, limit, .. } => write!(
+                f,
+                "`{tool}` did not finish within its time limit of {}",
+                human(*limit)
+            ),
+            CutByCaller { tool, left } => write!(
+                f,
+                "`{tool}` was cut when the call that made it ran out of time ({} were left when it \
+                 started)",
+                human(*left)
+            ),
+            Panicked {
+                tool,
+                before_start: true,
+            } => write!(f, "`{tool}` panicked before it started"),
+            Panicked { tool, .. } => write!(f, "`{tool}` panicked"),
+            ResultNotJson { tool, error } => {
+                write!(f, "`{tool}` returned a result that is not JSON: {error}")
+            }
+            HostTask { error } => write!(f, "host task failed: {error}"),
+        }
+    }
+}
+
+impl From<CallError> for Failure {
+    fn from(error: CallError) -> Self {
+        let failure = Failure::new(error.code(), error.to_string());
+        match error.help() {
+            Some(help) => failure.with_help(help),
+            None => failure,
+        }
+    }
+}
+
+fn human(d: Duration) -> String {
+    if d.as_millis().is_multiple_of(1000) {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
+    }
+}
