@@ -376,6 +376,37 @@ async fn unknown_names_and_bad_arguments_explain_themselves() {
     );
 }
 
+/// The host binds and checks a call's arguments wherever it comes from: the
+/// same bad call reads the same from `run`, from `tools/call` and from code.
+#[tokio::test]
+async fn a_bad_call_reads_the_same_from_run_tools_call_and_code() {
+    let host = host().await;
+    let said = |result: &rmcp::model::CallToolResult| {
+        let error = packhost_tests::error_of(result);
+        assert_eq!(error["code"], "INVALID_ARGUMENT", "{error}");
+        format!(
+            "{}; {}",
+            error["message"].as_str().unwrap(),
+            error["help"].as_str().unwrap()
+        )
+    };
+    let from_run = said(&host.run("hello.greet(name=5)").await);
+    let from_tools_call = said(&host.call("hello.greet", json!({"name": 5})).await);
+    let body = py_error(&host, "hello.greet(name=5)").await;
+    assert_eq!(body["error_type"], "TypeError");
+    assert_eq!(from_run, from_tools_call);
+    assert_eq!(body["error_message"], from_run.as_str());
+    assert!(
+        from_run.contains("expected hello.greet(name: string"),
+        "{from_run}"
+    );
+    // Positional arguments are bound by the host too.
+    let from_run = said(&host.run("hello.greet('a', 1, 2, 3)").await);
+    let body = py_error(&host, "hello.greet('a', 1, 2, 3)").await;
+    assert_eq!(body["error_message"], from_run.as_str());
+    assert!(from_run.contains("positional argument"), "{from_run}");
+}
+
 #[tokio::test]
 async fn a_pack_error_is_raised_as_pack_error() {
     let host = host().await;

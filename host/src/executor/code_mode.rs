@@ -2,12 +2,13 @@
 //! progress, cancellation, the catalog, and calls back into the executor
 //! from code (code mode), one level deeper each time.
 
-use std::sync::Arc;
+use std::{future::Future, sync::Arc};
 
 use abi_stable::std_types::{ROption, RResult, RStr, RString};
 use async_ffi::{FfiFuture, FutureExt as _};
 use pack_api::{CallContext, CallResult, LogLevel};
-use serde_json::Value;
+use packhost_command::Call;
+use serde_json::{Map, Value};
 use tokio_util::task::AbortOnDropHandle;
 
 use super::{Caller, Executor};
@@ -67,12 +68,48 @@ impl CallContext for PackCallContext {
         self.executor.catalog_for(&self.caller)
     }
 
-    // Runs on the pack's thread: the work goes to the host's runtime, and the
-    // pack gets a future that only waits for it (dropping it aborts it).
     fn call_tool(&self, name: RStr<'_>, args_json: RStr<'_>) -> FfiFuture<CallResult> {
+        let args = args_json.as_str().to_owned();
+        self.nested(name, move |executor, name, caller| async move {
+            let args: Value = json_of(&name, &args)?;
+            executor.call_tool(&name, args, &caller).await
+        })
+    }
+
+    fn call_with(
+        &self,
+        name: RStr<'_>,
+        positional_json: RStr<'_>,
+        keywords_json: RStr<'_>,
+    ) -> FfiFuture<CallResult> {
+        let (positional, keywords) = (
+            positional_json.as_str().to_owned(),
+            keywords_json.as_str().to_owned(),
+        );
+        self.nested(name, move |executor, name, caller| async move {
+            let call = Call {
+                args: json_of(&name, &positional)?,
+                kwargs: json_of::<Map<String, Value>>(&name, &keywords)?
+                    .into_iter()
+                    .collect(),
+                target: name,
+            };
+            executor.call_bound(call, &caller).await
+        })
+    }
+}
+
+impl PackCallContext {
+    /// A call made from the pack's code, one level deeper. Runs on the pack's
+    /// thread: the work goes to the host's runtime, and the pack gets a future
+    /// that only waits for it (dropping it aborts it).
+    fn nested<F, Fut>(&self, name: RStr<'_>, call: F) -> FfiFuture<CallResult>
+    where
+        F: FnOnce(Arc<Executor>, String, Caller) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<Value, Failure>> + Send + 'static,
+    {
         let executor = Arc::clone(&self.executor);
         let name = name.as_str().to_owned();
-        let args = args_json.as_str().to_owned();
         let caller = Caller {
             depth: self.caller.depth + 1,
             ..self.caller.clone()
@@ -85,12 +122,7 @@ impl CallContext for PackCallContext {
                 }
                 .into());
             }
-            let args: Value =
-                serde_json::from_str(&args).map_err(|e| CallError::ArgumentsNotJson {
-                    name: name.clone(),
-                    error: e.to_string(),
-                })?;
-            executor.call_tool(&name, args, &caller).await
+            call(executor, name, caller).await
         }));
         async move {
             match task.await {
@@ -107,4 +139,12 @@ impl CallContext for PackCallContext {
         }
         .into_ffi()
     }
+}
+
+/// Arguments code sent, which must be JSON of their kind.
+fn json_of<T: serde::de::DeserializeOwned>(name: &str, json: &str) -> Result<T, CallError> {
+    serde_json::from_str(json).map_err(|e| CallError::ArgumentsNotJson {
+        name: name.to_owned(),
+        error: e.to_string(),
+    })
 }

@@ -17,7 +17,7 @@ use abi_stable::{
 };
 use futures_util::FutureExt as _;
 use pack_api::{CallContext_TO, FunctionSpec, Owner};
-use packhost_command::{Front, Plan};
+use packhost_command::{Call, Front, Plan};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 use tracing::Instrument as _;
@@ -196,16 +196,25 @@ impl Executor {
         self.dispatch(pack, function, args, caller).await
     }
 
+    /// A call with positional and keyword arguments, bound here to the
+    /// function's parameters: from `run` and from code alike.
+    pub async fn call_bound(
+        self: &Arc<Self>,
+        call: Call,
+        caller: &Caller,
+    ) -> Result<Value, Failure> {
+        let registry = self.registry();
+        let (pack, function) = resolve(&registry, &self.front, &call.target)?;
+        let args = bind(function, call)?;
+        self.dispatch(pack, function, args, caller).await
+    }
+
     /// Interpret a command and run it.
     pub async fn run(self: &Arc<Self>, command: &str, caller: &Caller) -> Result<Value, Failure> {
         let plan = self.front.interpret(command).map_err(CallError::Command)?;
         let registry = self.registry();
         match plan {
-            Plan::Call(call) => {
-                let (pack, function) = resolve(&registry, &self.front, &call.target)?;
-                let args = bind(function, call)?;
-                self.dispatch(pack, function, args, caller).await
-            }
+            Plan::Call(call) => self.call_bound(call, caller).await,
             Plan::Code(code) => {
                 let Some(pack) = registry.packs.get(&self.code_pack) else {
                     let code_pack = self.code_pack.clone();

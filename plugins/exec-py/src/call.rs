@@ -44,12 +44,14 @@ enum Answer {
     },
 }
 
-/// A bridge call from the code.
+/// A bridge call from the code, its arguments as written: the host binds
+/// them.
 #[derive(Deserialize)]
 struct ToolCall {
     id: u64,
     tool: String,
-    args: Value,
+    args: Vec<Value>,
+    kwargs: serde_json::Map<String, Value>,
 }
 
 /// After the process is gone, its last messages may still be in the socket.
@@ -123,7 +125,7 @@ async fn serve(
         let line = line.ok().flatten()?;
         if let Ok(call) = serde_json::from_str::<ToolCall>(&line) {
             let reply = tokio::select! {
-                result = ctx.call_tool(&call.tool, call.args) => match result {
+                result = ctx.call_with(&call.tool, &call.args, &call.kwargs) => match result {
                     Ok(value) => json!({ "id": call.id, "ok": value }),
                     Err(error) => json!({ "id": call.id, "error": error.into_wire() }),
                 },

@@ -56,12 +56,14 @@ class PackError(Exception):
         self.message = message
 
 
-def _call(tool, args):
+def _call(tool, args, kwargs):
+    """The host binds the arguments and checks them: a bad call reads as it
+    does from `run`."""
     global _next_id
     _next_id += 1
     sys.stdout.flush()
     sys.stderr.flush()
-    _send({"type": "call", "id": _next_id, "tool": tool, "args": args})
+    _send({"type": "call", "id": _next_id, "tool": tool, "args": args, "kwargs": kwargs})
     reply = _receive()
     if "error" in reply:
         error = reply["error"]
@@ -72,29 +74,15 @@ def _call(tool, args):
 
 
 class _Function:
-    def __init__(self, tool, signature, schema, doc=""):
-        self._tool, self._signature, self._schema = tool, signature, schema or {}
+    def __init__(self, tool, signature, doc=""):
+        self._tool, self._signature = tool, signature
         self.__doc__ = f"{signature}\n\n{doc}"
 
     def __repr__(self):
         return f"<packhost tool {self._signature}>"
 
     def __call__(self, *args, **kwargs):
-        params = list((self._schema.get("properties") or {}).keys())
-        required = self._schema.get("required") or []
-        if len(args) > len(params):
-            raise TypeError(f"{self._tool}() takes at most {len(params)} positional argument(s), got {len(args)}; expected {self._signature}")
-        bound = dict(zip(params, args))
-        for name, value in kwargs.items():
-            if name in bound:
-                raise TypeError(f"{self._tool}() got two values for `{name}`; expected {self._signature}")
-            if params and name not in params and self._schema.get("additionalProperties") is False:
-                raise TypeError(f"{self._tool}() got an unknown argument `{name}`; expected {self._signature}")
-            bound[name] = value
-        missing = [name for name in required if name not in bound]
-        if missing:
-            raise TypeError(f"{self._tool}() is missing argument(s) {', '.join(missing)}; expected {self._signature}")
-        return _call(self._tool, bound)
+        return _call(self._tool, list(args), kwargs)
 
 
 class _Pack:
@@ -178,7 +166,7 @@ def _namespace(catalog, dotted):
         return namespace
     packs = {}
     for tool in catalog.get("tools", []):
-        function = _Function(f"{tool['pack']}.{tool['function']}", tool["signature"], tool.get("input_schema"), tool.get("description", ""))
+        function = _Function(f"{tool['pack']}.{tool['function']}", tool["signature"], tool.get("description", ""))
         packs.setdefault(tool["pack"], {})[tool["function"]] = function
     for name, functions in packs.items():
         namespace[name] = _Projects(name, functions, catalog.get("projects", {})) if name == "proj" else _Pack(name, functions)

@@ -105,6 +105,17 @@ pub trait CallContext: Send + Sync + Clone {
     /// Milliseconds left before the host cuts this call: its own time limit,
     /// or less when the call that made it (code mode) has less left.
     fn remaining_ms(&self) -> u64;
+    /// Call `name` (`pack.function` or an alias) with positional arguments
+    /// (a JSON array) and keyword arguments (a JSON object), which the host
+    /// binds to the function's parameters in schema order and checks, as it
+    /// does for `run`: how code calls tools, so that a bad call reads the
+    /// same from code as from `run` and `tools/call`.
+    fn call_with(
+        &self,
+        name: RStr<'_>,
+        positional_json: RStr<'_>,
+        keywords_json: RStr<'_>,
+    ) -> FfiFuture<CallResult>;
 }
 
 /// FFI-safe handle to [`CallContext`].

@@ -121,16 +121,44 @@ impl Context {
     /// this call's identity.
     pub async fn call_tool(&self, name: &str, args: Value) -> Result<Value, PackError> {
         let args = args.to_string();
-        match self.0.call_tool(name.into(), args.as_str().into()).await {
-            RResult::ROk(json) => serde_json::from_str(&json).map_err(|e| {
-                PackError::internal(format!("host returned invalid JSON for `{name}`: {e}"))
-            }),
-            RResult::RErr(json) => Err(match serde_json::from_str::<WireError>(&json) {
-                Ok(wire) => PackError::from_wire(wire),
-                Err(e) => {
-                    PackError::internal(format!("host returned an invalid error for `{name}`: {e}"))
-                }
-            }),
-        }
+        let result = self.0.call_tool(name.into(), args.as_str().into()).await;
+        answer(name, result)
+    }
+
+    /// Call a pack function or an alias as code writes it, with positional
+    /// and keyword arguments: the host binds and checks them, with the same
+    /// messages as for `run`.
+    pub async fn call_with(
+        &self,
+        name: &str,
+        positional: &[Value],
+        keywords: &serde_json::Map<String, Value>,
+    ) -> Result<Value, PackError> {
+        let positional = Value::from(positional.to_vec()).to_string();
+        let keywords = Value::from(keywords.clone()).to_string();
+        let result = self
+            .0
+            .call_with(
+                name.into(),
+                positional.as_str().into(),
+                keywords.as_str().into(),
+            )
+            .await;
+        answer(name, result)
+    }
+}
+
+/// A call's result as the host sent it.
+fn answer(name: &str, result: pack_api::CallResult) -> Result<Value, PackError> {
+    match result {
+        RResult::ROk(json) => serde_json::from_str(&json).map_err(|e| {
+            PackError::internal(format!("host returned invalid JSON for `{name}`: {e}"))
+        }),
+        RResult::RErr(json) => Err(match serde_json::from_str::<WireError>(&json) {
+            Ok(wire) => PackError::from_wire(wire),
+            Err(e) => {
+                PackError::internal(format!("host returned an invalid error for `{name}`: {e}"))
+            }
+        }),
     }
 }

@@ -309,21 +309,29 @@ impl CallContext for TestCall {
     }
 
     fn call_tool(&self, name: RStr<'_>, _: RStr<'_>) -> FfiFuture<CallResult> {
-        let error = WireError::new(
-            codes::UNKNOWN_FUNCTION,
-            format!(
-                "`{name}`: a PackTest has no host to call other tools through; \
-                 test code mode end to end"
-            ),
-        );
-        let json = serde_json::to_string(&error).expect("an error is JSON");
-        async move { RResult::RErr(json.into()) }.into_ffi()
+        no_host(name)
+    }
+
+    fn call_with(&self, name: RStr<'_>, _: RStr<'_>, _: RStr<'_>) -> FfiFuture<CallResult> {
+        no_host(name)
     }
 
     /// A test call is never cut.
     fn remaining_ms(&self) -> u64 {
         u64::MAX
     }
+}
+
+fn no_host(name: RStr<'_>) -> FfiFuture<CallResult> {
+    let error = WireError::new(
+        codes::UNKNOWN_FUNCTION,
+        format!(
+            "`{name}`: a PackTest has no host to call other tools through; \
+             test code mode end to end"
+        ),
+    );
+    let json = serde_json::to_string(&error).expect("an error is JSON");
+    async move { RResult::RErr(json.into()) }.into_ffi()
 }
 
 fn record(logs: &Mutex<Vec<String>>, level: LogLevel, message: &str) {
