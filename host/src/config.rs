@@ -20,6 +20,8 @@ use packhost_command::Snippet;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::tool_name::{ToolName, is_identifier};
+
 /// The whole configuration, with relative paths already resolved.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -518,10 +520,7 @@ impl Config {
             if !is_identifier(alias) {
                 problems.push(format!("`aliases.{alias}`: an alias must be an identifier"));
             }
-            if !target
-                .split_once('.')
-                .is_some_and(|(p, f)| is_identifier(p) && is_identifier(f))
-            {
+            if !ToolName::parse(target).is_some_and(|name| name.is_callable()) {
                 problems.push(format!(
                     "`aliases.{alias}` = \"{target}\": the target must be `pack.function`"
                 ));
@@ -567,15 +566,6 @@ impl Config {
             Err(ConfigError(problems.join("\n")))
         }
     }
-}
-
-/// `[A-Za-z_][A-Za-z0-9_]*`: what a call expression can name.
-pub fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 #[cfg(test)]
@@ -985,17 +975,5 @@ mod tests {
             message.starts_with(&format!("{}: ", absolute.display())),
             "{message}"
         );
-    }
-
-    #[test]
-    fn identifiers() {
-        for good in ["a", "_", "proj", "exec_py", "_x1", "A9", "snake_Case_2"] {
-            assert!(is_identifier(good), "{good:?}");
-        }
-        for bad in [
-            "", "1st", "exec-py", "a.b", "a b", "é", "x$", "-", "a\n", " a",
-        ] {
-            assert!(!is_identifier(bad), "{bad:?}");
-        }
     }
 }

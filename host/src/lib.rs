@@ -31,3 +31,4 @@ pub mod metrics;
 pub mod render;
 pub mod servers;
 pub mod shutdown;
+pub mod tool_name;

@@ -31,6 +31,7 @@ use crate::{
     executor::Executor,
     failure::Failure,
     loader::LoadedPack,
+    tool_name::identifier,
 };
 
 /// How long start-up waits for a server's tool list before going on
@@ -308,12 +309,6 @@ fn function_names(pack: &str, tools: &[&str]) -> Vec<String> {
                 free
             }
         })
-        .collect()
-}
-
-fn identifier(tool: &str) -> String {
-    tool.chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect()
 }
 

@@ -17,6 +17,7 @@ use super::{Executor, registry::PackEntry};
 use crate::{
     config::{ConfigError, Loaded, PackConfig, PackKind},
     render::{did_you_mean, list},
+    tool_name::ToolName,
 };
 
 /// An alias with where it is set, for messages.
@@ -119,7 +120,8 @@ fn verdict(
     configured: &BTreeMap<String, PackConfig>,
     target: &str,
 ) -> Verdict {
-    let (pack_name, function) = target.split_once('.').unwrap_or((target, ""));
+    let name = ToolName::parse(target).unwrap_or_else(|| ToolName::new(target, ""));
+    let (pack_name, function) = (name.pack.as_str(), name.function.as_str());
     let hint = || closest(packs, target);
     let section = configured.get(pack_name);
     let Some(pack) = packs.get(pack_name) else {
@@ -158,7 +160,7 @@ fn closest(packs: &BTreeMap<String, Arc<PackEntry>>, target: &str) -> String {
         .flat_map(|p| {
             p.functions
                 .iter()
-                .map(|f| format!("{}.{}", p.loaded.name, f.spec.name))
+                .map(|f| ToolName::new(&p.loaded.name, &f.spec.name).to_string())
         })
         .collect();
     did_you_mean(target, tools.iter().map(String::as_str))

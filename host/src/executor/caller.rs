@@ -5,6 +5,8 @@ use std::{sync::Arc, time::Instant};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::tool_name::ToolName;
+
 /// Receives progress reports of one call: (progress, total, message).
 pub type ProgressSink = Arc<dyn Fn(f64, Option<f64>, String) + Send + Sync>;
 
@@ -55,7 +57,7 @@ impl ToolFilter {
                 || pattern == tool
                 || pattern
                     .strip_suffix(".*")
-                    .is_some_and(|pack| tool.split_once('.').is_some_and(|(p, _)| p == pack))
+                    .is_some_and(|pack| ToolName::parse(tool).is_some_and(|name| name.pack == pack))
         })
     }
 }

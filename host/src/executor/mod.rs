@@ -29,6 +29,7 @@ use self::{
 };
 use crate::{
     config::Config, error::CallError, failure::Failure, loader::LoadedPack, metrics::Metrics,
+    tool_name::ToolName,
 };
 
 /// Name of the tool that takes a command as a model writes it.
@@ -131,7 +132,7 @@ impl Executor {
         let registry = self.registry();
         let functions = registry.packs.values().flat_map(|pack| {
             pack.functions.iter().map(move |f| ToolInfo {
-                name: format!("{}.{}", pack.loaded.name, f.spec.name),
+                name: ToolName::new(&pack.loaded.name, &f.spec.name).to_string(),
                 description: f.spec.description.clone(),
                 input_schema: f.spec.input_schema.clone(),
                 output_schema: Some(f.spec.output_schema.clone()),
@@ -246,7 +247,7 @@ impl Executor {
         args: Value,
         caller: &Caller,
     ) -> Result<Value, Failure> {
-        let tool = format!("{}.{}", pack.loaded.name, function.spec.name);
+        let tool = ToolName::new(&pack.loaded.name, &function.spec.name).to_string();
         let span = tracing::info_span!("call", tool = %tool, request = %caller.request_id);
         let started = Instant::now();
         let _running = Running::start(&self.running);

@@ -10,7 +10,7 @@ use packhost_command::Front;
 use serde_json::Value;
 
 use super::Caller;
-use crate::{error::CallError, loader::LoadedPack, render::signature};
+use crate::{error::CallError, loader::LoadedPack, render::signature, tool_name::ToolName};
 
 /// A tool as listed to clients.
 pub struct ToolInfo {
@@ -83,7 +83,7 @@ impl Registry {
         let mut catalog = registry.catalog.clone();
         catalog
             .tools
-            .retain(|t| caller.may_call(&format!("{}.{}", t.pack, t.function)));
+            .retain(|t| caller.may_call(&ToolName::new(&t.pack, &t.function).to_string()));
         catalog.aliases.retain(|_, target| caller.may_call(target));
         let projects = &config.projects;
         catalog.projects.retain(|name, _| {
@@ -115,7 +115,11 @@ fn lookup<'r>(
     name: &str,
 ) -> Result<(&'r PackEntry, &'r Function), CallError> {
     let target = front.aliases.get(name).map(String::as_str).unwrap_or(name);
-    let Some((pack_name, function_name)) = target.split_once('.') else {
+    let Some(ToolName {
+        pack: pack_name,
+        function: function_name,
+    }) = ToolName::parse(target)
+    else {
         let (name, aliases, packs) = registry.known_names(front, name);
         return Err(CallError::UnknownTool {
             name,
@@ -123,13 +127,13 @@ fn lookup<'r>(
             packs,
         });
     };
-    let Some(pack) = registry.packs.get(pack_name) else {
+    let Some(pack) = registry.packs.get(&pack_name) else {
         return Err(CallError::UnknownPack {
-            pack: pack_name.to_owned(),
+            pack: pack_name,
             packs: registry.packs.keys().cloned().collect(),
         });
     };
-    Ok((pack, function_of(pack, function_name)?))
+    Ok((pack, function_of(pack, &function_name)?))
 }
 
 impl Registry {
@@ -180,7 +184,7 @@ pub(super) fn functions_of(pack: &str, specs: &[FunctionSpec]) -> Vec<Function> 
 }
 
 fn function_entry(pack: &str, spec: &FunctionSpec) -> Function {
-    let tool = format!("{pack}.{}", spec.name);
+    let tool = ToolName::new(pack, &spec.name).to_string();
     let validator = jsonschema::validator_for(&spec.input_schema)
         .inspect_err(|e| tracing::warn!(%tool, error = %e, "input schema is not valid; arguments go unchecked"))
         .ok();
