@@ -6,21 +6,13 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::{config::AuthConfig, executor::ToolFilter};
-
-/// The caller a token stands for; put in the HTTP request's extensions.
-#[derive(Debug, Clone)]
-pub struct CallerIdentity {
-    /// User id handed to packs.
-    pub user: String,
-    /// Organisation id handed to packs.
-    pub org: String,
-    /// The tools this caller may use; `None`: all.
-    pub allowed: Option<Arc<ToolFilter>>,
-}
+use crate::{
+    config::AuthConfig,
+    identity::{Identity, ToolFilter},
+};
 
 /// The configured tokens.
-pub struct Tokens(Vec<([u8; 32], CallerIdentity)>);
+pub struct Tokens(Vec<([u8; 32], Identity)>);
 
 impl Tokens {
     /// From `[auth]`; digests were checked when the config was loaded.
@@ -31,7 +23,7 @@ impl Tokens {
                 .iter()
                 .filter_map(|token| {
                     let digest = decode_hex(&token.sha256)?;
-                    let identity = CallerIdentity {
+                    let identity = Identity {
                         user: token.user.clone(),
                         org: token.org.clone(),
                         allowed: token
@@ -51,7 +43,7 @@ impl Tokens {
     }
 
     /// Who `token` is, comparing against every digest in constant time.
-    pub fn identify(&self, token: &str) -> Option<&CallerIdentity> {
+    pub fn identify(&self, token: &str) -> Option<&Identity> {
         let digest = sha256(token);
         let mut found = None;
         for (stored, identity) in &self.0 {

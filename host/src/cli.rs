@@ -5,7 +5,6 @@ use std::{path::PathBuf, process::ExitCode, sync::Arc};
 
 use clap::{Parser, Subcommand};
 use rmcp::ServiceExt as _;
-use tokio_util::sync::CancellationToken;
 
 use crate::{
     config::{self, Loaded},
@@ -151,16 +150,7 @@ async fn serve(executor: &Arc<Executor>, loaded: &Loaded) -> Result<ExitCode, Er
 }
 
 async fn call(executor: &Arc<Executor>, loaded: &Loaded, command: &str) -> ExitCode {
-    let caller = Caller {
-        user: loaded.config.identity.user.clone(),
-        org: loaded.config.identity.org.clone(),
-        request_id: "cli".to_owned(),
-        progress: None,
-        cancel: CancellationToken::new(),
-        depth: 0,
-        allowed: None,
-        deadline: None,
-    };
+    let caller = Caller::new(loaded.config.identity.clone(), "cli");
     match executor.run(command, &caller).await {
         Ok(value) => {
             println!("{}", value_text(&value));

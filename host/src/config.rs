@@ -20,7 +20,10 @@ use packhost_command::Snippet;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::tool_name::{ToolName, is_identifier};
+use crate::{
+    identity::Identity,
+    tool_name::{ToolName, is_identifier},
+};
 
 /// The whole configuration, with relative paths already resolved.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -146,25 +149,6 @@ fn default_pack_dirs() -> Vec<PathBuf> {
         .and_then(|exe| exe.parent().map(Path::to_path_buf));
     let in_home = std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".packhost/packs"));
     beside_binary.into_iter().chain(in_home).collect()
-}
-
-/// `[identity]`: the caller on transports without authentication.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct Identity {
-    /// User id handed to packs.
-    pub user: String,
-    /// Organisation id handed to packs.
-    pub org: String,
-}
-
-impl Default for Identity {
-    fn default() -> Self {
-        Self {
-            user: "local".to_owned(),
-            org: "local".to_owned(),
-        }
-    }
 }
 
 /// `[packs.<name>]`.
@@ -772,13 +756,7 @@ mod tests {
             assert_eq!(config.server.timeout_ms, 60_000);
             assert_eq!(config.server.code_pack, "exec_py");
             assert_eq!(config.server.pack_dirs, default_pack_dirs());
-            assert_eq!(
-                config.identity,
-                Identity {
-                    user: "local".into(),
-                    org: "local".into()
-                }
-            );
+            assert_eq!(config.identity, Identity::default());
             assert!(config.packs.is_empty());
             assert!(config.aliases.is_empty());
             assert!(config.snippets.is_empty());

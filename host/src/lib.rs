@@ -23,6 +23,7 @@ pub mod executor;
 pub mod exit;
 pub mod failure;
 pub mod http;
+pub mod identity;
 pub mod integrations;
 pub mod loader;
 pub mod logging;

@@ -29,10 +29,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    auth::CallerIdentity,
-    config::Identity,
     executor::{Caller, Executor, ProgressSink},
     failure::{ERROR_META_KEY, Failure},
+    identity::Identity,
     render::value_text,
 };
 
@@ -184,17 +183,13 @@ fn tools_of(executor: &Executor) -> Vec<Tool> {
 impl PackhostServer {
     /// Who sent the request: the bearer token's identity over HTTP, else
     /// `[identity]`.
-    fn identity_of(&self, context: &RequestContext<RoleServer>) -> CallerIdentity {
+    fn identity_of(&self, context: &RequestContext<RoleServer>) -> Identity {
         context
             .extensions
             .get::<http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<CallerIdentity>())
+            .and_then(|parts| parts.extensions.get::<Identity>())
             .cloned()
-            .unwrap_or_else(|| CallerIdentity {
-                user: self.identity.user.clone(),
-                org: self.identity.org.clone(),
-                allowed: None,
-            })
+            .unwrap_or_else(|| self.identity.clone())
     }
 }
 
@@ -305,15 +300,13 @@ impl ServerHandler for PackhostServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools = match self.identity_of(&context).allowed {
-            None => self.tools().as_ref().clone(),
-            Some(filter) => self
-                .tools()
-                .iter()
-                .filter(|t| filter.allows(&t.name))
-                .cloned()
-                .collect(),
-        };
+        let identity = self.identity_of(&context);
+        let tools = self
+            .tools()
+            .iter()
+            .filter(|t| identity.may_call(&t.name))
+            .cloned()
+            .collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
 
@@ -330,16 +323,10 @@ impl ServerHandler for PackhostServer {
             .meta
             .get_progress_token()
             .map(|token| progress_forwarder(token, context.peer.clone()));
-        let identity = self.identity_of(&context);
         let caller = Caller {
-            user: identity.user,
-            org: identity.org,
-            request_id: context.id.to_string(),
             progress,
             cancel: context.ct.clone(),
-            depth: 0,
-            allowed: identity.allowed,
-            deadline: None,
+            ..Caller::new(self.identity_of(&context), context.id.to_string())
         };
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         let result = match self.executor.call_tool(&request.name, args, &caller).await {

@@ -27,11 +27,11 @@ pub(super) struct PackCallContext {
 
 impl CallContext for PackCallContext {
     fn user(&self) -> RString {
-        self.caller.user.as_str().into()
+        self.caller.identity.user.as_str().into()
     }
 
     fn org(&self) -> RString {
-        self.caller.org.as_str().into()
+        self.caller.identity.org.as_str().into()
     }
 
     fn request_id(&self) -> RString {

@@ -42,7 +42,7 @@ mod code_mode;
 mod help;
 mod registry;
 
-pub use caller::{Caller, ProgressSink, ToolFilter};
+pub use caller::{Caller, ProgressSink};
 pub use registry::ToolInfo;
 
 /// Holds the loaded packs and dispatches every call.

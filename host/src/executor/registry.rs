@@ -77,7 +77,7 @@ impl Registry {
     pub(super) fn catalog_for(&self, config: &CatalogConfig, caller: &Caller) -> RString {
         let registry = self;
         let restricted = config.projects.values().any(|p| p.orgs.is_some());
-        if caller.allowed.is_none() && !restricted {
+        if caller.identity.allowed.is_none() && !restricted {
             return RString::from(&*registry.catalog_json);
         }
         let mut catalog = registry.catalog.clone();
@@ -89,7 +89,7 @@ impl Registry {
         catalog.projects.retain(|name, _| {
             projects
                 .get(name)
-                .is_some_and(|p| p.visible_to(&caller.org))
+                .is_some_and(|p| p.visible_to(&caller.identity.org))
         });
         serde_json::to_string(&catalog)
             .expect("a catalog is serialisable")

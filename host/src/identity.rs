@@ -1,0 +1,65 @@
+//! Who calls and what they may call: one type from the transport to the
+//! pack. `[identity]` names the caller on transports without authentication
+//! (stdio, the CLI); over HTTP a bearer token gives user, organisation and an
+//! allow-list.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::tool_name::ToolName;
+
+/// A caller: the identity packs see, and the tools it may use.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Identity {
+    /// User id handed to packs.
+    pub user: String,
+    /// Organisation id handed to packs.
+    pub org: String,
+    /// The tools this caller may use; `None`: all. A token's, never
+    /// `[identity]`'s.
+    #[serde(skip)]
+    pub allowed: Option<Arc<ToolFilter>>,
+}
+
+impl Default for Identity {
+    fn default() -> Self {
+        Self {
+            user: "local".to_owned(),
+            org: "local".to_owned(),
+            allowed: None,
+        }
+    }
+}
+
+impl Identity {
+    /// Whether this caller may use `tool` (`pack.function` or `run`).
+    pub fn may_call(&self, tool: &str) -> bool {
+        self.allowed
+            .as_ref()
+            .is_none_or(|filter| filter.allows(tool))
+    }
+}
+
+/// A token's allow-list: `pack.function`, `pack.*`, `run`, or `*`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolFilter(Vec<String>);
+
+impl ToolFilter {
+    /// Allow what `patterns` name.
+    pub fn new(patterns: Vec<String>) -> Self {
+        Self(patterns)
+    }
+
+    /// Whether `tool` (`pack.function` or `run`) is allowed.
+    pub fn allows(&self, tool: &str) -> bool {
+        self.0.iter().any(|pattern| {
+            pattern == "*"
+                || pattern == tool
+                || pattern
+                    .strip_suffix(".*")
+                    .is_some_and(|pack| ToolName::parse(tool).is_some_and(|name| name.pack == pack))
+        })
+    }
+}
