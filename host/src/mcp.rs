@@ -10,10 +10,7 @@
 //! `{"error": …}` (or the result shape) as structured content, and the same
 //! `_meta`.
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
-};
+use std::sync::{Arc, Mutex};
 
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
@@ -51,9 +48,6 @@ pub struct PackhostServer {
 struct Listing {
     generation: u64,
     tools: Arc<Vec<Tool>>,
-    /// Output schemas compiled so far (on a failure that keeps a result
-    /// shape); `None`: the schema does not compile.
-    validators: HashMap<String, Option<Arc<jsonschema::Validator>>>,
 }
 
 impl Listing {
@@ -61,7 +55,6 @@ impl Listing {
         Self {
             generation: executor.generation(),
             tools: Arc::new(tools_of(executor)),
-            validators: HashMap::new(),
         }
     }
 }
@@ -106,29 +99,6 @@ impl PackhostServer {
         Arc::clone(&self.listing().tools)
     }
 
-    /// `None` when `tool` has no output schema (`run`, an unknown name);
-    /// `Some(None)` when its schema does not compile.
-    fn output_validator(&self, tool: &str) -> Option<Option<Arc<jsonschema::Validator>>> {
-        let mut listing = self.listing();
-        if let Some(validator) = listing.validators.get(tool) {
-            return Some(validator.clone());
-        }
-        let schema = listing
-            .tools
-            .iter()
-            .find(|t| t.name == tool)?
-            .output_schema
-            .clone()?;
-        let validator = jsonschema::validator_for(&Value::Object((*schema).clone()))
-            .map(Arc::new)
-            .map_err(|e| tracing::warn!(tool, error = %e, "output schema does not compile"))
-            .ok();
-        listing
-            .validators
-            .insert(tool.to_owned(), validator.clone());
-        Some(validator)
-    }
-
     /// Failure: `isError`, a readable text, the error in `_meta`, and
     /// structured content only where the tool's clients accept it (see the
     /// module doc).
@@ -137,34 +107,12 @@ impl PackhostServer {
         let mut meta = MetaObject::new();
         meta.insert(ERROR_META_KEY.to_owned(), failure.error_object());
         result.meta = Some(meta);
-        result.structured_content = match self.output_validator(tool) {
+        result.structured_content = match self.executor.fits_output(tool, failure.result()) {
             None => Some(failure.structured()),
-            Some(validator) => failure
-                .result()
-                .filter(|shape| fits(tool, validator.as_deref(), shape))
-                .cloned(),
+            Some(true) => failure.result().cloned(),
+            Some(false) => None,
         };
         result
-    }
-}
-
-/// Whether a failure's result shape fits the tool's output schema; one that
-/// does not (a bug of the pack) is left to the text.
-fn fits(tool: &str, validator: Option<&jsonschema::Validator>, shape: &Value) -> bool {
-    let Some(validator) = validator else {
-        return false;
-    };
-    match validator.iter_errors(shape).next() {
-        None => true,
-        Some(error) => {
-            tracing::warn!(
-                tool,
-                at = %error.instance_path(),
-                "a failure's result does not fit the tool's output schema ({error}); \
-                 it is served as text only"
-            );
-            false
-        }
     }
 }
 

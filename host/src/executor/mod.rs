@@ -143,6 +143,19 @@ impl Executor {
             .collect()
     }
 
+    /// Whether a failure's result `shape` fits `tool`'s output schema; `None`
+    /// when `tool` has none (`run`, a name that is no function).
+    pub fn fits_output(&self, tool: &str, shape: Option<&Value>) -> Option<bool> {
+        let name = ToolName::parse(tool)?;
+        let registry = self.registry();
+        let pack = registry.packs.get(&name.pack)?;
+        let function = pack
+            .functions
+            .iter()
+            .find(|f| f.spec.name == name.function)?;
+        Some(shape.is_some_and(|shape| function.fits_output(tool, shape)))
+    }
+
     /// The catalog `caller` sees, as JSON.
     fn catalog_for(&self, caller: &Caller) -> RString {
         self.registry().catalog_for(&self.catalog_config, caller)

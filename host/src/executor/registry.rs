@@ -2,7 +2,10 @@
 //! (again when a server pack's tools become known), then only read. Name
 //! lookup with its errors, and the catalog code mode reads, live here.
 
-use std::{collections::BTreeMap, sync::Arc};
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, OnceLock},
+};
 
 use abi_stable::std_types::RString;
 use pack_api::{Catalog, CatalogTool, FunctionSpec, Owner, projects::Project};
@@ -31,6 +34,35 @@ pub(super) struct Function {
     /// Property names in schema order: where positional arguments go.
     pub(super) params: Vec<String>,
     pub(super) validator: Option<jsonschema::Validator>,
+    /// The output schema, compiled when a failure first needs it checked.
+    pub(super) output: OnceLock<Option<jsonschema::Validator>>,
+}
+
+impl Function {
+    /// Whether `shape` (a failure's result) fits the output schema; one
+    /// that does not (a bug of the pack) is said in the log.
+    pub(super) fn fits_output(&self, tool: &str, shape: &Value) -> bool {
+        let validator = self.output.get_or_init(|| {
+            jsonschema::validator_for(&self.spec.output_schema)
+                .inspect_err(|e| tracing::warn!(tool, error = %e, "output schema does not compile"))
+                .ok()
+        });
+        let Some(validator) = validator else {
+            return false;
+        };
+        match validator.iter_errors(shape).next() {
+            None => true,
+            Some(error) => {
+                tracing::warn!(
+                    tool,
+                    at = %error.instance_path(),
+                    "a failure's result does not fit the tool's output schema ({error}); \
+                     it is served as text only"
+                );
+                false
+            }
+        }
+    }
 }
 
 pub(super) struct PackEntry {
@@ -196,6 +228,7 @@ fn function_entry(pack: &str, spec: &FunctionSpec) -> Function {
             .unwrap_or_default(),
         spec: spec.clone(),
         validator,
+        output: OnceLock::new(),
     }
 }
 
