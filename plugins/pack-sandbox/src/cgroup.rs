@@ -6,7 +6,11 @@
 use std::{
     fs, io,
     path::{Path, PathBuf},
-    sync::atomic::{AtomicU64, Ordering},
+    sync::{
+        OnceLock,
+        atomic::{AtomicU64, Ordering},
+        mpsc::{self, Receiver, RecvTimeoutError, Sender},
+    },
     time::Duration,
 };
 
@@ -247,7 +251,7 @@ impl Drop for Cgroup {
             version: self.version,
             dirs,
         };
-        if let Err(std::sync::mpsc::SendError(leftover)) = reaper().send(leftover) {
+        if let Err(mpsc::SendError(leftover)) = reaper().send(leftover) {
             // No reaper thread (it could not start): as much as can be done now.
             leftover.clear();
         }
@@ -277,37 +281,31 @@ const REAP_EVERY: Duration = Duration::from_millis(10);
 const REAP_TRIES: u32 = 200;
 
 /// The thread that removes dropped cgroups, started on first use.
-fn reaper() -> std::sync::MutexGuard<'static, std::sync::mpsc::Sender<Leftover>> {
-    static REAPER: std::sync::OnceLock<std::sync::Mutex<std::sync::mpsc::Sender<Leftover>>> =
-        std::sync::OnceLock::new();
-    REAPER
-        .get_or_init(|| {
-            let (sender, receiver) = std::sync::mpsc::channel::<Leftover>();
-            let _ = std::thread::Builder::new()
-                .name("cgroup-reaper".into())
-                .spawn(move || reap(receiver));
-            std::sync::Mutex::new(sender)
-        })
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
+fn reaper() -> &'static Sender<Leftover> {
+    static REAPER: OnceLock<Sender<Leftover>> = OnceLock::new();
+    REAPER.get_or_init(|| {
+        let (sender, receiver) = mpsc::channel();
+        let _ = std::thread::Builder::new()
+            .name("cgroup-reaper".into())
+            .spawn(move || reap(&receiver));
+        sender
+    })
 }
 
-fn reap(receiver: std::sync::mpsc::Receiver<Leftover>) {
+/// Clear each leftover as it comes, and again every [`REAP_EVERY`] while
+/// any is still there.
+fn reap(receiver: &Receiver<Leftover>) {
     let mut waiting: Vec<(Leftover, u32)> = Vec::new();
     loop {
         let next = if waiting.is_empty() {
-            receiver.recv().ok()
+            receiver.recv().map_err(|_| RecvTimeoutError::Disconnected)
         } else {
-            match receiver.recv_timeout(REAP_EVERY) {
-                Ok(leftover) => Some(leftover),
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
-            }
+            receiver.recv_timeout(REAP_EVERY)
         };
-        if let Some(leftover) = next {
-            waiting.push((leftover, 0));
-        } else if waiting.is_empty() {
-            return; // every sender is gone
+        match next {
+            Ok(leftover) => waiting.push((leftover, 0)),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return,
         }
         waiting.retain_mut(|(leftover, tries)| {
             *tries += 1;
