@@ -3,7 +3,9 @@
 //! doing the same directly against its own kernel (calls alternate, so both
 //! see the same machine load) and the reference
 //! `jupyter-mcp-server` doing it through its MCP tool (against a Jupyter
-//! Server started here on loopback); and kernel start → first result.
+//! Server started here on loopback); and kernel start → first result. Each
+//! pack figure is also measured with `sandbox = "off"` (a second host, its
+//! calls alternating with the confined one's), so confinement's cost shows.
 //!
 //! Usage: `packhost-bench-jupyter [--calls N] [--starts N] [--mcp-calls N]`
 //! (defaults 200, 5, 20; jupyter-mcp-server takes about a second a call).
@@ -107,6 +109,50 @@ async fn call_ok(host: &TestHost, name: &str, args: Value) -> Value {
     structured(&result)
 }
 
+/// Kernel start → first result: `session_create` + the first `execute_code`
+/// (closing the session is not timed).
+async fn time_start(host: &TestHost) -> Duration {
+    let started = Instant::now();
+    let session = call_ok(host, "jupyter.session_create", json!({})).await;
+    let id = session["session_id"].clone();
+    let out = call_ok(
+        host,
+        "jupyter.execute_code",
+        json!({"session_id": id, "code": "1"}),
+    )
+    .await;
+    let elapsed = started.elapsed();
+    assert_eq!(out["result"], "1");
+    call_ok(host, "jupyter.session_close", json!({"session_id": id})).await;
+    elapsed
+}
+
+/// A session holding `x = 1`, for the warm calls.
+async fn warm_session(host: &TestHost) -> Value {
+    let session = call_ok(host, "jupyter.session_create", json!({})).await["session_id"].clone();
+    call_ok(
+        host,
+        "jupyter.execute_code",
+        json!({"session_id": session, "code": "x = 1"}),
+    )
+    .await;
+    session
+}
+
+/// `execute_code("x+1")` on a warm session.
+async fn time_exec(host: &TestHost, session: &Value) -> Duration {
+    let started = Instant::now();
+    let out = call_ok(
+        host,
+        "jupyter.execute_code",
+        json!({"session_id": session, "code": "x+1"}),
+    )
+    .await;
+    let elapsed = started.elapsed();
+    assert_eq!(out["result"], "2");
+    elapsed
+}
+
 /// `execute_code("x+1")` through jupyter-mcp-server's MCP tool.
 async fn jupyter_mcp_server(python: &str, calls: usize) -> Result<Vec<Duration>, String> {
     let server = JupyterServer::start(python)?;
@@ -172,104 +218,117 @@ async fn main() {
     let python = venv_python();
 
     let mut reference = Reference::start(&python).await;
-    let config =
-        format!("[packs.jupyter]\ntimeout_ms = 600000\nconfig = {{ python = {python:?} }}\n");
-    let host = TestHost::start(&config).await;
+    let config = |sandbox: &str| {
+        format!(
+            "[packs.jupyter]\ntimeout_ms = 600000\nconfig = {{ python = {python:?}, sandbox = {sandbox:?} }}\n"
+        )
+    };
+    let host = TestHost::start(&config("on")).await;
+    // The same pack unconfined, its calls alternating with the confined
+    // host's: the difference is what the sandbox costs under the same load.
+    let off = TestHost::start(&config("off")).await;
 
     // Kernel start → first result, alternating with the reference.
-    let (mut start, mut raw_start) = (Vec::new(), Vec::new());
+    let (mut start, mut off_start, mut raw_start) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..starts {
-        let started = Instant::now();
-        let session = call_ok(&host, "jupyter.session_create", json!({})).await;
-        let id = session["session_id"].clone();
-        let out = call_ok(
-            &host,
-            "jupyter.execute_code",
-            json!({"session_id": id, "code": "1"}),
-        )
-        .await;
-        start.push(started.elapsed());
-        assert_eq!(out["result"], "1");
-        call_ok(&host, "jupyter.session_close", json!({"session_id": id})).await;
+        start.push(time_start(&host).await);
+        off_start.push(time_start(&off).await);
         raw_start.push(reference.time("start").await);
     }
 
     // Warm sessions: one call each, in turn.
-    let session = call_ok(&host, "jupyter.session_create", json!({})).await["session_id"].clone();
-    call_ok(
-        &host,
-        "jupyter.execute_code",
-        json!({"session_id": session, "code": "x = 1"}),
-    )
-    .await;
-    let (mut warm, mut raw) = (Vec::new(), Vec::new());
+    let (session, off_session) = (warm_session(&host).await, warm_session(&off).await);
+    let (mut warm, mut off_warm, mut raw) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..calls + 10 {
-        let started = Instant::now();
-        let out = call_ok(
-            &host,
-            "jupyter.execute_code",
-            json!({"session_id": session, "code": "x+1"}),
-        )
-        .await;
-        let elapsed = started.elapsed();
-        assert_eq!(out["result"], "2");
+        let ours = time_exec(&host, &session).await;
+        let unconfined = time_exec(&off, &off_session).await;
         let theirs = reference.time("exec").await;
         if i >= 10 {
-            warm.push(elapsed);
+            warm.push(ours);
+            off_warm.push(unconfined);
             raw.push(theirs);
         }
     }
     host.client.cancel().await.expect("stop client");
+    off.client.cancel().await.expect("stop client");
     drop(reference.stdin);
     let _ = reference.child.wait().await;
 
     let mcp = jupyter_mcp_server(&python, mcp_calls).await;
 
-    let (warm50, raw50) = (percentile(&warm, 0.5), percentile(&raw, 0.5));
+    let p50 = |s: &[Duration]| percentile(s, 0.5);
+    let p99 = |s: &[Duration]| percentile(s, 0.99);
+    let row = |metric: &str, value: Duration, target: &str, name: &str, reference: Duration| Row {
+        metric: metric.to_owned(),
+        value: ms(value),
+        target: target.to_owned(),
+        reference: format!("{name}: {}", ms(reference)),
+        ratio: ratio(value, reference),
+    };
+    let (warm50, off50, raw50) = (p50(&warm), p50(&off_warm), p50(&raw));
+    let (start50, off_start50, raw_start50) = (p50(&start), p50(&off_start), p50(&raw_start));
+    // Labels of more than one row.
+    let median = "`execute_code(\"x+1\")` warm session, median";
+    let (exec, exec99) = ("jupyter_client `execute_interactive`", "jupyter_client p99");
+    let first = "jupyter_client start + wait_for_ready + execute";
     let mut rows = vec![
-        Row {
-            metric: "`execute_code(\"x+1\")` warm session, median".into(),
-            value: ms(warm50),
-            target: "≤ 1.0 × jupyter_client".into(),
-            reference: format!("jupyter_client `execute_interactive`: {}", ms(raw50)),
-            ratio: ratio(warm50, raw50),
-        },
-        Row {
-            metric: "`execute_code(\"x+1\")` warm session, p99".into(),
-            value: ms(percentile(&warm, 0.99)),
-            target: "-".into(),
-            reference: format!("jupyter_client p99: {}", ms(percentile(&raw, 0.99))),
-            ratio: ratio(percentile(&warm, 0.99), percentile(&raw, 0.99)),
-        },
+        row(median, warm50, "≤ 1.0 × jupyter_client", exec, raw50),
+        row(
+            "`execute_code(\"x+1\")` warm session, p99",
+            p99(&warm),
+            "-",
+            exec99,
+            p99(&raw),
+        ),
+        row("same, `sandbox = \"off\"`, median", off50, "-", exec, raw50),
+        row(
+            "same, `sandbox = \"off\"`, p99",
+            p99(&off_warm),
+            "-",
+            exec99,
+            p99(&raw),
+        ),
     ];
     match &mcp {
-        Ok(mcp) => {
-            let mcp50 = percentile(mcp, 0.5);
-            rows.push(Row {
-                metric: "`execute_code(\"x+1\")` warm session, median".into(),
-                value: ms(warm50),
-                target: "≤ 0.3 × jupyter-mcp-server".into(),
-                reference: format!(
-                    "jupyter-mcp-server `execute_code` ({} calls): {}",
-                    mcp.len(),
-                    ms(mcp50)
-                ),
-                ratio: ratio(warm50, mcp50),
-            });
-        }
+        Ok(mcp) => rows.push(row(
+            median,
+            warm50,
+            "≤ 0.3 × jupyter-mcp-server",
+            &format!("jupyter-mcp-server `execute_code` ({} calls)", mcp.len()),
+            p50(mcp),
+        )),
         Err(e) => eprintln!("jupyter-mcp-server not measured: {e}"),
     }
-    let (start50, raw_start50) = (percentile(&start, 0.5), percentile(&raw_start, 0.5));
-    rows.push(Row {
-        metric: "kernel start → first result (session_create + execute), median".into(),
-        value: ms(start50),
-        target: "-".into(),
-        reference: format!(
-            "jupyter_client start + wait_for_ready + execute: {}",
-            ms(raw_start50)
+    rows.extend([
+        row(
+            "kernel start → first result (session_create + execute), median",
+            start50,
+            "-",
+            first,
+            raw_start50,
         ),
-        ratio: ratio(start50, raw_start50),
-    });
+        row(
+            "same, `sandbox = \"off\"`",
+            off_start50,
+            "-",
+            first,
+            raw_start50,
+        ),
+        row(
+            "warm median, confined vs `sandbox = \"off\"`",
+            warm50,
+            "-",
+            "unconfined",
+            off50,
+        ),
+        row(
+            "kernel start, confined vs `sandbox = \"off\"`",
+            start50,
+            "-",
+            "unconfined",
+            off_start50,
+        ),
+    ]);
     print_table(
         &format!("jupyter benchmark: {calls} warm calls, {starts} starts, python {python}"),
         &rows,
