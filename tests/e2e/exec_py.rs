@@ -407,6 +407,22 @@ async fn a_bad_call_reads_the_same_from_run_tools_call_and_code() {
     assert!(from_run.contains("positional argument"), "{from_run}");
 }
 
+/// Threads of the code calling tools side by side each get their own
+/// reply (the pack serves calls concurrently, replies in any order).
+#[tokio::test]
+async fn threads_calling_tools_at_once_get_their_own_answers() {
+    let host = host().await;
+    let code = "import threading\n\
+                out = {}\n\
+                def work(i):\n    out[i] = hello.echo(value=i)['value']\n\
+                threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]\n\
+                [t.start() for t in threads]\n\
+                [t.join() for t in threads]\n\
+                [out[i] for i in range(8)]";
+    let out = py(&host, code).await;
+    assert_eq!(out["result"], json!([0, 1, 2, 3, 4, 5, 6, 7]));
+}
+
 #[tokio::test]
 async fn a_pack_error_is_raised_as_pack_error() {
     let host = host().await;

@@ -4,13 +4,10 @@
 use std::time::{Duration, Instant};
 
 use pack_process::{Exit, Finished};
-use pack_sdk::{Context, PackError, Value, codes};
+use pack_sdk::{Context, PackError, Value, bridge, codes};
 use serde::Deserialize;
 use serde_json::json;
-use tokio::{
-    io::{AsyncBufReadExt, AsyncWriteExt, BufReader},
-    net::unix::{OwnedReadHalf, OwnedWriteHalf},
-};
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
 use crate::{RunOutput, interpreter::Interpreter};
@@ -44,19 +41,6 @@ enum Answer {
     },
 }
 
-/// A bridge call from the code, its arguments as written: the host binds
-/// them.
-#[derive(Deserialize)]
-struct ToolCall {
-    id: u64,
-    tool: String,
-    args: Vec<Value>,
-    kwargs: serde_json::Map<String, Value>,
-}
-
-/// After the process is gone, its last messages may still be in the socket.
-const LAST_WORDS: Duration = Duration::from_millis(100);
-
 pub async fn run(
     interpreter: Interpreter,
     request: Request,
@@ -89,7 +73,9 @@ pub async fn run(
     let answered = CancellationToken::new();
     let (answer, finished) = tokio::join!(
         async {
-            let answer = serve(reader, writer, ctx, &gone).await;
+            let answer = bridge::serve(BufReader::new(reader), writer, ctx, &gone)
+                .await
+                .and_then(|line| serde_json::from_str::<Answer>(&line).ok());
             if answer.is_some() {
                 answered.cancel();
             }
@@ -104,41 +90,6 @@ pub async fn run(
         }
     );
     shape(answer, finished, timeout, started.elapsed())
-}
-
-/// Answer the code's tool calls until its final message, or until the process
-/// is gone (`gone`), reading what it wrote before going.
-async fn serve(
-    reader: OwnedReadHalf,
-    mut writer: OwnedWriteHalf,
-    ctx: &Context,
-    gone: &CancellationToken,
-) -> Option<Answer> {
-    let mut lines = BufReader::new(reader).lines();
-    loop {
-        let line = tokio::select! {
-            line = lines.next_line() => line,
-            _ = gone.cancelled() => tokio::time::timeout(LAST_WORDS, lines.next_line())
-                .await
-                .unwrap_or(Ok(None)),
-        };
-        let line = line.ok().flatten()?;
-        if let Ok(call) = serde_json::from_str::<ToolCall>(&line) {
-            let reply = tokio::select! {
-                result = ctx.call_with(&call.tool, &call.args, &call.kwargs) => match result {
-                    Ok(value) => json!({ "id": call.id, "ok": value }),
-                    Err(error) => json!({ "id": call.id, "error": error.into_wire() }),
-                },
-                _ = gone.cancelled() => return None,
-            };
-            let reply = reply.to_string() + "\n";
-            if writer.write_all(reply.as_bytes()).await.is_err() {
-                return None;
-            }
-            continue;
-        }
-        return serde_json::from_str::<Answer>(&line).ok();
-    }
 }
 
 fn shape(

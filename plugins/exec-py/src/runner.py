@@ -3,12 +3,15 @@
 # request, runs the code in a fresh namespace, answers over the same socket,
 # and exits. User prints go to the real stdout/stderr, which the pack
 # captures; they never touch fd 3.
-import ast, builtins, json, linecache, os, pathlib, socket, sys, tempfile, textwrap, time, traceback
+import ast, builtins, json, linecache, os, pathlib, socket, sys, tempfile, textwrap, threading, time, traceback
 
 CODE = "<code>"
 RUNNER = "<string>"  # this file, started with `python -c`
 _reader = _writer = None
 _next_id = 0
+# One call at a time on the channel: a thread of the code waits for its own
+# reply, which the pack may send in any order when calls overlap.
+_channel_lock = threading.Lock()
 
 
 def _open_channel():
@@ -60,11 +63,12 @@ def _call(tool, args, kwargs):
     """The host binds the arguments and checks them: a bad call reads as it
     does from `run`."""
     global _next_id
-    _next_id += 1
     sys.stdout.flush()
     sys.stderr.flush()
-    _send({"type": "call", "id": _next_id, "tool": tool, "args": args, "kwargs": kwargs})
-    reply = _receive()
+    with _channel_lock:
+        _next_id += 1
+        _send({"type": "call", "id": _next_id, "tool": tool, "args": args, "kwargs": kwargs})
+        reply = _receive()
     if "error" in reply:
         error = reply["error"]
         if error.get("code") == "INVALID_ARGUMENT":

@@ -58,6 +58,7 @@
 #![deny(missing_docs)]
 
 mod blocking;
+pub mod bridge;
 mod context;
 mod def;
 mod error;
