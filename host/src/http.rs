@@ -194,7 +194,10 @@ async fn metrics(State(state): State<AppState>) -> Response {
     let sessions = state.sessions.sessions.read().await.len();
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        state.executor.metrics().render(sessions),
+        state
+            .executor
+            .metrics()
+            .render(sessions, state.executor.running()),
     )
         .into_response()
 }

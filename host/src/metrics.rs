@@ -56,8 +56,9 @@ impl Metrics {
         self.load_failures.store(failures as u64, Ordering::Relaxed);
     }
 
-    /// The Prometheus text exposition, with `sessions` open now.
-    pub fn render(&self, sessions: usize) -> String {
+    /// The Prometheus text exposition, with `sessions` open and `running`
+    /// calls under way now.
+    pub fn render(&self, sessions: usize, running: usize) -> String {
         let mut out = String::new();
         out.push_str("# HELP packhost_calls_total Tool calls by tool and outcome.\n");
         out.push_str("# TYPE packhost_calls_total counter\n");
@@ -98,6 +99,10 @@ impl Metrics {
         );
         let _ = writeln!(
             out,
+            "# HELP packhost_calls_running Tool calls under way.\n# TYPE packhost_calls_running gauge\npackhost_calls_running {running}"
+        );
+        let _ = writeln!(
+            out,
             "# HELP packhost_pack_load_failures Packs that failed to load.\n# TYPE packhost_pack_load_failures gauge\npackhost_pack_load_failures {}",
             self.load_failures.load(Ordering::Relaxed)
         );
@@ -116,7 +121,7 @@ mod tests {
         metrics.record("proj.list", "ok", Duration::from_millis(20));
         metrics.record("proj.list", "NOT_FOUND", Duration::from_millis(2));
         metrics.set_load_failures(1);
-        let text = metrics.render(3);
+        let text = metrics.render(3, 2);
         assert!(
             text.contains("packhost_calls_total{tool=\"proj.list\",outcome=\"ok\"} 2\n"),
             "{text}"
@@ -149,6 +154,7 @@ mod tests {
         );
         assert!(
             text.contains("packhost_sessions 3\n")
+                && text.contains("packhost_calls_running 2\n")
                 && text.contains("packhost_pack_load_failures 1\n"),
             "{text}"
         );

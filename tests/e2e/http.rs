@@ -234,7 +234,14 @@ async fn sigterm_lets_running_calls_finish() {
         let result = call(&client, "hello.sleep", json!({"ms": 1500})).await;
         (result, client)
     });
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // Terminated once the call is surely under way (a loaded machine can
+    // take a while to deliver it).
+    for _ in 0..400 {
+        if host.metrics().await.contains("packhost_calls_running 1") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
     host.terminate();
     let (result, _client) = running.await.unwrap();
     assert!(!is_error(&result), "{}", text(&result));
