@@ -18,7 +18,7 @@ use std::{
 
 use packhost_tests::{
     TestHost,
-    bench::{Row, arg, ms, percentile, print_table, ratio, samples},
+    bench::{Row, arg, percentile, print_table, samples},
     is_error, structured, text,
 };
 use serde_json::json;
@@ -158,13 +158,7 @@ async fn main() {
         median(&off),
         median(&off_back_to_back),
     );
-    let row = |metric: &str, value: Duration, target: &str, name: &str, reference: Duration| Row {
-        metric: metric.to_owned(),
-        value: ms(value),
-        target: target.to_owned(),
-        reference: format!("{name}: {}", ms(reference)),
-        ratio: ratio(value, reference),
-    };
+    let row = Row::timed;
     let execute = "`exec_ts.execute` (TypeScript) median";
     let rows = [
         row(execute, pooled, "≤ 0.2x", "`npx tsx bench.ts`", npx_tsx),

@@ -20,7 +20,7 @@ use std::{
 
 use packhost_tests::{
     TestHost,
-    bench::{Row, arg, ms, percentile, print_table, ratio},
+    bench::{Row, arg, percentile, print_table},
     is_error,
     jupyter::JupyterServer,
     structured, text, venv_python,
@@ -258,13 +258,7 @@ async fn main() {
 
     let p50 = |s: &[Duration]| percentile(s, 0.5);
     let p99 = |s: &[Duration]| percentile(s, 0.99);
-    let row = |metric: &str, value: Duration, target: &str, name: &str, reference: Duration| Row {
-        metric: metric.to_owned(),
-        value: ms(value),
-        target: target.to_owned(),
-        reference: format!("{name}: {}", ms(reference)),
-        ratio: ratio(value, reference),
-    };
+    let row = Row::timed;
     let (warm50, off50, raw50) = (p50(&warm), p50(&off_warm), p50(&raw));
     let (start50, off_start50, raw_start50) = (p50(&start), p50(&off_start), p50(&raw_start));
     // Labels of more than one row.

@@ -61,6 +61,25 @@ pub struct Row {
     pub ratio: String,
 }
 
+impl Row {
+    /// A duration beside a reference `name` of the same run.
+    pub fn timed(
+        metric: &str,
+        value: Duration,
+        target: &str,
+        name: &str,
+        reference: Duration,
+    ) -> Self {
+        Self {
+            metric: metric.to_owned(),
+            value: ms(value),
+            target: target.to_owned(),
+            reference: format!("{name}: {}", ms(reference)),
+            ratio: ratio(value, reference),
+        }
+    }
+}
+
 /// Print `rows` as a Markdown table under `title`.
 pub fn print_table(title: &str, rows: &[Row]) {
     println!("{title}");
