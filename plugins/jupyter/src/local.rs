@@ -275,8 +275,46 @@ fn startup_error(message: String) -> PackError {
     PackError::internal(message)
 }
 
+/// How many times a kernel is started on fresh ports when another program
+/// took one of them first.
+const PORT_TRIES: usize = 3;
+
+/// Why one start of a kernel failed.
+enum Launch {
+    /// Another program bound one of its ports between our pick and its start.
+    PortTaken,
+    Failed(PackError),
+}
+
+impl From<PackError> for Launch {
+    fn from(error: PackError) -> Self {
+        Self::Failed(error)
+    }
+}
+
+impl From<std::io::Error> for Launch {
+    fn from(error: std::io::Error) -> Self {
+        Self::Failed(error.into())
+    }
+}
+
 /// Start a kernel and connect to it; returns once it answered `kernel_info`.
+/// Its ports are picked free and let go for the kernel to bind: when another
+/// program takes one in between, the kernel starts again on others.
 async fn launch(launcher: &Launcher) -> Result<Running, PackError> {
+    for _ in 0..PORT_TRIES {
+        match launch_on(launcher, free_ports()?).await {
+            Ok(running) => return Ok(running),
+            Err(Launch::PortTaken) => continue,
+            Err(Launch::Failed(error)) => return Err(error),
+        }
+    }
+    Err(startup_error(format!(
+        "the kernel did not start: another program took one of its ports each time ({PORT_TRIES} tries)"
+    )))
+}
+
+async fn launch_on(launcher: &Launcher, ports: [u16; 5]) -> Result<Running, Launch> {
     let Launcher { python, settings } = launcher;
     std::fs::create_dir_all(&settings.root)?;
     let dir = tempfile::Builder::new()
@@ -284,7 +322,6 @@ async fn launch(launcher: &Launcher) -> Result<Running, PackError> {
         .tempdir_in(&settings.root)?;
     let tmp = dir.path().join("tmp");
     std::fs::create_dir(&tmp)?;
-    let ports = free_ports()?;
     let info = ConnectionInfo {
         ip: "127.0.0.1".to_owned(),
         transport: Transport::TCP,
@@ -383,14 +420,19 @@ async fn launch(launcher: &Launcher) -> Result<Running, PackError> {
     // ipykernel binds every socket before it serves.
     while !listening(&ports) {
         if !alive(&group) {
+            let log = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+            if log.contains("Address already in use") {
+                return Err(Launch::PortTaken);
+            }
             let why = ended(&group).map_or_else(|| "the process exited".to_owned(), |e| e.reason());
-            return Err(failed(&why));
+            return Err(failed(&why).into());
         }
         if Instant::now() > deadline {
             return Err(failed(&format!(
                 "it did not listen on its ports within {} s",
                 settings.startup_timeout.as_secs()
-            )));
+            ))
+            .into());
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -501,13 +543,13 @@ async fn launch(launcher: &Launcher) -> Result<Running, PackError> {
         Err(reason) => Err(failed(&format!(
             "{reason} (start-up limit {} s)",
             settings.startup_timeout.as_secs()
-        ))),
+        ))
+        .into()),
     }
 }
 
 /// Five free ports of loopback for a kernel: bound together, so they
-/// differ, and let go for the kernel to bind. (Another program could take
-/// one in between; the kernel then fails to start and says so.)
+/// differ, and let go for the kernel to bind (see [`launch`]).
 fn free_ports() -> std::io::Result<[u16; 5]> {
     let listeners = [(); 5].map(|()| std::net::TcpListener::bind("127.0.0.1:0"));
     let mut ports = [0; 5];
@@ -540,4 +582,42 @@ fn listening(ports: &[u16]) -> bool {
 /// Whether a socket error ends the connection (a bad message does not).
 fn is_fatal(e: &zmq::RuntimeError) -> bool {
     matches!(e, zmq::RuntimeError::ZmqError(_))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kernel whose port another program holds fails as `PortTaken`, which
+    /// `launch` answers by starting it again on other ports.
+    #[tokio::test]
+    async fn a_port_taken_before_the_kernel_binds_it_is_told_apart() {
+        let python = std::env::var("PACKHOST_TEST_PYTHON").unwrap_or_else(|_| {
+            let home = std::env::var("HOME").unwrap_or_default();
+            format!("{home}/.cache/packhost-venv/bin/python")
+        });
+        let root = tempfile::tempdir().unwrap();
+        let launcher = Launcher {
+            python: resolve_python(Some(PathBuf::from(python))).await.unwrap(),
+            settings: Arc::new(Settings {
+                env: EnvAllowList::new(vec!["PATH".to_owned()]),
+                root: root.path().to_path_buf(),
+                startup_timeout: Duration::from_secs(60),
+                // The test binary is not the host, whose binary is the sandbox's helper.
+                sandbox: Sandbox::new(Mode::Off),
+                limits: Limits::default(),
+            }),
+        };
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut ports = free_ports().unwrap();
+        ports[0] = taken.local_addr().unwrap().port();
+        assert!(matches!(
+            launch_on(&launcher, ports).await,
+            Err(Launch::PortTaken)
+        ));
+        let running = launch(&launcher)
+            .await
+            .unwrap_or_else(|e| panic!("{}", e.message()));
+        drop(running);
+    }
 }
