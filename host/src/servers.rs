@@ -273,10 +273,11 @@ fn functions(pack: &str, tools: &[Tool], names: &Names) -> Vec<FunctionSpec> {
 
 /// The function name of each tool, in the server's order: `_` for each
 /// character an identifier cannot hold, so `run` can call it (`get-sum` →
-/// `get_sum`). When tools come to one name, every one stays reachable: a tool
-/// whose name is that identifier already keeps it (its name works as the
-/// server documents it; else the first listed does), the others get `_2`, `_3`, ... in the server's order
-/// (the first name free), and a warning names both tools.
+/// `get_sum`). When tools come to one name, every one stays reachable: a
+/// tool whose name is that identifier already keeps it (its name works as
+/// the server documents it; else the first listed does), the others get
+/// `_2`, `_3`, ... in the server's order (the first name free), and a
+/// warning names both tools.
 fn function_names(pack: &str, tools: &[&str]) -> Vec<String> {
     let plain: Vec<String> = tools.iter().map(|tool| identifier(tool)).collect();
     // Function name → the tool that has it.

@@ -149,10 +149,7 @@ impl Executor {
         let name = ToolName::parse(tool)?;
         let registry = self.registry();
         let pack = registry.packs.get(&name.pack)?;
-        let function = pack
-            .functions
-            .iter()
-            .find(|f| f.spec.name == name.function)?;
+        let function = function_of(pack, &name.function).ok()?;
         Some(shape.is_some_and(|shape| function.fits_output(tool, shape)))
     }
 
@@ -330,16 +327,19 @@ impl Executor {
             tool: tool.to_owned(),
             before_start: true,
         })?;
-        let out_of_time = || match cut_by_caller {
-            true => CallError::CutByCaller {
-                tool: tool.to_owned(),
-                left,
-            },
-            false => CallError::OutOfTime {
-                tool: tool.to_owned(),
-                pack: pack.loaded.name.clone(),
-                limit: pack.loaded.timeout,
-            },
+        let out_of_time = || {
+            if cut_by_caller {
+                CallError::CutByCaller {
+                    tool: tool.to_owned(),
+                    left,
+                }
+            } else {
+                CallError::OutOfTime {
+                    tool: tool.to_owned(),
+                    pack: pack.loaded.name.clone(),
+                    limit: pack.loaded.timeout,
+                }
+            }
         };
         tokio::select! {
             // async-ffi re-raises a panic of the pack's future on this side.
