@@ -129,6 +129,9 @@ pub struct ServerConfig {
     /// The pack whose `run` function executes commands that are not a single
     /// call (a Python block).
     pub code_pack: String,
+    /// The pack whose `execute` function runs code fenced as TypeScript or
+    /// JavaScript (`code` and `language` arguments).
+    pub typescript_pack: String,
     /// Where pack libraries named without a path are looked for, in order.
     pub pack_dirs: Vec<PathBuf>,
 }
@@ -138,6 +141,7 @@ impl Default for ServerConfig {
         Self {
             timeout_ms: 60_000,
             code_pack: "exec_py".to_owned(),
+            typescript_pack: "exec_ts".to_owned(),
             pack_dirs: default_pack_dirs(),
         }
     }
@@ -538,11 +542,15 @@ impl Config {
                 ));
             }
         }
-        if !is_identifier(&self.server.code_pack) {
-            problems.push(format!(
-                "`server.code_pack` = \"{}\": must name a pack (an identifier, e.g. `exec_py`)",
-                self.server.code_pack
-            ));
+        for (key, value, example) in [
+            ("code_pack", &self.server.code_pack, "exec_py"),
+            ("typescript_pack", &self.server.typescript_pack, "exec_ts"),
+        ] {
+            if !is_identifier(value) {
+                problems.push(format!(
+                    "`server.{key}` = \"{value}\": must name a pack (an identifier, e.g. `{example}`)"
+                ));
+            }
         }
         if problems.is_empty() {
             Ok(())

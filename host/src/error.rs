@@ -41,6 +41,8 @@ pub(crate) enum CallError {
     /// Code, and no code pack to run it.
     NoCodePack {
         code_pack: String,
+        /// The `server` key that names it.
+        key: &'static str,
     },
     UnknownPack {
         pack: String,
@@ -150,9 +152,9 @@ impl CallError {
                 "call a pack function as `pack.function(...)` or a configured alias; other names \
                  run as Python once the code pack `{code_pack}` is loaded"
             ),
-            NoCodePack { code_pack } => format!(
+            NoCodePack { code_pack, key } => format!(
                 "send one call with literal arguments, e.g. `proj.list()`; or load the code pack: \
-                 [packs.{code_pack}] in packs.toml (or set `server.code_pack`)"
+                 [packs.{code_pack}] in packs.toml (or set `server.{key}`)"
             ),
             TooManyPositional { signature, .. }
             | TwoValues { signature, .. }
@@ -200,7 +202,7 @@ impl fmt::Display for CallError {
                     list(tools)
                 )
             }
-            NoCodePack { code_pack } => write!(
+            NoCodePack { code_pack, .. } => write!(
                 f,
                 "this command is not a single call `pack.function(...)`, so it would run as code \
                  in pack `{code_pack}`, which is not loaded"

@@ -53,7 +53,7 @@ fn an_unknown_key_is_named_with_what_is_expected() {
         &output,
         &[
             "/packs.toml: TOML parse error at line 2, column 1",
-            "unknown field `timeout`, expected one of `timeout_ms`, `code_pack`, `pack_dirs`",
+            "unknown field `timeout`, expected one of `timeout_ms`, `code_pack`, `typescript_pack`, `pack_dirs`",
         ],
     );
     let output = packhost_cli("[packs.proj]\nenable = false\n", &["check"]);

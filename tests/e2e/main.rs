@@ -3,6 +3,7 @@
 
 mod calls;
 mod cli;
+mod code_mode_ts;
 mod config;
 mod exec_py;
 mod exec_ts;

@@ -2,7 +2,9 @@
 //!
 //! [`Front::interpret`] runs these steps, with no I/O:
 //! 1. [`strip`] normalises line ends and indentation and removes a `>>>`
-//!    prompt and Markdown code markup wrapping the whole text;
+//!    prompt and Markdown code markup wrapping the whole text; a fence
+//!    tagged `ts`, `typescript`, `js` or `javascript` makes it code for node
+//!    ([`Plan::Node`]), whatever it holds;
 //! 2. a leading `!` is rejected with an explanation of the real syntax;
 //! 3. `$name k=v` expands a configured [`Snippet`] through minijinja;
 //! 4. [`parse_call`] recognises a single `dotted.name(literal, key=literal)`
@@ -27,7 +29,7 @@ use std::collections::BTreeMap;
 pub use call::{Call, parse_call};
 pub use error::FrontError;
 pub use snippet::{Param, Snippet};
-pub use strip::strip;
+pub use strip::{Language, strip, strip_code};
 
 /// What `run` knows besides the command text.
 #[derive(Debug, Clone, Default)]
@@ -43,14 +45,19 @@ pub struct Front {
 pub enum Plan {
     /// Call one tool directly with these arguments.
     Call(Call),
-    /// Hand this code to a code pack.
+    /// Hand this Python code to a code pack.
     Code(String),
+    /// Hand this code, fenced as TypeScript or JavaScript, to node.
+    Node(String, Language),
 }
 
 impl Front {
     /// Turns a `run` command into a plan (see the crate docs for the steps).
     pub fn interpret(&self, command: &str) -> Result<Plan, FrontError> {
-        let text = strip(command)?;
+        let (text, language) = strip_code(command)?;
+        if language != Language::Python {
+            return Ok(Plan::Node(text, language));
+        }
         if let Some(rest) = text.strip_prefix('!') {
             return Err(bang(rest));
         }

@@ -14,11 +14,53 @@ const MAX_LAYERS: usize = 4;
 /// Common indentation is removed rather than only trimming the first line,
 /// so an indented block stays valid Python.
 pub fn strip(command: &str) -> Result<String, FrontError> {
+    strip_code(command).map(|(text, _)| text)
+}
+
+/// The language code is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Language {
+    /// Untagged code, and code tagged `python`, `py`...
+    Python,
+    /// Tagged `ts` or `typescript`.
+    TypeScript,
+    /// Tagged `js` or `javascript`.
+    JavaScript,
+}
+
+/// Info strings models put on code they send to `run`.
+const LANGUAGE_TAGS: &[(&str, Language)] = &[
+    ("python", Language::Python),
+    ("python3", Language::Python),
+    ("py", Language::Python),
+    ("py3", Language::Python),
+    ("pycon", Language::Python),
+    ("ipython", Language::Python),
+    ("ts", Language::TypeScript),
+    ("typescript", Language::TypeScript),
+    ("js", Language::JavaScript),
+    ("javascript", Language::JavaScript),
+];
+
+fn language_of(tag: &str) -> Option<Language> {
+    LANGUAGE_TAGS
+        .iter()
+        .find(|(known, _)| known.eq_ignore_ascii_case(tag))
+        .map(|&(_, language)| language)
+}
+
+/// [`strip`], and the language the outermost tagged fence names (Python
+/// when none does).
+pub fn strip_code(command: &str) -> Result<(String, Language), FrontError> {
     let text = command.replace("\r\n", "\n").replace('\r', "\n");
     let mut text = unprompt(tidy(&text));
+    let mut language = None;
     for _ in 0..MAX_LAYERS {
-        match unfence(&text).map(|inner| unprompt(tidy(inner))) {
-            Some(inner) => text = inner,
+        match unfence(&text) {
+            Some((inner, tag)) => {
+                language = language.or(tag.and_then(language_of));
+                text = unprompt(tidy(inner));
+            }
             None => break,
         }
     }
@@ -27,7 +69,7 @@ pub fn strip(command: &str) -> Result<String, FrontError> {
             "empty command; send a call like `proj.list()` or a block of Python",
         ));
     }
-    Ok(text)
+    Ok((text, language.unwrap_or(Language::Python)))
 }
 
 /// A leading `>>>` prompt goes. Two or more prompt lines are a transcript
@@ -84,12 +126,17 @@ pub(crate) fn tidy(text: &str) -> String {
     dedented.join("\n").trim_start().to_owned()
 }
 
-/// The inside of markup wrapping all of `text`, if any.
-fn unfence(text: &str) -> Option<&str> {
+/// The inside of markup wrapping all of `text`, if any, and the tag it
+/// names.
+fn unfence(text: &str) -> Option<(&str, Option<&str>)> {
     let mark = text.bytes().next().filter(|b| matches!(b, b'`' | b'~'))?;
     let run = text.bytes().take_while(|&b| b == mark).count();
     match text.split_once('\n') {
-        Some((first, rest)) if run >= 3 => fenced(mark, run, &first[run..], rest),
+        Some((first, rest)) if run >= 3 => {
+            let info = &first[run..];
+            let tag = info.split_whitespace().next();
+            fenced(mark, run, info, rest).map(|inner| (inner, tag))
+        }
         _ if mark == b'`' => inline(run, text),
         _ => None,
     }
@@ -117,7 +164,7 @@ fn fenced<'a>(mark: u8, run: usize, info: &str, rest: &'a str) -> Option<&'a str
 /// A code span: the same run of backticks at both ends and none of that
 /// exact length in between (so `` `a` and `b` `` is not one span). A
 /// one-line fence may still name its language: ```` ```py x``` ````.
-fn inline(run: usize, text: &str) -> Option<&str> {
+fn inline(run: usize, text: &str) -> Option<(&str, Option<&str>)> {
     let closing = text.bytes().rev().take_while(|&b| b == b'`').count();
     if closing != run || text.len() <= 2 * run {
         return None;
@@ -129,12 +176,8 @@ fn inline(run: usize, text: &str) -> Option<&str> {
     if same_run_inside {
         return None;
     }
-    let untagged = match inner.split_once(' ') {
-        Some((tag, code)) if run >= 3 && LANGUAGE_TAGS.contains(&tag) => code,
-        _ => inner,
-    };
-    Some(untagged)
+    Some(match inner.split_once(' ') {
+        Some((tag, code)) if run >= 3 && language_of(tag).is_some() => (code, Some(tag)),
+        _ => (inner, None),
+    })
 }
-
-/// Info strings models put on code they send to `run`.
-const LANGUAGE_TAGS: &[&str] = &["python", "python3", "py", "py3", "pycon", "ipython"];

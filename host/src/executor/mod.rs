@@ -17,7 +17,7 @@ use abi_stable::{
 };
 use futures_util::FutureExt as _;
 use pack_api::{CallContext_TO, FunctionSpec, Owner};
-use packhost_command::{Call, Front, Plan};
+use packhost_command::{Call, Front, Language, Plan};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 use tracing::Instrument as _;
@@ -54,6 +54,8 @@ pub struct Executor {
     catalog_config: CatalogConfig,
     front: Front,
     code_pack: String,
+    /// The pack whose `execute` runs fenced TypeScript and JavaScript.
+    typescript_pack: String,
     /// Counters for `/metrics`.
     metrics: Metrics,
     /// Calls under way (graceful shutdown waits for them).
@@ -92,6 +94,7 @@ impl Executor {
                 snippets: config.snippets.clone(),
             },
             code_pack: config.server.code_pack.clone(),
+            typescript_pack: config.server.typescript_pack.clone(),
             runtime: tokio::runtime::Handle::current(),
         })
     }
@@ -241,11 +244,31 @@ impl Executor {
                         }
                         .into());
                     }
-                    return Err(CallError::NoCodePack { code_pack }.into());
+                    return Err(CallError::NoCodePack {
+                        code_pack,
+                        key: "code_pack",
+                    }
+                    .into());
                 };
                 let function = function_of(pack, "run")?;
                 self.dispatch(pack, function, json!({ "code": code }), caller)
                     .await
+            }
+            Plan::Node(code, language) => {
+                let Some(pack) = registry.packs.get(&self.typescript_pack) else {
+                    return Err(CallError::NoCodePack {
+                        code_pack: self.typescript_pack.clone(),
+                        key: "typescript_pack",
+                    }
+                    .into());
+                };
+                let language = match language {
+                    Language::JavaScript => "javascript",
+                    _ => "typescript",
+                };
+                let function = function_of(pack, "execute")?;
+                let args = json!({ "code": code, "language": language });
+                self.dispatch(pack, function, args, caller).await
             }
         }
     }

@@ -195,6 +195,7 @@ fn catalog(packs: &BTreeMap<String, Arc<PackEntry>>, config: &CatalogConfig) -> 
                     signature: f.signature.clone(),
                     description: f.spec.description.clone(),
                     input_schema: f.spec.input_schema.clone(),
+                    output_schema: f.spec.output_schema.clone(),
                 })
             })
             .collect(),

@@ -17,7 +17,8 @@ pub struct Request {
     pub code: String,
     pub cwd: String,
     pub tmpdir: String,
-    pub catalog: Option<pack_sdk::Catalog>,
+    /// What the code binds (`bridge::bindings`), or none without code mode.
+    pub bindings: Option<Value>,
     pub max_result_bytes: usize,
 }
 
@@ -60,7 +61,7 @@ pub async fn run(
         "code": request.code,
         "cwd": request.cwd,
         "tmpdir": request.tmpdir,
-        "catalog": request.catalog,
+        "catalog": request.bindings,
         "max_result_bytes": request.max_result_bytes,
     })
     .to_string()
@@ -73,7 +74,7 @@ pub async fn run(
     let answered = CancellationToken::new();
     let (answer, finished) = tokio::join!(
         async {
-            let answer = bridge::serve(BufReader::new(reader), writer, ctx, &gone)
+            let answer = bridge::serve(BufReader::new(reader), writer, ctx, &gone, bridge::Until::Answer)
                 .await
                 .and_then(|line| serde_json::from_str::<Answer>(&line).ok());
             if answer.is_some() {

@@ -6,23 +6,16 @@
 use std::{
     collections::BTreeMap,
     io,
-    os::{
-        fd::{AsRawFd, RawFd},
-        unix::net::UnixStream as StdUnixStream,
-    },
     path::{Path, PathBuf},
     process::Stdio,
     sync::Arc,
 };
 
-use pack_process::{EnvAllowList, Limits, Policy, ProcessGroup, Python, Sandbox};
+use pack_process::{ChannelPair, EnvAllowList, Limits, Policy, ProcessGroup, Python, Sandbox};
 use tempfile::TempDir;
 use tokio::net::UnixStream;
 
 pub const RUNNER: &str = include_str!("runner.py");
-
-/// The file descriptor the runner reads its channel from.
-const CHANNEL_FD: i32 = 3;
 
 /// An idle interpreter and the pack's end of its channel.
 pub struct Interpreter {
@@ -84,7 +77,7 @@ impl Interpreter {
         env: &EnvAllowList,
         dir: TempDir,
     ) -> io::Result<Self> {
-        let (ours, theirs) = StdUnixStream::pair()?;
+        let channel = ChannelPair::new()?;
         let mut confined = confined;
         let command = &mut confined.command;
         // -I: ignore PYTHON* variables and the user site; -u: unbuffered output.
@@ -96,35 +89,12 @@ impl Interpreter {
             .stderr(Stdio::piped());
         let tmp = BTreeMap::from([("TMPDIR".to_owned(), dir.path().display().to_string())]);
         env.apply(command, &tmp);
-        pass_as_channel(command, theirs.as_raw_fd());
+        channel.pass_to(command);
         let group = ProcessGroup::spawn(confined)?;
-        drop(theirs);
-        ours.set_nonblocking(true)?;
         Ok(Self {
             group,
-            channel: UnixStream::from_std(ours)?,
+            channel: channel.into_ours()?,
             dir,
         })
-    }
-}
-
-/// Give the child `fd` as its fd 3, where the runner and the zygote read
-/// their channel.
-pub fn pass_as_channel(command: &mut tokio::process::Command, fd: RawFd) {
-    // SAFETY: only async-signal-safe calls (dup2, fcntl) between fork and exec.
-    unsafe {
-        command.pre_exec(move || {
-            let ok = if fd == CHANNEL_FD {
-                // Already in place: only drop close-on-exec.
-                libc::fcntl(fd, libc::F_SETFD, 0) >= 0
-            } else {
-                libc::dup2(fd, CHANNEL_FD) >= 0
-            };
-            if ok {
-                Ok(())
-            } else {
-                Err(io::Error::last_os_error())
-            }
-        });
     }
 }

@@ -318,7 +318,7 @@ async fn run(state: Arc<ExecPy>, args: RunArgs, ctx: Context) -> Result<RunOutpu
         code: args.code,
         cwd: cwd.as_deref().unwrap_or(own).display().to_string(),
         tmpdir: own.display().to_string(),
-        catalog: args.bridge.then(|| ctx.catalog()),
+        bindings: args.bridge.then(|| pack_sdk::bridge::bindings(&ctx.catalog())),
         max_result_bytes: state.config.max_output_bytes,
     };
     let timeout = Duration::from_millis(args.timeout_ms.max(1));

@@ -22,7 +22,7 @@ use std::{
 use nix::sys::socket::{
     AddressFamily, ControlMessage, MsgFlags, SockFlag, SockType, recv, sendmsg, socketpair,
 };
-use pack_process::{Adopted, Mode, ProcessGroup};
+use pack_process::{Adopted, Mode, ProcessGroup, pass_as_channel};
 use serde::Deserialize;
 use serde_json::json;
 use tempfile::TempDir;
@@ -33,7 +33,7 @@ use tokio::{
 };
 use tokio_util::task::AbortOnDropHandle;
 
-use crate::interpreter::{Interpreter, Launcher, RUNNER, pass_as_channel};
+use crate::interpreter::{Interpreter, Launcher, RUNNER};
 
 const ZYGOTE: &str = include_str!("zygote.py");
 

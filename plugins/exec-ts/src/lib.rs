@@ -16,6 +16,7 @@
 //! `session_export`, `session_import`; `cell_create`, `cell_update`,
 //! `cell_list`, `cell_delete`, `cell_execute`; `npm_install`.
 
+pub mod answer;
 pub mod beneath;
 pub mod node;
 pub mod notebook;
@@ -314,7 +315,7 @@ pub struct ExecuteArgs {
 async fn execute(
     state: Arc<State>,
     args: ExecuteArgs,
-    _: Context,
+    ctx: Context,
 ) -> Result<ExecOutput, PackError> {
     let started = Instant::now();
     let timeout = timeout_of(args.timeout)?;
@@ -348,6 +349,7 @@ async fn execute(
             }
         },
     };
+    let js = answer::answer_last_expression(&js).unwrap_or(js);
     let env = args.env.unwrap_or_default();
     state
         .runner
@@ -357,6 +359,7 @@ async fn execute(
             &env,
             timeout,
             started,
+            &ctx,
         )
         .await?
         .into_result("the code")
@@ -865,19 +868,20 @@ async fn cell_execute(
             return output.into_result(&format!("{what} (syntax error)"));
         }
     };
-    let node = state.runner.tools.node()?.to_path_buf();
-    let args: Vec<OsString> = vec![
-        "--import".into(),
-        "./.packhost/register.mjs".into(),
-        entry.into_os_string(),
-    ];
     // The session's folder is the only one it may write (nothing of other
     // sessions is visible); temporary files go in this run's build folder.
-    let policy = state.runner.code_policy(&dir);
     let env = node::tmpdir(run.path());
     state
         .runner
-        .run(&node, &args, &dir, &policy, &env, timeout, started)
+        .run_cell(
+            "./.packhost/register.mjs",
+            &entry,
+            &dir,
+            &env,
+            timeout,
+            started,
+            &ctx,
+        )
         .await?
         .into_result(&what)
 }

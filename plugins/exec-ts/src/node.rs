@@ -3,7 +3,9 @@
 //! writable folder, the pack's network and bounds), own process group,
 //! whole-group kill on timeout, capped capture, environment allow-list; plus
 //! a warm pool of idle `node` processes, each in its own fresh folder, for
-//! calls that need no particular directory or environment.
+//! calls that need no particular directory or environment. Code runs with
+//! the prelude (`prelude.mjs`): every pack the caller may reach is a global
+//! namespace, its calls served over a private channel by `pack_sdk::bridge`.
 
 use std::{
     collections::BTreeMap,
@@ -16,17 +18,41 @@ use std::{
 };
 
 use pack_process::{
-    Bound, EnvAllowList, Exit, Finished, Limits, Network, Policy, ProcessGroup, Sandbox, WarmPool,
+    Bound, ChannelPair, EnvAllowList, Exit, Finished, Limits, Network, Policy, ProcessGroup,
+    Sandbox, WarmPool,
 };
-use pack_sdk::{PackError, codes};
+use pack_sdk::{Context, PackError, Value, bridge, codes};
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
 use tempfile::TempDir;
-use tokio::io::AsyncWriteExt;
+use tokio::{
+    io::{AsyncWriteExt, BufReader},
+    net::UnixStream,
+};
+use tokio_util::sync::CancellationToken;
+
+/// Code mode for node: loaded before the code, it reads its bindings from
+/// the channel.
+const PRELUDE: &str = include_str!("prelude.mjs");
+
+/// `--import` of the prelude, as a `data:` URL: nothing on disk for the
+/// sandbox to open.
+fn prelude_import() -> [OsString; 2] {
+    let mut url = String::from("data:text/javascript,");
+    for byte in PRELUDE.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-_.~".contains(&byte) {
+            url.push(byte as char);
+        } else {
+            url.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    ["--import".into(), url.into()]
+}
 
 /// What every run returns: `exec_ts.execute`, `exec_ts.cell_execute`,
 /// `exec_ts.npm_install`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecOutput {
     /// Standard output, at most `max_output_bytes` (then ends with
@@ -40,6 +66,14 @@ pub struct ExecOutput {
     pub exit_code: i32,
     /// Wall time of the call in milliseconds.
     pub execution_time: u64,
+    /// The value of the code's last expression (awaited when it is a
+    /// promise), when it ends with one and the value is JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// The value shown by `util.inspect` when it is not JSON (a function, a
+    /// `Map`, a cycle) or too large.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_repr: Option<String>,
     /// Whether the time limit killed it (the exit code alone cannot tell).
     #[serde(skip)]
     pub timed_out: bool,
@@ -114,8 +148,20 @@ impl ExecOutput {
                 Exit::Exceeded(bound) => Some(bound),
                 _ => None,
             },
+            result: None,
+            result_repr: None,
         }
     }
+}
+
+/// The prelude's answer: the value of the last expression.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Answer {
+    #[serde(default)]
+    result: Option<Value>,
+    #[serde(default)]
+    result_repr: Option<String>,
 }
 
 /// Where `node` and `npm` are, or why not.
@@ -219,10 +265,12 @@ pub struct Confinement {
     pub npm_network: Network,
 }
 
-/// An idle `node --input-type=module` waiting for its program on stdin, in
-/// its own fresh folder, the only one it may write.
+/// An idle `node --input-type=module` in its own fresh folder, the only one
+/// it may write: its prelude waits for the bindings on the channel, then
+/// node reads the program on stdin.
 pub struct Warm {
     group: ProcessGroup,
+    channel: UnixStream,
     dir: TempDir,
 }
 
@@ -256,18 +304,25 @@ impl Launcher {
             .sandbox
             .command(&policy, &self.node)
             .map_err(io::Error::other)?;
+        let channel = ChannelPair::new()?;
         confined
             .command
+            .args(prelude_import())
             .arg("--input-type=module")
             .current_dir(cwd.map_or(dir.path(), |(cwd, _)| cwd))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        channel.pass_to(&mut confined.command);
         let mut env = tmpdir(dir.path());
         env.extend(extra.clone());
         self.env.apply(&mut confined.command, &env);
         let group = ProcessGroup::spawn(confined)?;
-        Ok(Warm { group, dir })
+        Ok(Warm {
+            group,
+            channel: channel.into_ours()?,
+            dir,
+        })
     }
 }
 
@@ -340,7 +395,8 @@ impl Runner {
 
     /// Run the ES module `js` (fed on stdin) in a fresh folder of its own,
     /// removed afterwards, working in `cwd` (readable, and writable when its
-    /// flag is set) or in that folder.
+    /// flag is set) or in that folder, with the packs `ctx` may reach.
+    #[allow(clippy::too_many_arguments)]
     pub async fn run_module(
         &self,
         js: String,
@@ -348,6 +404,7 @@ impl Runner {
         env: &BTreeMap<String, String>,
         timeout: Duration,
         started: Instant,
+        ctx: &Context,
     ) -> Result<ExecOutput, PackError> {
         let node = self.tools.node()?;
         let launcher = self.launcher.as_ref().expect("node was found");
@@ -356,8 +413,40 @@ impl Runner {
             _ => launcher.start(cwd, env),
         };
         // Its folder goes when the call ends.
-        let Warm { group, dir: _dir } = warm.map_err(|e| spawn_error(node, e))?;
-        Ok(self.finish(group, Some(js), timeout, started).await)
+        let Warm {
+            group,
+            channel,
+            dir: _dir,
+        } = warm.map_err(|e| spawn_error(node, e))?;
+        Ok(self
+            .finish(group, Some(js), Some((channel, ctx)), timeout, started)
+            .await)
+    }
+
+    /// Run the code file `entry` of a notebook session in `dir` (its
+    /// working folder, the only one it may write) with the session's loader
+    /// and the packs `ctx` may reach.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn run_cell(
+        &self,
+        loader: &str,
+        entry: &Path,
+        dir: &Path,
+        extra: &BTreeMap<String, String>,
+        timeout: Duration,
+        started: Instant,
+        ctx: &Context,
+    ) -> Result<ExecOutput, PackError> {
+        let node = self.tools.node()?;
+        let mut args: Vec<OsString> = prelude_import().into();
+        args.extend(["--import".into(), loader.into(), entry.into()]);
+        let channel = ChannelPair::new().map_err(|e| spawn_error(node, e))?;
+        let policy = self.code_policy(dir);
+        let group = self.spawn(node, &args, dir, &policy, extra, Some(&channel))?;
+        let channel = channel.into_ours().map_err(|e| spawn_error(node, e))?;
+        Ok(self
+            .finish(group, None, Some((channel, ctx)), timeout, started)
+            .await)
     }
 
     /// Code's confinement with `work` writable.
@@ -392,6 +481,19 @@ impl Runner {
         timeout: Duration,
         started: Instant,
     ) -> Result<ExecOutput, PackError> {
+        let group = self.spawn(program, args, cwd, policy, extra, None)?;
+        Ok(self.finish(group, None, None, timeout, started).await)
+    }
+
+    fn spawn(
+        &self,
+        program: &Path,
+        args: &[OsString],
+        cwd: &Path,
+        policy: &Policy,
+        extra: &BTreeMap<String, String>,
+        channel: Option<&ChannelPair>,
+    ) -> Result<ProcessGroup, PackError> {
         let mut confined = self
             .confinement
             .sandbox
@@ -404,15 +506,20 @@ impl Runner {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        if let Some(channel) = channel {
+            channel.pass_to(command);
+        }
         self.env.apply(command, extra);
-        let group = ProcessGroup::spawn(confined).map_err(|e| spawn_error(program, e))?;
-        Ok(self.finish(group, None, timeout, started).await)
+        ProcessGroup::spawn(confined).map_err(|e| spawn_error(program, e))
     }
 
+    /// Wait for the process to end, serving its tool calls when it has a
+    /// channel; its answer is the result.
     async fn finish(
         &self,
         mut group: ProcessGroup,
         stdin: Option<String>,
+        channel: Option<(UnixStream, &Context)>,
         timeout: Duration,
         started: Instant,
     ) -> ExecOutput {
@@ -423,8 +530,32 @@ impl Runner {
                 let _ = pipe.write_all(code.as_bytes()).await;
             });
         }
-        let finished = group.finish(timeout, self.limit).await;
-        ExecOutput::from_finished(finished, started, timeout)
+        let Some((channel, ctx)) = channel else {
+            let finished = group.finish(timeout, self.limit).await;
+            return ExecOutput::from_finished(finished, started, timeout);
+        };
+        let (reader, mut writer) = channel.into_split();
+        let bindings = json!({
+            "bindings": bridge::bindings(&ctx.catalog()),
+            "max_result_bytes": self.limit,
+        })
+        .to_string()
+            + "\n";
+        // A process that is gone before reading it says so in its output.
+        let _ = writer.write_all(bindings.as_bytes()).await;
+        let gone = CancellationToken::new();
+        let serve = bridge::serve(BufReader::new(reader), writer, ctx, &gone, bridge::Until::Gone);
+        let (answer, finished) = tokio::join!(serve, async {
+            let finished = group.finish(timeout, self.limit).await;
+            gone.cancel();
+            finished
+        });
+        let mut output = ExecOutput::from_finished(finished, started, timeout);
+        if let Some(answer) = answer.and_then(|line| serde_json::from_str::<Answer>(&line).ok()) {
+            output.result = answer.result;
+            output.result_repr = answer.result_repr;
+        }
+        output
     }
 }
 

@@ -86,6 +86,14 @@ pub struct CatalogTool {
     pub description: String,
     /// JSON Schema of the arguments.
     pub input_schema: Value,
+    /// JSON Schema of the result (code mode's typed declarations). Hosts
+    /// before it did not send it: then any value.
+    #[serde(default = "any_value")]
+    pub output_schema: Value,
+}
+
+fn any_value() -> Value {
+    Value::Bool(true)
 }
 
 /// A failed call, as a pack reports it.

@@ -11,18 +11,22 @@
 //! - a child's environment is an allow-list, never the host's whole
 //!   environment (which holds tokens and credentials);
 //! - a [`WarmPool`] keeps pre-started children so a call does not pay the
-//!   interpreter's start-up.
+//!   interpreter's start-up;
+//! - code talks to its pack over a private [channel](ChannelPair) (fd 3),
+//!   never over the output it prints.
 //!
 //! Who it is for: pack authors whose functions start processes (`exec_py`,
 //! `exec_ts`, `jupyter`).
 #![deny(missing_docs)]
 
 mod capture;
+mod channel;
 mod env;
 mod group;
 mod pool;
 
 pub use capture::{Capture, CaptureBuffer, TRUNCATED_MARKER};
+pub use channel::{CHANNEL_FD, ChannelPair, pass_as_channel};
 pub use env::EnvAllowList;
 pub use group::{Adopted, Exit, Finished, ProcessGroup, live_members};
 pub use pack_sandbox::{Bound, Confined, Limits, Mode, Network, Policy, Python, Sandbox};

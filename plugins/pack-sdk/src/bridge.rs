@@ -3,9 +3,10 @@
 //! way. The code sends `{"type": "call", "id", "tool", "args": [...],
 //! "kwargs": {...}}` (its arguments as written: the host binds and checks
 //! them); the pack answers `{"id", "ok": value}` or `{"id", "error": {code,
-//! message, help?}}`. Any other line is the code's last word, its answer.
+//! message, help?}}`. Any other line is the code's answer (its value).
 //! Calls are served side by side (`Promise.all` in TypeScript), each reply
-//! sent as it is ready.
+//! sent as it is ready. What the code builds its namespaces from is
+//! [`bindings`].
 
 use std::time::Duration;
 
@@ -17,7 +18,7 @@ use tokio::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::Context;
+use crate::{Catalog, Context};
 
 /// After the code's process is gone, its last lines may still be in the
 /// socket.
@@ -32,15 +33,45 @@ struct ToolCall {
     kwargs: Map<String, Value>,
 }
 
-/// Serve the code's tool calls with `ctx`'s identity until it sends a line
-/// that is not a call (returned: its answer), or until its process is
-/// `gone` and what it wrote before going is read. Calls still running then
-/// are abandoned (dropped, which cancels them in the host).
+/// What code needs to bind every tool the caller may reach, without the
+/// schemas (typed declarations are generated apart): `{tools: [{pack,
+/// function, signature, description}], aliases, projects}`.
+pub fn bindings(catalog: &Catalog) -> Value {
+    let tools: Vec<Value> = catalog
+        .tools
+        .iter()
+        .map(|t| {
+            json!({
+                "pack": t.pack,
+                "function": t.function,
+                "signature": t.signature,
+                "description": t.description,
+            })
+        })
+        .collect();
+    json!({ "tools": tools, "aliases": catalog.aliases, "projects": catalog.projects })
+}
+
+/// When serving ends besides the code's process being gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Until {
+    /// At the answer: it ends the call (Python's runner answers last).
+    Answer,
+    /// Only when the process is gone: code may still call tools after its
+    /// answer (node runs until its event loop is empty).
+    Gone,
+}
+
+/// Serve the code's tool calls with `ctx`'s identity until `until`, or until
+/// its process is `gone` and what it wrote before going is read. Returns the
+/// code's answer, if it sent one. Calls still running then are abandoned
+/// (dropped, which cancels them in the host).
 pub async fn serve<R, W>(
     reader: R,
     mut writer: W,
     ctx: &Context,
     gone: &CancellationToken,
+    until: Until,
 ) -> Option<String>
 where
     R: AsyncBufRead + Unpin,
@@ -48,19 +79,26 @@ where
 {
     let mut lines = reader.lines();
     let mut calls = JoinSet::new();
+    let mut answer = None;
     loop {
         tokio::select! {
             line = next_line(&mut lines, gone) => {
-                let line = line?;
+                let Some(line) = line else {
+                    return answer;
+                };
                 let Ok(call) = serde_json::from_str::<ToolCall>(&line) else {
-                    return Some(line);
+                    if until == Until::Answer {
+                        return Some(line);
+                    }
+                    answer.get_or_insert(line);
+                    continue;
                 };
                 let ctx = ctx.clone();
                 calls.spawn(async move { reply(call, &ctx).await });
             }
             Some(Ok(reply)) = calls.join_next() => {
                 if writer.write_all(reply.as_bytes()).await.is_err() {
-                    return None;
+                    return answer;
                 }
             }
         }

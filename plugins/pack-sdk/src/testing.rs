@@ -137,6 +137,7 @@ impl PackTest {
                     signature: format!("{}.{}(...)", self.name, spec.name),
                     description: spec.description.clone(),
                     input_schema: spec.input_schema.clone(),
+                    output_schema: spec.output_schema.clone(),
                 })
                 .collect(),
             aliases: BTreeMap::new(),

@@ -1,0 +1,157 @@
+// packhost's code mode for node, loaded before the code (`node --import`).
+// It reads what the caller may reach from the private channel (fd 3, apart
+// from the stdout and stderr the code prints on), then makes every pack a
+// global namespace of async functions (`await proj.list()`), every alias a
+// function, and `packhost.call("pack.function", {...})` for any name. Calls
+// go over the channel to the pack, which hands them to the host with the
+// caller's identity; the host binds and checks the arguments.
+import net from 'node:net';
+import { inspect } from 'node:util';
+
+const channel = new net.Socket({ fd: 3, readable: true, writable: true });
+channel.setEncoding('utf8');
+
+const waiting = new Map(); // call id -> { resolve, reject, site }
+let nextId = 0;
+let buffered = '';
+let onLine;
+channel.on('data', (chunk) => {
+  buffered += chunk;
+  for (let end = buffered.indexOf('\n'); end >= 0; end = buffered.indexOf('\n')) {
+    const line = buffered.slice(0, end);
+    buffered = buffered.slice(end + 1);
+    onLine(line);
+  }
+});
+channel.on('error', () => {}); // the pack went away: the process is killed with it
+const { bindings, max_result_bytes: maxResultBytes } = await new Promise((resolve) => {
+  onLine = (line) => resolve(JSON.parse(line));
+});
+// The channel keeps node alive only while a call waits for its reply.
+channel.unref();
+
+/** A pack function failed: `code` is its stable error code, `help` what would be right. */
+class PackError extends Error {
+  constructor({ code, message, help, data }) {
+    super(message);
+    this.name = 'PackError';
+    this.code = code;
+    if (help !== undefined) this.help = help;
+    if (data !== undefined) this.data = data;
+  }
+}
+
+onLine = (line) => {
+  const reply = JSON.parse(line);
+  const call = waiting.get(reply.id);
+  if (!call) return;
+  waiting.delete(reply.id);
+  if (waiting.size === 0) channel.unref();
+  if (!('error' in reply)) {
+    call.resolve(reply.ok);
+    return;
+  }
+  const error = new PackError(reply.error);
+  // Where the code made the call, not where the reply arrived.
+  error.stack = `${error.name}: ${error.message}${call.site.stack.slice(call.site.stack.indexOf('\n'))}`;
+  call.reject(error);
+};
+
+function call(tool, args) {
+  if (args !== undefined && (args === null || typeof args !== 'object' || Array.isArray(args))) {
+    throw new TypeError(`${tool} takes one object of named arguments, as in ${tool}({ name: value }); got ${args === null ? 'null' : Array.isArray(args) ? 'an array' : typeof args}`);
+  }
+  const site = {};
+  Error.captureStackTrace(site, call);
+  return new Promise((resolve, reject) => {
+    const id = ++nextId;
+    waiting.set(id, { resolve, reject, site });
+    if (waiting.size === 1) channel.ref();
+    channel.write(`${JSON.stringify({ type: 'call', id, tool, args: [], kwargs: args ?? {} })}\n`);
+  });
+}
+
+const packs = {};
+for (const tool of bindings.tools) {
+  const name = `${tool.pack}.${tool.function}`;
+  const bound = (args) => call(name, args);
+  Object.defineProperty(bound, 'name', { value: tool.function });
+  bound.signature = tool.signature;
+  bound.description = tool.description;
+  bound[inspect.custom] = () => `[packhost tool ${tool.signature}]`;
+  (packs[tool.pack] ??= {})[tool.function] = bound;
+}
+
+function namespace(pack, functions) {
+  const listed = Object.keys(functions).join(', ');
+  return new Proxy(functions, {
+    get(target, key) {
+      // `await pack` and serialisers probe these: absent, not an error.
+      if (typeof key === 'symbol' || key in target || key === 'then' || key === 'toJSON') return target[key];
+      throw new TypeError(`pack \`${pack}\` has no function \`${key}\`; functions: ${listed || '(none)'}`);
+    },
+  });
+}
+
+const taken = [];
+function expose(name, value) {
+  if (name in globalThis) taken.push(name);
+  else globalThis[name] = value;
+}
+for (const [pack, functions] of Object.entries(packs)) expose(pack, namespace(pack, functions));
+const aliases = [];
+for (const [alias, target] of Object.entries(bindings.aliases ?? {})) {
+  const [pack, fn] = target.split('.');
+  if (packs[pack]?.[fn]) {
+    expose(alias, packs[pack][fn]);
+    aliases.push(alias);
+  }
+}
+globalThis.PackError = PackError;
+globalThis.packhost = Object.freeze({
+  /** Any tool by its full name: `packhost.call("proj.list", {})`. */
+  call,
+  /** Every pack's functions, including packs whose names a global already had. */
+  packs: Object.fromEntries(Object.entries(packs).map(([pack, functions]) => [pack, namespace(pack, functions)])),
+  projects: bindings.projects ?? {},
+});
+if (taken.length) {
+  process.emitWarning(`packs or aliases named like a global are only reachable as packhost.packs.<name>: ${taken.join(', ')}`);
+}
+
+// An unknown name says what exists.
+const known = `packs: ${Object.keys(packs).join(', ') || '(none)'}${aliases.length ? `; aliases: ${aliases.join(', ')}` : ''}`;
+process.on('uncaughtExceptionMonitor', (error) => {
+  if (error instanceof ReferenceError && / is not defined$/.test(error.message)) {
+    const first = `${error.name}: ${error.message}`;
+    error.message += `; ${known}`;
+    error.stack = error.stack.replace(first, `${error.name}: ${error.message}`);
+  }
+});
+
+// Whether a value comes back as JSON unchanged: no Map, class instance,
+// function or cycle that JSON.stringify would quietly turn into `{}`.
+function isJson(value, depth = 0) {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return true;
+  if (typeof value === 'number') return Number.isFinite(value);
+  if (typeof value !== 'object' || depth > 64) return false;
+  if (Array.isArray(value)) return value.every((item) => isJson(item, depth + 1));
+  const prototype = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) return false;
+  return Object.values(value).every((item) => item === undefined || isJson(item, depth + 1));
+}
+
+// The value of the code's last expression (the pack wraps it in this call).
+globalThis[Symbol.for('packhost.answer')] = async (value) => {
+  value = await value;
+  const answer = { type: 'value' };
+  if (value !== undefined) {
+    const text = isJson(value) ? JSON.stringify(value) : undefined;
+    if (text !== undefined && Buffer.byteLength(text) <= maxResultBytes) answer.result = value;
+    else {
+      const shown = inspect(value, { depth: 4 });
+      answer.resultRepr = shown.length > maxResultBytes ? `${shown.slice(0, maxResultBytes)}\n[Output truncated]` : shown;
+    }
+  }
+  channel.write(`${JSON.stringify(answer)}\n`);
+};

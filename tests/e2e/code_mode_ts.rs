@@ -1,0 +1,268 @@
+//! Code mode in TypeScript through the real host: every pack a global
+//! namespace inside `exec_ts` (`execute` and `cell_execute`), aliases,
+//! server packs, nested calls into exec_py, `PackError`, unknown names,
+//! concurrent calls, the caller's allow-list, cancellation, and the value
+//! of the last expression.
+
+use std::time::Duration;
+
+use packhost_tests::{
+    TestHost, call, downstream::everything_stdio, error_code, failed, hello_section, is_error,
+    ok, structured, text, wait_group_gone,
+};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use crate::http::token;
+
+/// exec_ts, exec_py, proj over a project, an alias and the hello fixture.
+fn config(notebooks: &TempDir, extra: &str) -> String {
+    format!(
+        "[packs.exec_ts]\nconfig = {{ notebooks_dir = {:?}{extra} }}\n[packs.exec_py]\n[packs.proj]\n{}\
+         [aliases]\nprojects = \"proj.list\"\n[projects]\nhere = \".\"\n",
+        notebooks.path().display().to_string(),
+        hello_section(""),
+    )
+}
+
+async fn host(notebooks: &TempDir) -> TestHost {
+    TestHost::start(&config(notebooks, "")).await
+}
+
+async fn ts(host: &TestHost, code: &str) -> Value {
+    ok(&host
+        .call("exec_ts.execute", json!({ "code": code }))
+        .await)
+}
+
+#[tokio::test]
+async fn packs_are_namespaces_and_the_last_expression_is_the_result() {
+    let notebooks = TempDir::new().unwrap();
+    let host = host(&notebooks).await;
+    let out = ts(
+        &host,
+        "const listed: { projects: { name: string }[] } = await proj.list();\n\
+         const viaAlias = await projects();\n\
+         const greeting = await hello.greet({ name: 'ts' });\n\
+         const nested = await exec_py.run({ code: '6 * 7' });\n\
+         console.log('printed');\n\
+         ({ names: listed.projects.map((p) => p.name), alias: viaAlias.projects.length, greeting, nested: nested.result })",
+    )
+    .await;
+    assert_eq!(out["stdout"], "printed\n", "{out}");
+    assert_eq!(out["result"]["names"], json!(["here"]), "{out}");
+    assert_eq!(out["result"]["alias"], 1, "{out}");
+    assert_eq!(out["result"]["greeting"]["text"], "hello, ts", "{out}");
+    assert_eq!(out["result"]["nested"], 42, "{out}");
+    // A promise as the last value is awaited; what is not JSON is shown.
+    assert_eq!(ts(&host, "proj.list()").await["result"]["projects"][0]["name"], "here");
+    let shown = ts(&host, "new Map([[1, 'a']])").await;
+    assert_eq!(shown["resultRepr"], "Map(1) { 1 => 'a' }", "{shown}");
+    assert!(shown.get("result").is_none(), "{shown}");
+    assert!(ts(&host, "const x = 1;").await.get("result").is_none());
+}
+
+#[tokio::test]
+async fn a_failed_call_throws_a_pack_error_the_code_can_catch() {
+    let notebooks = TempDir::new().unwrap();
+    let host = host(&notebooks).await;
+    let out = ts(
+        &host,
+        "let caught = 'no error';\n\
+         try { await proj.read({ name: 'here', path: '../../etc/passwd' }); }\n\
+         catch (e) { caught = { isPackError: e instanceof PackError, code: e.code, message: e.message }; }\n\
+         caught",
+    )
+    .await;
+    assert_eq!(out["result"]["isPackError"], true, "{out}");
+    assert_eq!(out["result"]["code"], "ACCESS_DENIED", "{out}");
+    // Bad arguments read as they do from `run`: the host binds and checks them.
+    let bad = ts(
+        &host,
+        "let caught;\ntry { await hello.greet({ nme: 'x' }) } catch (e) { caught = `${e.code}: ${e.message}\\nhelp: ${e.help}` }\ncaught",
+    )
+    .await;
+    let from_run = text(&host.run("hello.greet(nme='x')").await);
+    assert_eq!(bad["result"], from_run, "{bad}");
+    // Uncaught, it fails the code with the line that made the call.
+    let uncaught = host
+        .call(
+            "exec_ts.execute",
+            json!({"code": "const a = 1;\nawait hello.greet({});\n"}),
+        )
+        .await;
+    let output = structured(&uncaught);
+    let stderr = output["stderr"].as_str().unwrap();
+    assert!(stderr.contains("PackError: "), "{stderr}");
+    assert!(stderr.contains(":2:"), "the call's line: {stderr}");
+}
+
+#[tokio::test]
+async fn unknown_packs_and_functions_name_what_exists() {
+    let notebooks = TempDir::new().unwrap();
+    let host = host(&notebooks).await;
+    let unknown_pack = host
+        .call("exec_ts.execute", json!({"code": "await prj.list()"}))
+        .await;
+    let stderr = structured(&unknown_pack)["stderr"].as_str().unwrap().to_owned();
+    assert!(stderr.contains("prj is not defined; packs: "), "{stderr}");
+    assert!(stderr.contains("proj") && stderr.contains("aliases: projects"), "{stderr}");
+    let unknown_function = ts(
+        &host,
+        "let caught;\ntry { await proj.lst() } catch (e) { caught = e.message }\ncaught",
+    )
+    .await;
+    let message = unknown_function["result"].as_str().unwrap();
+    assert!(message.starts_with("pack `proj` has no function `lst`; functions: "), "{message}");
+    assert!(message.contains("list"), "{message}");
+}
+
+#[tokio::test]
+async fn ten_calls_at_once_run_side_by_side() {
+    let notebooks = TempDir::new().unwrap();
+    let host = host(&notebooks).await;
+    // Ten calls of 300 ms: one after the other they would take 3 s.
+    let out = ts(
+        &host,
+        "const started = Date.now();\n\
+         const all = await Promise.all(Array.from({ length: 10 }, (_, i) => hello.sleep({ ms: 300 }).then(() => i)));\n\
+         ({ all, ms: Date.now() - started })",
+    )
+    .await;
+    assert_eq!(out["result"]["all"], json!([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]), "{out}");
+    let ms = out["result"]["ms"].as_u64().unwrap();
+    assert!(ms < 2500, "ten 300 ms calls took {ms} ms: not concurrent");
+}
+
+#[tokio::test]
+async fn prints_around_calls_do_not_disturb_the_channel() {
+    let notebooks = TempDir::new().unwrap();
+    let host = host(&notebooks).await;
+    let out = ts(
+        &host,
+        "let n = 0;\n\
+         for (let i = 0; i < 20; i++) {\n\
+           console.log('{\"type\": \"value\", \"id\": 1, \"ok\": 5}', i);\n\
+           process.stderr.write('{\"id\": 2, \"tool\": \"proj.list\"}\\n');\n\
+           n += (await proj.list()).projects.length;\n\
+         }\n\
+         n",
+    )
+    .await;
+    assert_eq!(out["result"], 20, "{out}");
+    assert_eq!(out["stdout"].as_str().unwrap().lines().count(), 20);
+}
+
+#[tokio::test]
+async fn cells_call_packs_too() {
+    let notebooks = TempDir::new().unwrap();
+    let host = host(&notebooks).await;
+    let session = ok(&host.call("exec_ts.session_create", json!({})).await)["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let cell = ok(&host
+        .call(
+            "exec_ts.cell_create",
+            json!({"sessionId": session, "filename": "a.ts",
+                   "source": "const r = await hello.greet({ name: 'cell' });\nconsole.log(r.text);\n"}),
+        )
+        .await)["cellId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let out = ok(&host
+        .call(
+            "exec_ts.cell_execute",
+            json!({"sessionId": session, "cellId": cell}),
+        )
+        .await);
+    assert_eq!(out["stdout"], "hello, cell\n", "{out}");
+}
+
+#[tokio::test]
+async fn a_server_pack_is_a_namespace_too() {
+    let notebooks = TempDir::new().unwrap();
+    let everything = format!(
+        "[packs.everything]\nkind = \"mcp\"\ncommand = {:?}\n",
+        everything_stdio()
+    );
+    let host = TestHost::start(&(config(&notebooks, "") + &everything)).await;
+    let out = ts(&host, "(await everything.echo({ message: 'from ts' })).text").await;
+    assert_eq!(out["result"], "Echo: from ts", "{out}");
+}
+
+#[tokio::test]
+async fn a_token_without_proj_cannot_call_it_from_typescript() {
+    let notebooks = TempDir::new().unwrap();
+    let (token, entry) = token("eve", "acme", &["exec_ts.execute", "hello.*"]);
+    let http = packhost_tests::http::HttpHost::start(&format!("{}\n{entry}\n", config(&notebooks, "")), &[]).await;
+    let client = http.client(Some(&token)).await.unwrap();
+    let code = "const seen = typeof proj;\n\
+                let direct; try { await packhost.call('proj.list', {}); direct = 'allowed'; } catch (e) { direct = e.code; }\n\
+                ({ seen, direct, hello: (await hello.greet({ name: 'e' })).text })";
+    let out = call(&client, "exec_ts.execute", json!({ "code": code }))
+        .await
+        .unwrap();
+    assert!(!is_error(&out), "{}", text(&out));
+    let out = structured(&out);
+    assert_eq!(out["result"]["seen"], "undefined", "proj is not bound: {out}");
+    assert_eq!(out["result"]["direct"], "UNKNOWN_FUNCTION", "{out}");
+    assert_eq!(out["result"]["hello"], "hello, e", "{out}");
+}
+
+#[tokio::test]
+async fn cancelling_mid_call_leaves_no_process() {
+    let notebooks = TempDir::new().unwrap();
+    let shared = TempDir::new().unwrap();
+    let root = shared.path().display().to_string();
+    let host = TestHost::start(&config(
+        &notebooks,
+        &format!(", cwd_roots = [{root:?}], cwd_writable = true"),
+    ))
+    .await;
+    let marker = shared.path().join("pgid");
+    // The group id of node is its pid (it leads its group).
+    let code = "import { writeFileSync } from 'node:fs';\n\
+                writeFileSync('pgid', String(process.pid));\n\
+                await hello.sleep({ ms: 60000 });";
+    let params = rmcp::model::CallToolRequestParams::new("exec_ts.execute").with_arguments(
+        json!({"code": code, "cwd": root}).as_object().unwrap().clone(),
+    );
+    let running = packhost_tests::schemas::call_tool(&host.client, params);
+    let started = async {
+        while !marker.exists() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::select! {
+        result = running => panic!("the code should still be waiting: {result:?}"),
+        () = started => {}
+        () = tokio::time::sleep(Duration::from_secs(20)) => panic!("the code never started"),
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let group: u32 = std::fs::read_to_string(&marker).unwrap().parse().unwrap();
+    if let Err(live) = wait_group_gone(group, Duration::from_secs(2)).await {
+        panic!("node outlived its cancelled call: {live:?}");
+    }
+    // And the host still serves.
+    assert_eq!(ts(&host, "1 + 1").await["result"], 2);
+}
+
+#[tokio::test]
+async fn a_run_block_tagged_typescript_goes_to_exec_ts() {
+    let notebooks = TempDir::new().unwrap();
+    let host = host(&notebooks).await;
+    for tag in ["ts", "typescript", "js", "javascript"] {
+        let out = ok(&host
+            .run(&format!("```{tag}\nconst l = await proj.list();\nl.projects.length + 1\n```"))
+            .await);
+        assert_eq!(out["result"], 2, "{tag}: {out}");
+    }
+    // Untagged stays Python.
+    assert_eq!(ok(&host.run("```\n1 + 1\n```").await)["result"], 2);
+    let python = failed(&host.run("```\nconst x = 1\n```").await, "INVALID_ARGUMENT", &["SyntaxError"]);
+    assert!(!python.is_empty());
+    let ts_error = host.run("```ts\nthrow new Error('boom')\n```").await;
+    assert_eq!(error_code(&ts_error), "EXECUTION_ERROR", "{}", text(&ts_error));
+}
