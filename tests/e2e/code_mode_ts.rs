@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use packhost_tests::{
-    TestHost, call, downstream::everything_stdio, error_code, failed, hello_section, is_error,
-    ok, structured, text, wait_group_gone,
+    TestHost, call, downstream::everything_stdio, error_code, failed, hello_section, is_error, ok,
+    structured, text, typescript_package, wait_group_gone,
 };
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -30,9 +30,7 @@ async fn host(notebooks: &TempDir) -> TestHost {
 }
 
 async fn ts(host: &TestHost, code: &str) -> Value {
-    ok(&host
-        .call("exec_ts.execute", json!({ "code": code }))
-        .await)
+    ok(&host.call("exec_ts.execute", json!({ "code": code })).await)
 }
 
 #[tokio::test]
@@ -55,7 +53,10 @@ async fn packs_are_namespaces_and_the_last_expression_is_the_result() {
     assert_eq!(out["result"]["greeting"]["text"], "hello, ts", "{out}");
     assert_eq!(out["result"]["nested"], 42, "{out}");
     // A promise as the last value is awaited; what is not JSON is shown.
-    assert_eq!(ts(&host, "proj.list()").await["result"]["projects"][0]["name"], "here");
+    assert_eq!(
+        ts(&host, "proj.list()").await["result"]["projects"][0]["name"],
+        "here"
+    );
     let shown = ts(&host, "new Map([[1, 'a']])").await;
     assert_eq!(shown["resultRepr"], "Map(1) { 1 => 'a' }", "{shown}");
     assert!(shown.get("result").is_none(), "{shown}");
@@ -104,16 +105,25 @@ async fn unknown_packs_and_functions_name_what_exists() {
     let unknown_pack = host
         .call("exec_ts.execute", json!({"code": "await prj.list()"}))
         .await;
-    let stderr = structured(&unknown_pack)["stderr"].as_str().unwrap().to_owned();
+    let stderr = structured(&unknown_pack)["stderr"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(stderr.contains("prj is not defined; packs: "), "{stderr}");
-    assert!(stderr.contains("proj") && stderr.contains("aliases: projects"), "{stderr}");
+    assert!(
+        stderr.contains("proj") && stderr.contains("aliases: projects"),
+        "{stderr}"
+    );
     let unknown_function = ts(
         &host,
         "let caught;\ntry { await proj.lst() } catch (e) { caught = e.message }\ncaught",
     )
     .await;
     let message = unknown_function["result"].as_str().unwrap();
-    assert!(message.starts_with("pack `proj` has no function `lst`; functions: "), "{message}");
+    assert!(
+        message.starts_with("pack `proj` has no function `lst`; functions: "),
+        "{message}"
+    );
     assert!(message.contains("list"), "{message}");
 }
 
@@ -129,7 +139,11 @@ async fn ten_calls_at_once_run_side_by_side() {
          ({ all, ms: Date.now() - started })",
     )
     .await;
-    assert_eq!(out["result"]["all"], json!([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]), "{out}");
+    assert_eq!(
+        out["result"]["all"],
+        json!([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]),
+        "{out}"
+    );
     let ms = out["result"]["ms"].as_u64().unwrap();
     assert!(ms < 2500, "ten 300 ms calls took {ms} ms: not concurrent");
 }
@@ -188,7 +202,11 @@ async fn a_server_pack_is_a_namespace_too() {
         everything_stdio()
     );
     let host = TestHost::start(&(config(&notebooks, "") + &everything)).await;
-    let out = ts(&host, "(await everything.echo({ message: 'from ts' })).text").await;
+    let out = ts(
+        &host,
+        "(await everything.echo({ message: 'from ts' })).text",
+    )
+    .await;
     assert_eq!(out["result"], "Echo: from ts", "{out}");
 }
 
@@ -196,7 +214,11 @@ async fn a_server_pack_is_a_namespace_too() {
 async fn a_token_without_proj_cannot_call_it_from_typescript() {
     let notebooks = TempDir::new().unwrap();
     let (token, entry) = token("eve", "acme", &["exec_ts.execute", "hello.*"]);
-    let http = packhost_tests::http::HttpHost::start(&format!("{}\n{entry}\n", config(&notebooks, "")), &[]).await;
+    let http = packhost_tests::http::HttpHost::start(
+        &format!("{}\n{entry}\n", config(&notebooks, "")),
+        &[],
+    )
+    .await;
     let client = http.client(Some(&token)).await.unwrap();
     let code = "const seen = typeof proj;\n\
                 let direct; try { await packhost.call('proj.list', {}); direct = 'allowed'; } catch (e) { direct = e.code; }\n\
@@ -206,7 +228,10 @@ async fn a_token_without_proj_cannot_call_it_from_typescript() {
         .unwrap();
     assert!(!is_error(&out), "{}", text(&out));
     let out = structured(&out);
-    assert_eq!(out["result"]["seen"], "undefined", "proj is not bound: {out}");
+    assert_eq!(
+        out["result"]["seen"], "undefined",
+        "proj is not bound: {out}"
+    );
     assert_eq!(out["result"]["direct"], "UNKNOWN_FUNCTION", "{out}");
     assert_eq!(out["result"]["hello"], "hello, e", "{out}");
 }
@@ -227,7 +252,10 @@ async fn cancelling_mid_call_leaves_no_process() {
                 writeFileSync('pgid', String(process.pid));\n\
                 await hello.sleep({ ms: 60000 });";
     let params = rmcp::model::CallToolRequestParams::new("exec_ts.execute").with_arguments(
-        json!({"code": code, "cwd": root}).as_object().unwrap().clone(),
+        json!({"code": code, "cwd": root})
+            .as_object()
+            .unwrap()
+            .clone(),
     );
     let running = packhost_tests::schemas::call_tool(&host.client, params);
     let started = async {
@@ -255,14 +283,222 @@ async fn a_run_block_tagged_typescript_goes_to_exec_ts() {
     let host = host(&notebooks).await;
     for tag in ["ts", "typescript", "js", "javascript"] {
         let out = ok(&host
-            .run(&format!("```{tag}\nconst l = await proj.list();\nl.projects.length + 1\n```"))
+            .run(&format!(
+                "```{tag}\nconst l = await proj.list();\nl.projects.length + 1\n```"
+            ))
             .await);
         assert_eq!(out["result"], 2, "{tag}: {out}");
     }
     // Untagged stays Python.
     assert_eq!(ok(&host.run("```\n1 + 1\n```").await)["result"], 2);
-    let python = failed(&host.run("```\nconst x = 1\n```").await, "INVALID_ARGUMENT", &["SyntaxError"]);
+    let python = failed(
+        &host.run("```\nconst x = 1\n```").await,
+        "INVALID_ARGUMENT",
+        &["SyntaxError"],
+    );
     assert!(!python.is_empty());
     let ts_error = host.run("```ts\nthrow new Error('boom')\n```").await;
-    assert_eq!(error_code(&ts_error), "EXECUTION_ERROR", "{}", text(&ts_error));
+    assert_eq!(
+        error_code(&ts_error),
+        "EXECUTION_ERROR",
+        "{}",
+        text(&ts_error)
+    );
+}
+
+/// The config with the TypeScript compiler, and a folder code may write.
+fn checked_config(notebooks: &TempDir, writable: &TempDir) -> String {
+    config(
+        notebooks,
+        &format!(
+            ", typescript = {:?}, cwd_roots = [{:?}], cwd_writable = true",
+            typescript_package().display().to_string(),
+            writable.path().display().to_string(),
+        ),
+    )
+}
+
+#[tokio::test]
+async fn every_packs_declarations_compile_under_strict() {
+    let notebooks = TempDir::new().unwrap();
+    let everything = format!(
+        "[packs.everything]\nkind = \"mcp\"\ncommand = {:?}\n[packs.jupyter]\n[packs.remote_mcp]\n",
+        everything_stdio()
+    );
+    let host = TestHost::start(&(config(&notebooks, "") + &everything)).await;
+    let declared = ok(&host.call("exec_ts.declarations", json!({})).await);
+    let text = declared["declarations"].as_str().unwrap();
+    for pack in [
+        "proj",
+        "exec_py",
+        "exec_ts",
+        "jupyter",
+        "remote_mcp",
+        "hello",
+        "everything",
+    ] {
+        assert!(
+            text.contains(&format!("declare const {pack}: {{")),
+            "{pack} missing:\n{text}"
+        );
+    }
+    let dir = TempDir::new().unwrap();
+    std::fs::write(dir.path().join("packs.d.ts"), text).unwrap();
+    let tsc = typescript_package().join("../@typescript/typescript-linux-x64/lib/tsc");
+    let checked = std::process::Command::new(tsc)
+        .args([
+            "--noEmit",
+            "--strict",
+            "--target",
+            "es2022",
+            "--lib",
+            "es2022",
+            "--types",
+            "",
+            "packs.d.ts",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        checked.status.success(),
+        "tsc --strict refused the declarations:\n{}",
+        String::from_utf8_lossy(&checked.stdout)
+    );
+    // One pack only, and a wrong name says what exists.
+    let proj = ok(&host
+        .call("exec_ts.declarations", json!({"pack": "proj"}))
+        .await);
+    let proj = proj["declarations"].as_str().unwrap();
+    assert!(
+        proj.contains("declare const proj") && !proj.contains("declare const exec_py"),
+        "{proj}"
+    );
+    failed(
+        &host
+            .call("exec_ts.declarations", json!({"pack": "prj"}))
+            .await,
+        "NOT_FOUND",
+        &["did you mean `proj`?"],
+    );
+}
+
+#[tokio::test]
+async fn a_type_error_stops_the_code_before_it_runs() {
+    let notebooks = TempDir::new().unwrap();
+    let writable = TempDir::new().unwrap();
+    let host = TestHost::start(&checked_config(&notebooks, &writable)).await;
+    let cwd = writable.path().display().to_string();
+    // The side effect comes first; the wrong call is on line 3.
+    let code = "import { writeFileSync } from 'node:fs';\n\
+                writeFileSync('ran', 'yes');\n\
+                const r = await proj.read({ name: 'here', path: 3 });\n";
+    let refused = host
+        .call(
+            "exec_ts.execute",
+            json!({"code": code, "cwd": cwd, "typecheck": true}),
+        )
+        .await;
+    let message = failed(
+        &refused,
+        "INVALID_ARGUMENT",
+        &["did not run: line 3, column 43: error TS2322"],
+    );
+    assert!(
+        message.contains("not assignable to type 'string'"),
+        "{message}"
+    );
+    assert!(
+        !writable.path().join("ran").exists(),
+        "the code ran before its type check"
+    );
+    // Well typed, it runs; and the result's type is known to the checker.
+    let fine = ok(&host
+        .call(
+            "exec_ts.execute",
+            json!({"code": "const r = await proj.list();\nconst n: number = r.projects.length;\nconsole.log(n);\nn",
+                   "typecheck": true}),
+        )
+        .await);
+    assert_eq!(fine["result"], 1, "{fine}");
+    let wrong_result = host
+        .call(
+            "exec_ts.execute",
+            json!({"code": "const r = await proj.list();\nconst n: string = r.projects.length;\n",
+                   "typecheck": true}),
+        )
+        .await;
+    failed(
+        &wrong_result,
+        "INVALID_ARGUMENT",
+        &["line 2, column 7: error TS2322"],
+    );
+    // JavaScript is not checked: asking for it says so.
+    failed(
+        &host
+            .call(
+                "exec_ts.execute",
+                json!({"code": "1", "language": "javascript", "typecheck": true}),
+            )
+            .await,
+        "INVALID_ARGUMENT",
+        &["`typecheck` is for TypeScript"],
+    );
+}
+
+#[tokio::test]
+async fn without_a_compiler_a_type_check_says_what_to_install() {
+    let notebooks = TempDir::new().unwrap();
+    let host = host(&notebooks).await;
+    failed(
+        &host
+            .call("exec_ts.execute", json!({"code": "1", "typecheck": true}))
+            .await,
+        "INVALID_ARGUMENT",
+        &[
+            "npm install typescript@7",
+            "`typescript` in [packs.exec_ts] config",
+        ],
+    );
+}
+
+#[tokio::test]
+async fn python_shows_signatures_and_stubs_too() {
+    let notebooks = TempDir::new().unwrap();
+    let host = host(&notebooks).await;
+    let out = ok(&host
+        .call(
+            "exec_py.run",
+            json!({"code": "help(proj.read)\nproj.read.__doc__"}),
+        )
+        .await);
+    let doc = out["result"].as_str().unwrap();
+    assert!(
+        doc.starts_with("proj.read(name: string, path: string"),
+        "{doc}"
+    );
+    assert!(doc.contains("Read a UTF-8 text file"), "{doc}");
+    assert!(
+        out["stdout"]
+            .as_str()
+            .unwrap()
+            .contains("proj.read(name: string"),
+        "{out}"
+    );
+    let stubs = ok(&host
+        .call("exec_py.declarations", json!({"pack": "proj"}))
+        .await);
+    let stubs = stubs["declarations"].as_str().unwrap();
+    assert!(
+        stubs.contains("class proj:") && stubs.contains("def read(name: str, path: str"),
+        "{stubs}"
+    );
+    // They are Python.
+    let parsed = ok(&host
+        .call(
+            "exec_py.run",
+            json!({"code": format!("import ast\nast.parse({stubs:?}) is not None")}),
+        )
+        .await);
+    assert_eq!(parsed["result"], true, "{parsed}");
 }

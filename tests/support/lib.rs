@@ -236,6 +236,19 @@ impl TestHost {
     }
 }
 
+/// The `typescript` npm package (7, the native compiler) that `./dev test`
+/// installs and exports as `PACKHOST_TEST_TYPESCRIPT`.
+pub fn typescript_package() -> PathBuf {
+    std::env::var_os("PACKHOST_TEST_TYPESCRIPT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            panic!(
+                "PACKHOST_TEST_TYPESCRIPT is not set: run the tests with `./dev test`, which \
+                 installs the typescript npm package"
+            )
+        })
+}
+
 /// The test venv's Python (ipykernel, jupyter_server, Pillow, `mcp`):
 /// `PACKHOST_TEST_PYTHON`, which `./dev test` and `./dev bench` set, else
 /// the venv they make.

@@ -28,6 +28,8 @@ mod typescript;
 mod tests;
 
 use pack_api::Catalog;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 pub use python::python;
 pub use select::Selection;
@@ -53,4 +55,32 @@ pub fn summary(catalog: &Catalog) -> String {
         lines.push(format!("aliases: {}", aliases.join(", ")));
     }
     lines.join("\n")
+}
+
+/// Arguments of a code pack's `declarations` function.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeclarationsArgs {
+    /// Only this pack (or alias); default every pack you may call.
+    #[serde(default)]
+    pub pack: Option<String>,
+    /// Only this function of `pack`.
+    #[serde(default)]
+    pub function: Option<String>,
+}
+
+impl From<DeclarationsArgs> for Selection {
+    fn from(args: DeclarationsArgs) -> Self {
+        Self {
+            pack: args.pack,
+            function: args.function,
+        }
+    }
+}
+
+/// Result of a code pack's `declarations` function.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Declared {
+    /// The declarations, ready to read or to save as a file.
+    pub declarations: String,
 }

@@ -74,9 +74,15 @@ pub async fn run(
     let answered = CancellationToken::new();
     let (answer, finished) = tokio::join!(
         async {
-            let answer = bridge::serve(BufReader::new(reader), writer, ctx, &gone, bridge::Until::Answer)
-                .await
-                .and_then(|line| serde_json::from_str::<Answer>(&line).ok());
+            let answer = bridge::serve(
+                BufReader::new(reader),
+                writer,
+                ctx,
+                &gone,
+                bridge::Until::Answer,
+            )
+            .await
+            .and_then(|line| serde_json::from_str::<Answer>(&line).ok());
             if answer.is_some() {
                 answered.cancel();
             }

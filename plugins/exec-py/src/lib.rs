@@ -318,7 +318,9 @@ async fn run(state: Arc<ExecPy>, args: RunArgs, ctx: Context) -> Result<RunOutpu
         code: args.code,
         cwd: cwd.as_deref().unwrap_or(own).display().to_string(),
         tmpdir: own.display().to_string(),
-        bindings: args.bridge.then(|| pack_sdk::bridge::bindings(&ctx.catalog())),
+        bindings: args
+            .bridge
+            .then(|| pack_sdk::bridge::bindings(&ctx.catalog())),
         max_result_bytes: state.config.max_output_bytes,
     };
     let timeout = Duration::from_millis(args.timeout_ms.max(1));
@@ -332,6 +334,15 @@ async fn run(state: Arc<ExecPy>, args: RunArgs, ctx: Context) -> Result<RunOutpu
     .await
 }
 
+async fn declarations(
+    _: Arc<ExecPy>,
+    args: declarations::DeclarationsArgs,
+    ctx: Context,
+) -> Result<declarations::Declared, PackError> {
+    let declarations = declarations::python(&ctx.catalog(), &args.into())?;
+    Ok(declarations::Declared { declarations })
+}
+
 fn pack() -> PackDef<ExecPy> {
     PackDef::new(
         "exec_py",
@@ -342,6 +353,12 @@ fn pack() -> PackDef<ExecPy> {
         "run",
         "Run Python code in a fresh process and return stdout, stderr and the value of the last expression (or of a top-level `return`). Packs are Python objects in the code: `proj.list()`, `proj.<project> / \"src\"`, aliases.",
         run,
+    )
+    .function(
+        "declarations",
+        "Python stubs (.pyi style) of the packs `run` code can call: a pack's or one function's \
+         (`pack`, `function`), or every one's.",
+        declarations,
     )
     .on_shutdown(|state: Arc<ExecPy>| async move {
         if let Some(pool) = state.interpreters.ready.get() {

@@ -27,7 +27,12 @@ pub fn answer_last_expression(js: &str) -> Option<String> {
     let offset = |pos: BytePos| (pos - file.start_pos).0 as usize;
     let span = last.expr.span();
     let (start, end) = (offset(span.lo), offset(span.hi));
-    Some(format!("{}{ANSWER}{});{}", &js[..start], &js[start..end], &js[end..]))
+    Some(format!(
+        "{}{ANSWER}{});{}",
+        &js[..start],
+        &js[start..end],
+        &js[end..]
+    ))
 }
 
 #[cfg(test)]
@@ -43,13 +48,27 @@ mod tests {
         );
         let spread = "const a = 1;\n[\n  a,\n  2,\n];\n// done\n";
         let answered = answer_last_expression(spread).unwrap();
-        assert_eq!(answered.lines().count(), spread.lines().count(), "{answered}");
-        assert!(answered.contains(&format!("{ANSWER}[\n  a,\n  2,\n]);;\n// done")), "{answered}");
+        assert_eq!(
+            answered.lines().count(),
+            spread.lines().count(),
+            "{answered}"
+        );
+        assert!(
+            answered.contains(&format!("{ANSWER}[\n  a,\n  2,\n]);;\n// done")),
+            "{answered}"
+        );
     }
 
     #[test]
     fn other_endings_have_no_value() {
-        for js in ["const a = 1;", "if (x) { y }", "function f() {}", "export const z = 2;", "", "a +"] {
+        for js in [
+            "const a = 1;",
+            "if (x) { y }",
+            "function f() {}",
+            "export const z = 2;",
+            "",
+            "a +",
+        ] {
             assert_eq!(answer_last_expression(js), None, "{js}");
         }
     }

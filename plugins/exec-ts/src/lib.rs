@@ -22,6 +22,7 @@ pub mod node;
 pub mod notebook;
 pub mod srcmd;
 pub mod strip;
+pub mod typecheck;
 
 use std::{
     collections::BTreeMap,
@@ -43,6 +44,7 @@ use crate::{
     node::{Confinement, ExecOutput, Runner, Tools},
     notebook::{CellKind, CellMeta, Language, Notebooks, SessionMeta, cell_not_found},
     strip::strip_types,
+    typecheck::Checker,
 };
 
 /// Default cap of each output stream.
@@ -119,7 +121,21 @@ pub struct Config {
     /// registry; local packages install without). Default true.
     #[serde(default = "default_true")]
     pub npm_network: bool,
+    /// The TypeScript compiler for type checks: the folder of the
+    /// `typescript` npm package, 7 or newer (its native compiler), or its
+    /// `tsc` binary. A leading `~` is the home directory. Default none:
+    /// `typecheck` is refused.
+    #[serde(default, deserialize_with = "pack_sdk::paths::deserialize_home")]
+    pub typescript: Option<PathBuf>,
+    /// Whether `execute` checks TypeScript against the packs' declarations
+    /// before running it unless the call says otherwise. Default false.
+    #[serde(default)]
+    pub typecheck: bool,
 }
+
+/// Why a type check cannot run, and how to make it.
+const NO_COMPILER: &str = "type checks need the TypeScript compiler: `npm install typescript@7`, then set \
+     `typescript` in [packs.exec_ts] config to the `node_modules/typescript` folder";
 
 fn default_true() -> bool {
     true
@@ -160,6 +176,10 @@ fn default_npm_timeout() -> u64 {
 /// The pack's state.
 pub struct State {
     runner: Runner,
+    /// The TypeScript compiler, when configured.
+    checker: Option<Checker>,
+    /// Whether TypeScript is checked unless a call says otherwise.
+    typecheck: bool,
     notebooks: Notebooks,
     cwd_roots: Vec<PathBuf>,
     cwd_writable: bool,
@@ -202,6 +222,15 @@ impl State {
             per_owner: config.max_sessions_per_owner,
         };
         let notebooks = Notebooks::new(notebooks_dir, ownership, limits)?;
+        let checker = config
+            .typescript
+            .as_deref()
+            .map(Checker::find)
+            .transpose()
+            .map_err(PackError::invalid_argument)?;
+        if config.typecheck && checker.is_none() {
+            return Err(PackError::invalid_argument(NO_COMPILER));
+        }
         let tools = Tools::find(&config.node);
         let network = |on: bool| if on { Network::Full } else { Network::None };
         let confinement = Confinement {
@@ -219,6 +248,8 @@ impl State {
         );
         Ok(Self {
             runner,
+            checker,
+            typecheck: config.typecheck,
             notebooks,
             cwd_roots: config.cwd_roots,
             cwd_writable: config.cwd_writable,
@@ -310,6 +341,11 @@ pub struct ExecuteArgs {
     #[serde(default = "default_timeout")]
     #[schemars(range(min = 1))]
     pub timeout: u64,
+    /// Check TypeScript against the packs' declarations first: a type error
+    /// is an `INVALID_ARGUMENT` with its line and column, and nothing runs.
+    /// Default: the pack's `typecheck` config (false unless set).
+    #[serde(default)]
+    pub typecheck: Option<bool>,
 }
 
 async fn execute(
@@ -336,6 +372,23 @@ async fn execute(
             )?)
         }
     };
+    let typecheck = args
+        .typecheck
+        .unwrap_or(state.typecheck && args.language == Language::Typescript);
+    if typecheck {
+        if args.language == Language::Javascript {
+            return Err(PackError::invalid_argument(
+                "`typecheck` is for TypeScript; pass `language: \"typescript\"` or leave `typecheck` out",
+            ));
+        }
+        let checker = state
+            .checker
+            .as_ref()
+            .ok_or_else(|| PackError::invalid_argument(NO_COMPILER))?;
+        checker
+            .check(&state.runner, &ctx.catalog(), &args.code, started)
+            .await?;
+    }
     let js = match args.language {
         Language::Javascript => args.code,
         Language::Typescript => match strip_types(&args.code, "input.ts") {
@@ -363,6 +416,15 @@ async fn execute(
         )
         .await?
         .into_result("the code")
+}
+
+async fn declarations(
+    _: Arc<State>,
+    args: declarations::DeclarationsArgs,
+    ctx: Context,
+) -> Result<declarations::Declared, PackError> {
+    let declarations = declarations::typescript(&ctx.catalog(), &args.into())?;
+    Ok(declarations::Declared { declarations })
 }
 
 // --------------------------------------------------------------- sessions
@@ -1157,6 +1219,12 @@ fn pack() -> PackDef<State> {
          returns {stdout, stderr, exitCode, executionTime}. Types are stripped, not checked. \
          A non-zero exit, a thrown error or a timeout (exitCode 124) is an error result with the same shape.",
         execute,
+    )
+    .function(
+        "declarations",
+        "TypeScript declarations (.d.ts) of the packs `execute` code can call: a pack's or one function's \
+         (`pack`, `function`), or every one's.",
+        declarations,
     )
     .function(
         "session_create",

@@ -454,6 +454,12 @@ impl Runner {
         code_policy(&self.tools.node_runtime, work, &self.confinement)
     }
 
+    /// A tool's confinement (the type checker): its `runtime` read-only,
+    /// `work` writable, no network.
+    pub fn tool_policy(&self, runtime: &[PathBuf], work: &Path) -> Policy {
+        Policy::new(runtime.iter().cloned(), work).limits(self.confinement.limits.clone())
+    }
+
     /// `npm install`'s confinement: node's and npm's runtime, `session`
     /// writable, `readable` (local packages) too, npm's network.
     pub fn npm_policy(&self, session: &Path, readable: &[PathBuf]) -> Policy {
@@ -544,7 +550,13 @@ impl Runner {
         // A process that is gone before reading it says so in its output.
         let _ = writer.write_all(bindings.as_bytes()).await;
         let gone = CancellationToken::new();
-        let serve = bridge::serve(BufReader::new(reader), writer, ctx, &gone, bridge::Until::Gone);
+        let serve = bridge::serve(
+            BufReader::new(reader),
+            writer,
+            ctx,
+            &gone,
+            bridge::Until::Gone,
+        );
         let (answer, finished) = tokio::join!(serve, async {
             let finished = group.finish(timeout, self.limit).await;
             gone.cancel();
