@@ -502,3 +502,18 @@ async fn python_shows_signatures_and_stubs_too() {
         .await);
     assert_eq!(parsed["result"], true, "{parsed}");
 }
+
+#[tokio::test]
+async fn the_readmes_two_languages_give_the_same_answer() {
+    let notebooks = TempDir::new().unwrap();
+    let host = host(&notebooks).await;
+    let python = ok(&host
+        .run("```python\nfiles = proj.ls(\"here\")\n[e[\"name\"] for e in files[\"entries\"]\n if e[\"kind\"] == \"file\"]\n```")
+        .await);
+    let typescript = ok(&host
+        .run("```ts\nconst files = await proj.ls({ name: \"here\" });\nfiles.entries\n  .filter((e) => e.kind === \"file\").map((e) => e.name)\n```")
+        .await);
+    // The host's folder: its packs.toml and log.
+    assert!(python["result"].as_array().is_some_and(|names| names.contains(&json!("packs.toml"))), "{python}");
+    assert_eq!(python["result"], typescript["result"]);
+}

@@ -16,7 +16,7 @@ impl Executor {
                 "properties": {
                     "command": {
                         "type": "string",
-                        "description": "A call such as `proj.path(\"api\", sub=\"src\")`, an alias call, `$snippet k=v`, or a block of Python (fenced or not)."
+                        "description": "A call such as `proj.path(\"api\", sub=\"src\")`, an alias call, `$snippet k=v`, a block of Python (fenced or not), or a fenced ```ts block."
                     }
                 },
                 "required": ["command"],
@@ -33,7 +33,10 @@ impl Executor {
             "Run a command the way you would write it: a call `pack.function(arg, key=value)` \
              with Python literals, an alias call, a snippet `$name key=value`, or a block of \
              Python (handed to the code pack, as is a call of any other name: `abs(-3)`). \
-             Markdown fences and a `>>>` prompt are stripped.\n",
+             Markdown fences and a `>>>` prompt are stripped. A fence tagged `ts`, `typescript`, \
+             `js` or `javascript` runs in node instead. In code every function below is callable \
+             and the last expression is the result: Python `proj.read(\"p\", \"a.md\")`, TypeScript \
+             `await proj.read({name: \"p\", path: \"a.md\"})`.\n",
         );
         text.push_str("\nFunctions:\n");
         for pack in registry.packs.values() {

@@ -1216,8 +1216,12 @@ fn pack() -> PackDef<State> {
     .function(
         "execute",
         "Run TypeScript or JavaScript (an ES module: import, top-level await) in a fresh node process; \
-         returns {stdout, stderr, exitCode, executionTime}. Types are stripped, not checked. \
-         A non-zero exit, a thrown error or a timeout (exitCode 124) is an error result with the same shape.",
+         returns {stdout, stderr, exitCode, executionTime, result} (result: the last expression's value). \
+         Every pack is a global of async functions taking one object: `await proj.list()`, \
+         `await proj.read({name, path})`; a failed call throws `PackError` (code, message, help). \
+         Types are stripped, and checked against the packs' declarations with `typecheck: true` \
+         (`exec_ts.declarations` shows them). A non-zero exit, a thrown error or a timeout \
+         (exitCode 124) is an error result with the same shape.",
         execute,
     )
     .function(
