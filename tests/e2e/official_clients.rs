@@ -14,7 +14,7 @@ use std::{path::PathBuf, process::Stdio, time::Duration};
 use packhost_tests::{
     downstream::{everything_stdio, integrations},
     http::HttpHost,
-    packhost_bin, venv_python,
+    packhost_bin, typescript_package, venv_python,
 };
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -140,6 +140,31 @@ fn calls(integration: &str) -> Vec<Call> {
             "exec_ts.execute",
             json!({"code": "const x: number = 6; console.log(x * 7)"}),
             &[("/structuredContent/stdout", "42")],
+        ),
+        ok(
+            "exec_ts_code_mode",
+            "exec_ts.execute",
+            json!({"code": "const l = await proj.list();\n({ names: l.projects.map((p) => p.name) })",
+                   "typecheck": true}),
+            &[("/structuredContent/result/names/0", "demo")],
+        ),
+        ok(
+            "run_ts",
+            "run",
+            json!({"command": "```ts\nconst r = await proj.read({ name: 'demo', path: 'hello.txt' });\nr.content\n```"}),
+            &[("/structuredContent/result", "hello from demo")],
+        ),
+        ok(
+            "exec_ts_declarations",
+            "exec_ts.declarations",
+            json!({"pack": "proj"}),
+            &[("/structuredContent/declarations", "// The packhost tools this code can call")],
+        ),
+        ok(
+            "exec_py_declarations",
+            "exec_py.declarations",
+            json!({"pack": "proj"}),
+            &[("/structuredContent/declarations", "# The packhost tools this code can call")],
         ),
         err(
             "exec_ts_throws",
@@ -387,7 +412,7 @@ fn setup(extra: &str) -> (TempDir, String, String) {
         "[identity]\nuser = \"ada\"\norg = \"acme\"\n\n\
          [projects]\ndemo = {project:?}\n\n\
          [packs.proj]\n[packs.exec_py]\n\
-         [packs.exec_ts]\nconfig = {{ notebooks_dir = {notebooks:?} }}\n\
+         [packs.exec_ts]\nconfig = {{ notebooks_dir = {notebooks:?}, typescript = {typescript:?} }}\n\
          [packs.jupyter]\ntimeout_ms = 600000\nconfig = {{ python = {python:?}, max_image_bytes = {MAX_IMAGE_BYTES} }}\n\
          [packs.remote_mcp]\nconfig = {{ database = {database:?}, read = {read:?} }}\n\
          [packs.everything]\nkind = \"mcp\"\ncommand = {everything:?}\n\
@@ -395,6 +420,7 @@ fn setup(extra: &str) -> (TempDir, String, String) {
         python = venv_python(),
         everything = everything_stdio(),
         read = crate::remote_mcp::servers_read(),
+        typescript = typescript_package(),
     );
     std::fs::write(dir.path().join("packs.toml"), &config).unwrap();
     let mut args = vec!["add", "--org", "acme", "--name", "everything", "--"];
