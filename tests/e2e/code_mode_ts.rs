@@ -247,10 +247,14 @@ async fn cancelling_mid_call_leaves_no_process() {
     ))
     .await;
     let marker = shared.path().join("pgid");
+    let abandoned = shared.path().join("abandoned");
     // The group id of node is its pid (it leads its group).
-    let code = "import { writeFileSync } from 'node:fs';\n\
-                writeFileSync('pgid', String(process.pid));\n\
-                await hello.sleep({ ms: 60000 });";
+    let code = format!(
+        "import {{ writeFileSync }} from 'node:fs';\n\
+         writeFileSync('pgid', String(process.pid));\n\
+         await hello.sleep({{ ms: 60000, marker: {:?} }});",
+        abandoned.display().to_string()
+    );
     let params = rmcp::model::CallToolRequestParams::new("exec_ts.execute").with_arguments(
         json!({"code": code, "cwd": root})
             .as_object()
@@ -273,6 +277,14 @@ async fn cancelling_mid_call_leaves_no_process() {
     if let Err(live) = wait_group_gone(group, Duration::from_secs(2)).await {
         panic!("node outlived its cancelled call: {live:?}");
     }
+    // Its call into hello was abandoned with it.
+    for _ in 0..100 {
+        if abandoned.exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(abandoned.exists(), "the nested hello.sleep was not abandoned");
     // And the host still serves.
     assert_eq!(ts(&host, "1 + 1").await["result"], 2);
 }

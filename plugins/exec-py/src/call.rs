@@ -61,7 +61,7 @@ pub async fn run(
         "code": request.code,
         "cwd": request.cwd,
         "tmpdir": request.tmpdir,
-        "catalog": request.bindings,
+        "bindings": request.bindings,
         "max_result_bytes": request.max_result_bytes,
     })
     .to_string()

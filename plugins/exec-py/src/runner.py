@@ -164,18 +164,18 @@ class _Namespace(dict):
 _MAX_LISTED = 40  # functions named in an unknown-name error
 
 
-def _namespace(catalog, dotted):
+def _namespace(bindings, dotted):
     namespace = _Namespace(__name__="__main__", __builtins__=builtins, PackError=PackError, ProjectPath=ProjectPath, __dotted__=dotted)
-    if catalog is None:
+    if bindings is None:
         return namespace
     packs = {}
-    for tool in catalog.get("tools", []):
+    for tool in bindings.get("tools", []):
         function = _Function(f"{tool['pack']}.{tool['function']}", tool["signature"], tool.get("description", ""))
         packs.setdefault(tool["pack"], {})[tool["function"]] = function
     for name, functions in packs.items():
-        namespace[name] = _Projects(name, functions, catalog.get("projects", {})) if name == "proj" else _Pack(name, functions)
+        namespace[name] = _Projects(name, functions, bindings.get("projects", {})) if name == "proj" else _Pack(name, functions)
     aliases = []
-    for alias, target in (catalog.get("aliases") or {}).items():
+    for alias, target in (bindings.get("aliases") or {}).items():
         pack, _, function = target.partition(".")
         if pack in packs and function in packs[pack]:
             namespace[alias] = packs[pack][function]
@@ -277,7 +277,7 @@ def main():
     except SyntaxError as exc:
         _answer(_error(exc, started))
         return
-    namespace = _namespace(request.get("catalog"), dotted)
+    namespace = _namespace(request.get("bindings"), dotted)
     namespace["__packhost_return__"] = _Return
     answer = {"type": "value", "has_value": has_value}
     try:

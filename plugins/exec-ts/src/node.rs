@@ -547,16 +547,14 @@ impl Runner {
         })
         .to_string()
             + "\n";
-        // A process that is gone before reading it says so in its output.
-        let _ = writer.write_all(bindings.as_bytes()).await;
         let gone = CancellationToken::new();
-        let serve = bridge::serve(
-            BufReader::new(reader),
-            writer,
-            ctx,
-            &gone,
-            bridge::Until::Gone,
-        );
+        // Beside the wait, so the time limit holds while node reads them.
+        let serve = async {
+            // A process gone before reading them says so in its output.
+            let _ = writer.write_all(bindings.as_bytes()).await;
+            let reader = BufReader::new(reader);
+            bridge::serve(reader, writer, ctx, &gone, bridge::Until::Gone).await
+        };
         let (answer, finished) = tokio::join!(serve, async {
             let finished = group.finish(timeout, self.limit).await;
             gone.cancel();
