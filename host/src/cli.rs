@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 use rmcp::ServiceExt as _;
 
 use crate::{
+    builtin,
     config::{self, Loaded},
     executor::{Caller, Executor},
     exit::Error,
@@ -101,6 +102,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
         return command.run(&loaded.config).await;
     }
     let (mut packs, errors) = loader::load_all(&loaded.config);
+    packs.push(builtin::pack());
     for error in &errors {
         tracing::error!("{error}");
     }
@@ -185,9 +187,9 @@ fn toml_string(text: &str) -> String {
 }
 
 fn print_packs(executor: &Executor) {
-    let mut any = false;
+    let mut configured = false;
     for (pack, signatures) in executor.packs() {
-        any = true;
+        configured |= pack.name != builtin::PACK;
         println!(
             "{} {} — {}\n  {}",
             pack.name, pack.manifest.version, pack.manifest.description, pack.origin
@@ -196,8 +198,8 @@ fn print_packs(executor: &Executor) {
             println!("    {signature}");
         }
     }
-    if !any {
-        println!("no packs loaded (add [packs.<name>] sections to packs.toml)");
+    if !configured {
+        println!("no packs loaded but the host's own (add [packs.<name>] sections to packs.toml)");
     }
 }
 

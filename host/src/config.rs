@@ -134,6 +134,21 @@ pub struct ServerConfig {
     pub typescript_pack: String,
     /// Where pack libraries named without a path are looked for, in order.
     pub pack_dirs: Vec<PathBuf>,
+    /// What `tools/list` shows: `"all"` (every function) or `"run"` (`run`
+    /// and the `packhost` pack's discovery functions: code as the whole
+    /// interface). Every function stays callable either way.
+    pub expose: Expose,
+}
+
+/// Which functions `tools/list` shows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Expose {
+    /// Every function of the pack.
+    #[default]
+    All,
+    /// None of them: they are reached through `run` and code.
+    Run,
 }
 
 impl Default for ServerConfig {
@@ -143,6 +158,7 @@ impl Default for ServerConfig {
             code_pack: "exec_py".to_owned(),
             typescript_pack: "exec_ts".to_owned(),
             pack_dirs: default_pack_dirs(),
+            expose: Expose::All,
         }
     }
 }
@@ -193,6 +209,10 @@ pub struct PackConfig {
     /// Set to false to keep the section but not load the pack.
     #[serde(default = "yes")]
     pub enabled: bool,
+    /// Whether `tools/list` shows this pack's functions; default
+    /// `server.expose`.
+    #[serde(default)]
+    pub expose: Option<Expose>,
     /// Time limit of this pack's calls.
     #[serde(default)]
     pub timeout_ms: Option<u64>,
@@ -501,6 +521,12 @@ impl Config {
                     "`packs.{name}`: a pack name must be an identifier (letters, digits, `_`), \
                      it is how calls name it: `{}.function()`",
                     name.replace('-', "_")
+                ));
+            }
+            if name == crate::builtin::PACK {
+                problems.push(format!(
+                    "`packs.{name}`: `{name}` is the host's own pack (search, describe); \
+                     give this one another name"
                 ));
             }
         }

@@ -34,9 +34,13 @@ impl Default for Identity {
 }
 
 impl Identity {
-    /// Whether this caller may use `tool` (`pack.function` or `run`).
+    /// Whether this caller may use `tool` (`pack.function` or `run`). The
+    /// host's own `packhost` functions are everyone's: they only show what
+    /// the caller may call.
     pub fn may_call(&self, tool: &str) -> bool {
-        self.allowed
+        let own = ToolName::parse(tool).is_some_and(|name| name.pack == crate::builtin::PACK);
+        own || self
+            .allowed
             .as_ref()
             .is_none_or(|filter| filter.allows(tool))
     }

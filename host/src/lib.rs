@@ -16,6 +16,7 @@
 #![deny(missing_docs)]
 
 pub mod auth;
+pub mod builtin;
 pub mod cli;
 pub mod config;
 mod error;

@@ -26,7 +26,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    executor::{Caller, Executor, ProgressSink},
+    executor::{Caller, Executor, ProgressSink, RUN_TOOL},
     failure::{ERROR_META_KEY, Failure},
     identity::Identity,
     render::value_text,
@@ -220,7 +220,8 @@ impl ServerHandler for PackhostServer {
         .with_instructions(
             "Tools are pack functions named `pack.function`. The `run` tool takes a command as \
                  you would write it: `pack.function(arg, key=value)`, an alias, `$snippet k=v`, \
-                 or a block of Python.",
+                 a block of Python, or a ```ts block. `packhost.search`, `packhost.describe` and \
+                 `packhost.packs` find what you can call.",
         )
     }
 
@@ -253,7 +254,15 @@ impl ServerHandler for PackhostServer {
             .tools()
             .iter()
             .filter(|t| identity.may_call(&t.name))
-            .cloned()
+            .map(|tool| match &identity.allowed {
+                // An allow-list: `run`'s description names only what it allows.
+                Some(_) if tool.name == RUN_TOOL => {
+                    let mut tool = tool.clone();
+                    tool.description = Some(self.executor.run_description_for(&identity).into());
+                    tool
+                }
+                _ => tool.clone(),
+            })
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
     }

@@ -56,7 +56,7 @@ fn a_failing_call_prints_the_error_and_exits_1() {
     exit_code(&output, 1);
     assert_eq!(
         stdout(&output).trim_end(),
-        "UNKNOWN_PACK: unknown pack `nope`; loaded packs: proj"
+        "UNKNOWN_PACK: unknown pack `nope`; loaded packs: packhost, proj"
     );
     let output = packhost_cli(CONFIG, &["call", "proj.read('sub', '../x')"]);
     exit_code(&output, 1);
@@ -72,7 +72,8 @@ fn packs_prints_every_signature() {
     let output = packhost_cli(CONFIG, &["packs"]);
     exit_code(&output, 0);
     let text = stdout(&output);
-    let lines: Vec<&str> = text.lines().collect();
+    // The host's own pack comes first (four lines), then the configured ones.
+    let lines: Vec<&str> = text.lines().skip(4).collect();
     assert!(
         lines[0].starts_with("proj 0.1.0 — Project paths and files"),
         "{text}"
@@ -95,9 +96,12 @@ fn packs_prints_every_signature() {
 fn packs_without_packs_says_how_to_add_one() {
     let output = packhost_cli("", &["packs"]);
     exit_code(&output, 0);
-    assert_eq!(
-        stdout(&output).trim_end(),
-        "no packs loaded (add [packs.<name>] sections to packs.toml)"
+    assert!(
+        stdout(&output).trim_end().ends_with(
+            "\nno packs loaded but the host's own (add [packs.<name>] sections to packs.toml)"
+        ),
+        "{}",
+        stdout(&output)
     );
 }
 
@@ -111,8 +115,12 @@ fn check_accepts_a_good_config() {
         lines[0].starts_with("config: /") && lines[0].ends_with("/packs.toml (ok)"),
         "{text}"
     );
-    assert!(lines[1].starts_with("ok    proj (5 functions) /"), "{text}");
-    assert_sandbox_report(&lines[2..]);
+    assert_eq!(
+        lines[1], "ok    packhost (2 functions) built into the host",
+        "{text}"
+    );
+    assert!(lines[2].starts_with("ok    proj (5 functions) /"), "{text}");
+    assert_sandbox_report(&lines[3..]);
 }
 
 /// This machine has what the sandbox needs: the report must say so (the
@@ -135,7 +143,11 @@ fn check_without_a_config_file_uses_the_defaults() {
     let text = stdout(&output);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[0], "config: none found, using built-in defaults");
-    assert_sandbox_report(&lines[1..]);
+    assert_eq!(
+        lines[1], "ok    packhost (2 functions) built into the host",
+        "{text}"
+    );
+    assert_sandbox_report(&lines[2..]);
 }
 
 #[test]

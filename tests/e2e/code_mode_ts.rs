@@ -284,7 +284,10 @@ async fn cancelling_mid_call_leaves_no_process() {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(abandoned.exists(), "the nested hello.sleep was not abandoned");
+    assert!(
+        abandoned.exists(),
+        "the nested hello.sleep was not abandoned"
+    );
     // And the host still serves.
     assert_eq!(ts(&host, "1 + 1").await["result"], 2);
 }
@@ -526,6 +529,11 @@ async fn the_readmes_two_languages_give_the_same_answer() {
         .run("```ts\nconst files = await proj.ls({ name: \"here\" });\nfiles.entries\n  .filter((e) => e.kind === \"file\").map((e) => e.name)\n```")
         .await);
     // The host's folder: its packs.toml and log.
-    assert!(python["result"].as_array().is_some_and(|names| names.contains(&json!("packs.toml"))), "{python}");
+    assert!(
+        python["result"]
+            .as_array()
+            .is_some_and(|names| names.contains(&json!("packs.toml"))),
+        "{python}"
+    );
     assert_eq!(python["result"], typescript["result"]);
 }

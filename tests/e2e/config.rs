@@ -53,7 +53,7 @@ fn an_unknown_key_is_named_with_what_is_expected() {
         &output,
         &[
             "/packs.toml: TOML parse error at line 2, column 1",
-            "unknown field `timeout`, expected one of `timeout_ms`, `code_pack`, `typescript_pack`, `pack_dirs`",
+            "unknown field `timeout`, expected one of `timeout_ms`, `code_pack`, `typescript_pack`, `pack_dirs`, `expose`",
         ],
     );
     let output = packhost_cli("[packs.proj]\nenable = false\n", &["check"]);
@@ -115,7 +115,7 @@ fn an_alias_to_a_pack_that_is_not_loaded_is_refused() {
             "/packs.toml:7: `aliases.b` = \"off.run\": pack `off` is not enabled \
              (`[packs.off] enabled = false`)",
             "/packs.toml:8: `aliases.c` = \"nope.zzz\": no pack `nope` is configured; \
-             packs: proj",
+             packs: packhost, proj",
         ],
     );
     assert_eq!(err.lines().count(), 3, "{err}");

@@ -343,7 +343,7 @@ async fn unknown_names_and_bad_arguments_explain_themselves() {
         body["error_message"]
             .as_str()
             .unwrap()
-            .contains("packs: exec_py, hello, proj"),
+            .contains("packs: exec_py, hello, packhost, proj"),
         "{body}"
     );
     let body = py_error(&host, "proj.lst()").await;
@@ -612,7 +612,7 @@ async fn a_call_of_a_name_that_is_no_tool_runs_as_python() {
     for part in [
         "name 'projetcs' is not defined",
         "did you mean `projects`?",
-        "packs: exec_py, hello, proj",
+        "packs: exec_py, hello, packhost, proj",
         "proj.list",
         "hello.greet",
         "aliases: projects",

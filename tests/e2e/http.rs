@@ -131,7 +131,16 @@ async fn a_token_allow_list_limits_what_is_listed_and_callable() {
         .map(|t| t.name.to_string())
         .collect();
     names.sort();
-    assert_eq!(names, ["hello.call", "hello.greet"]);
+    // The host's discovery functions are everyone's.
+    assert_eq!(
+        names,
+        [
+            "hello.call",
+            "hello.greet",
+            "packhost.describe",
+            "packhost.packs"
+        ]
+    );
     let refused = call(&client, "hello.whoami", json!({})).await;
     assert!(is_error(&refused));
     assert_eq!(error_code(&refused), "UNKNOWN_FUNCTION");

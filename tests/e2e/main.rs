@@ -5,6 +5,7 @@ mod calls;
 mod cli;
 mod code_mode_ts;
 mod config;
+mod discovery;
 mod exec_py;
 mod exec_ts;
 mod http;

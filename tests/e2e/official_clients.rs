@@ -158,13 +158,19 @@ fn calls(integration: &str) -> Vec<Call> {
             "exec_ts_declarations",
             "exec_ts.declarations",
             json!({"pack": "proj"}),
-            &[("/structuredContent/declarations", "// The packhost tools this code can call")],
+            &[(
+                "/structuredContent/declarations",
+                "// The packhost tools this code can call",
+            )],
         ),
         ok(
             "exec_py_declarations",
             "exec_py.declarations",
             json!({"pack": "proj"}),
-            &[("/structuredContent/declarations", "# The packhost tools this code can call")],
+            &[(
+                "/structuredContent/declarations",
+                "# The packhost tools this code can call",
+            )],
         ),
         err(
             "exec_ts_throws",

@@ -2,15 +2,22 @@
 
 use serde_json::json;
 
-use super::{Executor, RUN_TOOL, ToolInfo, registry::Registry};
-use crate::render::list;
+use std::collections::BTreeMap;
+
+use packhost_command::Snippet;
+
+use super::{
+    Executor, RUN_TOOL, ToolInfo,
+    registry::{Function, Registry},
+};
+use crate::{identity::Identity, render::list, tool_name::ToolName};
 
 impl Executor {
     /// The `run` tool.
     pub(super) fn run_tool(&self, registry: &Registry) -> ToolInfo {
         ToolInfo {
             name: RUN_TOOL.to_owned(),
-            description: self.run_description(registry),
+            description: self.run_description(registry, &|_| true),
             input_schema: json!({
                 "type": "object",
                 "properties": {
@@ -26,46 +33,113 @@ impl Executor {
         }
     }
 
-    /// What `run` accepts and what it can reach, compactly: the list a model
-    /// reads to know what exists.
-    fn run_description(&self, registry: &Registry) -> String {
+    /// The `run` description for a caller whose token names what it may
+    /// call: nothing else is mentioned.
+    pub fn run_description_for(&self, identity: &Identity) -> String {
+        self.run_description(&self.registry(), &|tool| identity.may_call(tool))
+    }
+
+    /// What `run` accepts and what `may_call` can reach, compactly: every
+    /// signature while they fit the budget, else each pack in one line and
+    /// how to find the rest, so the description stays the same size
+    /// however many tools there are.
+    pub(super) fn run_description(
+        &self,
+        registry: &Registry,
+        may_call: &dyn Fn(&str) -> bool,
+    ) -> String {
         let mut text = String::from(
             "Run a command the way you would write it: a call `pack.function(arg, key=value)` \
              with Python literals, an alias call, a snippet `$name key=value`, or a block of \
              Python (handed to the code pack, as is a call of any other name: `abs(-3)`). \
              Markdown fences and a `>>>` prompt are stripped. A fence tagged `ts`, `typescript`, \
              `js` or `javascript` runs in node instead. In code every function below is callable \
-             and the last expression is the result: Python `proj.read(\"p\", \"a.md\")`, TypeScript \
-             `await proj.read({name: \"p\", path: \"a.md\"})`.\n",
+             and the last expression is the result: Python `pack.function(\"a\", key=1)`, \
+             TypeScript `await pack.function({a: \"a\", key: 1})`.\n",
         );
-        text.push_str("\nFunctions:\n");
-        for pack in registry.packs.values() {
-            for f in &pack.functions {
-                text.push_str(&format!("- {}\n", f.signature));
-            }
-        }
-        if !self.front.aliases.is_empty() {
-            let aliases = self.front.aliases.iter().map(|(a, t)| format!("{a} = {t}"));
-            text.push_str(&format!("\nAliases: {}\n", list(aliases)));
-        }
-        if !self.front.snippets.is_empty() {
-            text.push_str("\nSnippets:\n");
-            for (name, snippet) in &self.front.snippets {
-                let params: Vec<String> = snippet
-                    .params
+        let packs: Vec<(&str, &str, Vec<&Function>)> = registry
+            .packs
+            .values()
+            .map(|pack| {
+                let name = pack.loaded.name.as_str();
+                let callable: Vec<&Function> = pack
+                    .functions
                     .iter()
-                    .map(|(p, def)| match &def.default {
-                        Some(d) => format!("{p}={d}"),
-                        None => p.clone(),
-                    })
+                    .filter(|f| may_call(&ToolName::new(name, &f.spec.name).to_string()))
                     .collect();
+                (name, pack.loaded.manifest.description.as_str(), callable)
+            })
+            .filter(|(_, _, functions)| !functions.is_empty())
+            .collect();
+        let aliases: Vec<String> = self
+            .front
+            .aliases
+            .iter()
+            .filter(|(_, target)| may_call(target))
+            .map(|(a, t)| format!("{a} = {t}"))
+            .collect();
+        let full = full_listing(&packs, &aliases, &self.front.snippets);
+        if text.len() + full.len() <= RUN_DESCRIPTION_BUDGET {
+            text.push_str(&full);
+            return text;
+        }
+        let count: usize = packs.iter().map(|(_, _, f)| f.len()).sum();
+        text.push_str(&format!(
+            "\n{count} functions in {} packs. Find one with `packhost.search(query=\"what you want to do\")`, \
+             show it with `packhost.describe(name=\"pack.function\")`, list them all with `packhost.packs()` \
+             (from `run`, Python or TypeScript alike).\nPacks:\n",
+            packs.len()
+        ));
+        for (shown, (name, description, functions)) in packs.iter().enumerate() {
+            let line = format!("- {name}: {description} ({} functions)\n", functions.len());
+            if text.len() + line.len() + 60 > RUN_DESCRIPTION_BUDGET {
                 text.push_str(&format!(
-                    "- ${name} {}: {}\n",
-                    params.join(" "),
-                    snippet.description
+                    "- … {} more: `packhost.packs()`\n",
+                    packs.len() - shown
                 ));
+                break;
             }
+            text.push_str(&line);
         }
         text
     }
+}
+
+/// Past this many characters the `run` description summarises instead of
+/// listing every signature: about 700 tokens, so that `run` and the
+/// discovery functions stay a small surface at any catalog size.
+const RUN_DESCRIPTION_BUDGET: usize = 2_800;
+
+/// Every signature, alias and snippet.
+fn full_listing(
+    packs: &[(&str, &str, Vec<&Function>)],
+    aliases: &[String],
+    snippets: &BTreeMap<String, Snippet>,
+) -> String {
+    let mut text = String::from("\nFunctions:\n");
+    for f in packs.iter().flat_map(|(_, _, functions)| functions) {
+        text.push_str(&format!("- {}\n", f.signature));
+    }
+    if !aliases.is_empty() {
+        text.push_str(&format!("\nAliases: {}\n", list(aliases)));
+    }
+    if !snippets.is_empty() {
+        text.push_str("\nSnippets:\n");
+        for (name, snippet) in snippets {
+            let params: Vec<String> = snippet
+                .params
+                .iter()
+                .map(|(p, def)| match &def.default {
+                    Some(d) => format!("{p}={d}"),
+                    None => p.clone(),
+                })
+                .collect();
+            text.push_str(&format!(
+                "- ${name} {}: {}\n",
+                params.join(" "),
+                snippet.description
+            ));
+        }
+    }
+    text
 }

@@ -39,10 +39,12 @@ mod aliases;
 mod arguments;
 mod caller;
 mod code_mode;
+mod exposure;
 mod help;
 mod registry;
 
 pub use caller::{Caller, ProgressSink};
+use exposure::Exposure;
 pub use registry::ToolInfo;
 
 /// Holds the loaded packs and dispatches every call.
@@ -56,6 +58,8 @@ pub struct Executor {
     code_pack: String,
     /// The pack whose `execute` runs fenced TypeScript and JavaScript.
     typescript_pack: String,
+    /// Which packs' functions `tools/list` shows.
+    exposure: Exposure,
     /// Counters for `/metrics`.
     metrics: Metrics,
     /// Calls under way (graceful shutdown waits for them).
@@ -95,6 +99,7 @@ impl Executor {
             },
             code_pack: config.server.code_pack.clone(),
             typescript_pack: config.server.typescript_pack.clone(),
+            exposure: Exposure::new(config),
             runtime: tokio::runtime::Handle::current(),
         })
     }
@@ -130,10 +135,16 @@ impl Executor {
         self.generation.subscribe()
     }
 
-    /// Every tool: `run` first, then each pack function.
+    /// Every listed tool: `run` first, then each function of the packs
+    /// `[server] expose` and `[packs.x] expose` show (the `packhost` pack's
+    /// always).
     pub fn tools(&self) -> Vec<ToolInfo> {
         let registry = self.registry();
-        let functions = registry.packs.values().flat_map(|pack| {
+        let listed = registry
+            .packs
+            .values()
+            .filter(|pack| self.exposure.lists(&pack.loaded.name));
+        let functions = listed.flat_map(|pack| {
             pack.functions.iter().map(move |f| ToolInfo {
                 name: ToolName::new(&pack.loaded.name, &f.spec.name).to_string(),
                 description: f.spec.description.clone(),

@@ -117,6 +117,10 @@ impl Registry {
             .tools
             .retain(|t| caller.may_call(&ToolName::new(&t.pack, &t.function).to_string()));
         catalog.aliases.retain(|_, target| caller.may_call(target));
+        let tools = &catalog.tools;
+        catalog
+            .packs
+            .retain(|pack, _| tools.iter().any(|t| &t.pack == pack));
         let projects = &config.projects;
         catalog.projects.retain(|name, _| {
             projects
@@ -197,6 +201,15 @@ fn catalog(packs: &BTreeMap<String, Arc<PackEntry>>, config: &CatalogConfig) -> 
                     input_schema: f.spec.input_schema.clone(),
                     output_schema: f.spec.output_schema.clone(),
                 })
+            })
+            .collect(),
+        packs: packs
+            .values()
+            .map(|pack| {
+                (
+                    pack.loaded.name.clone(),
+                    pack.loaded.manifest.description.clone(),
+                )
             })
             .collect(),
         aliases: config.aliases.clone(),

@@ -73,7 +73,13 @@ pub fn typescript(catalog: &Catalog, selection: &Selection) -> Result<String, Pa
     let mut globals: Vec<&str> = Vec::new();
     // `packhost.packs`: every selected pack, by `typeof` when it is a global.
     let mut packs: Vec<(&str, String)> = Vec::new();
+    // The host's own pack is part of the `packhost` global.
+    let mut own = None;
     for (pack, tools) in &selected.packs {
+        if *pack == HOST_PACK {
+            own = Some(pack_type(tools, 0));
+            continue;
+        }
         out.push('\n');
         match not_global(pack, &globals) {
             None => {
@@ -120,9 +126,12 @@ pub fn typescript(catalog: &Catalog, selection: &Selection) -> Result<String, Pa
         }
     }
     out.push('\n');
-    out += &packhost(&packs, catalog);
+    out += &packhost(&packs, catalog, own);
     Ok(out)
 }
+
+/// The host's own pack (discovery), whose functions `packhost` carries.
+const HOST_PACK: &str = "packhost";
 
 /// Why `name` cannot be declared as a global, or `None`.
 fn not_global(name: &str, declared: &[&str]) -> Option<&'static str> {
@@ -137,7 +146,7 @@ fn not_global(name: &str, declared: &[&str]) -> Option<&'static str> {
     }
 }
 
-fn packhost(packs: &[(&str, String)], catalog: &Catalog) -> String {
+fn packhost(packs: &[(&str, String)], catalog: &Catalog, own: Option<String>) -> String {
     let mut out = jsdoc(
         &["packhost itself: any tool by its full name, every pack, the projects.".to_owned()],
         0,
@@ -173,7 +182,10 @@ fn packhost(packs: &[(&str, String)], catalog: &Catalog) -> String {
     };
     out += &jsdoc(&[projects], 2);
     out += "  readonly projects: { readonly [name: string]: string };\n";
-    out += "};\n";
+    match own {
+        Some(functions) => out += &format!("}} & {functions};\n"),
+        None => out += "};\n",
+    }
     out
 }
 

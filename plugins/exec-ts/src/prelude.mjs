@@ -98,7 +98,9 @@ function expose(name, value) {
   if (name in globalThis) taken.push(name);
   else globalThis[name] = value;
 }
-for (const [pack, functions] of Object.entries(packs)) expose(pack, namespace(pack, functions));
+// The host's own pack (discovery) is part of the `packhost` global below.
+const { packhost: own = {}, ...others } = packs;
+for (const [pack, functions] of Object.entries(others)) expose(pack, namespace(pack, functions));
 const aliases = [];
 for (const [alias, target] of Object.entries(bindings.aliases ?? {})) {
   const [pack, fn] = target.split('.');
@@ -109,10 +111,11 @@ for (const [alias, target] of Object.entries(bindings.aliases ?? {})) {
 }
 globalThis.PackError = PackError;
 globalThis.packhost = Object.freeze({
+  ...own,
   /** Any tool by its full name: `packhost.call("proj.list", {})`. */
   call,
   /** Every pack's functions, including packs whose names a global already had. */
-  packs: Object.fromEntries(Object.entries(packs).map(([pack, functions]) => [pack, namespace(pack, functions)])),
+  packs: Object.fromEntries(Object.entries(others).map(([pack, functions]) => [pack, namespace(pack, functions)])),
   projects: bindings.projects ?? {},
 });
 if (taken.length) {

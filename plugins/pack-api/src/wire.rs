@@ -36,6 +36,10 @@ pub struct FunctionSpec {
 pub struct Catalog {
     /// Pack functions, in listing order.
     pub tools: Vec<CatalogTool>,
+    /// The packs of these tools: name -> its one-line description. (Hosts
+    /// before it did not send it.)
+    #[serde(default)]
+    pub packs: std::collections::BTreeMap<String, String>,
     /// `alias -> pack.function`.
     pub aliases: std::collections::BTreeMap<String, String>,
     /// The `[projects]` this caller may see: name -> absolute path.

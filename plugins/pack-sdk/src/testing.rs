@@ -140,6 +140,7 @@ impl PackTest {
                     output_schema: spec.output_schema.clone(),
                 })
                 .collect(),
+            packs: BTreeMap::from([(self.name.clone(), String::new())]),
             aliases: BTreeMap::new(),
             projects: visible,
             identity: Some(self.identity.clone()),
