@@ -119,10 +119,10 @@ impl Pack for Discovery {
         let answer = match function.as_str() {
             "packs" => Ok(packs(&catalog)),
             "describe" => parse::<DescribeArgs>(args).and_then(|a| describe(&catalog, &a.name)),
-            other => Err(WireError::new(
+            other => Err(Box::new(WireError::new(
                 codes::UNKNOWN_FUNCTION,
                 format!("the packhost pack has no function `{other}`"),
-            )),
+            ))),
         };
         let result = match answer {
             Ok(value) => ROk(value.to_string().into()),
@@ -142,8 +142,9 @@ struct DescribeArgs {
 }
 
 /// The host checked the arguments against the schema already.
-fn parse<T: for<'de> Deserialize<'de>>(args: Value) -> Result<T, WireError> {
-    serde_json::from_value(args).map_err(|e| WireError::new(codes::INVALID_ARGUMENT, e.to_string()))
+fn parse<T: for<'de> Deserialize<'de>>(args: Value) -> Result<T, Box<WireError>> {
+    serde_json::from_value(args)
+        .map_err(|e| Box::new(WireError::new(codes::INVALID_ARGUMENT, e.to_string())))
 }
 
 fn packs(catalog: &Catalog) -> Value {
@@ -163,7 +164,7 @@ fn packs(catalog: &Catalog) -> Value {
     json!({"packs": packs, "aliases": catalog.aliases})
 }
 
-fn describe(catalog: &Catalog, name: &str) -> Result<Value, WireError> {
+fn describe(catalog: &Catalog, name: &str) -> Result<Value, Box<WireError>> {
     let target = catalog.aliases.get(name).map_or(name, String::as_str);
     let tool = catalog
         .tools
@@ -213,7 +214,7 @@ fn describe(catalog: &Catalog, name: &str) -> Result<Value, WireError> {
     );
     error.help =
         Some("search with `packhost.search(query)`, or list with `packhost.packs()`".into());
-    Err(error)
+    Err(Box::new(error))
 }
 
 /// A call of `tool` as `run` takes it and as TypeScript writes it, each
