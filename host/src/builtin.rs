@@ -1,10 +1,11 @@
 //! The `packhost` pack: the host's own functions, served like any pack's
 //! (listed, validated, callable from `run` and from code): what a caller can
-//! call, found on demand instead of read from a long tool list. Every answer
-//! comes from the caller's own catalog, so nothing outside its allow-list
-//! is ever shown.
+//! call, found on demand instead of read from a long tool list, and the
+//! results too large to send, read by handle. Every answer comes from the
+//! caller's own catalog and results, so nothing outside its allow-list, and
+//! nobody else's result, is ever shown.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use abi_stable::{
     sabi_trait::TD_Opaque,
@@ -12,29 +13,34 @@ use abi_stable::{
 };
 use async_ffi::{FfiFuture, FutureExt as _};
 use pack_api::{
-    CallContextBox, CallResult, Catalog, CatalogTool, FunctionSpec, Manifest, Pack, Pack_TO,
+    CallContextBox, CallResult, Catalog, CatalogTool, FunctionSpec, Manifest, Owner, Pack, Pack_TO,
     WireError, codes,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::{loader::LoadedPack, render::did_you_mean};
+use crate::{
+    loader::LoadedPack,
+    render::did_you_mean,
+    results::{Kept, Results},
+};
 
 /// The pack's call name.
 pub const PACK: &str = "packhost";
 
-/// The `packhost` pack, ready for the registry.
-pub fn pack() -> LoadedPack {
+/// The `packhost` pack over the host's kept `results`, ready for the
+/// registry.
+pub fn pack(results: Arc<Results>) -> LoadedPack {
     LoadedPack {
         name: PACK.to_owned(),
         origin: "built into the host".to_owned(),
         manifest: Manifest {
             name: PACK.to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
-            description: "Find what you can call: list packs, describe a function".to_owned(),
+            description: "Find what you can call (list packs, describe a function) and read results kept by handle".to_owned(),
             functions: functions(),
         },
-        instance: Pack_TO::from_value(Discovery, TD_Opaque),
+        instance: Pack_TO::from_value(HostPack { results }, TD_Opaque),
         timeout: Duration::from_secs(10),
     }
 }
@@ -102,23 +108,120 @@ fn functions() -> Vec<FunctionSpec> {
                 "required": ["kind", "name", "description"],
             }),
         ),
+        spec(
+            "result_read",
+            "Read a kept result (its handle came with a preview) from character `offset`, `limit` characters.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "handle": text("The handle of the kept result."),
+                    "offset": {"type": "integer", "minimum": 0, "default": 0, "description": "First character, 0-based."},
+                    "limit": {"type": "integer", "minimum": 1, "description": "Characters to read; default and most: half the server's result budget."},
+                },
+                "required": ["handle"],
+                "additionalProperties": false,
+            }),
+            json!({
+                "type": "object",
+                "properties": {
+                    "handle": {"type": "string"},
+                    "tool": text("The tool that returned it."),
+                    "text": text("The characters read."),
+                    "offset": {"type": "integer"},
+                    "next_offset": {"type": ["integer", "null"], "description": "Where to read on; null at the end."},
+                    "total_chars": {"type": "integer"},
+                },
+                "required": ["handle", "tool", "text", "offset", "next_offset", "total_chars"],
+            }),
+        ),
+        spec(
+            "result_grep",
+            "The lines of a kept result that match a regular expression, with where they are (each string of a JSON result is searched line by line).",
+            json!({
+                "type": "object",
+                "properties": {
+                    "handle": text("The handle of the kept result."),
+                    "pattern": text("A regular expression (Rust syntax; `(?i)` ignores case)."),
+                    "max_matches": {"type": "integer", "minimum": 1, "default": 100, "description": "Most lines returned."},
+                },
+                "required": ["handle", "pattern"],
+                "additionalProperties": false,
+            }),
+            json!({
+                "type": "object",
+                "properties": {
+                    "handle": {"type": "string"},
+                    "matches": {"type": "array", "items": {
+                        "type": "object",
+                        "properties": {
+                            "path": {"type": "string", "description": "Where in the result, as JSONPath (`$.content`): a JSON result is searched string by string."},
+                            "line": {"type": "integer", "description": "1-based, within that string."},
+                            "text": {"type": "string"},
+                        },
+                        "required": ["path", "line", "text"],
+                    }},
+                    "total_matches": {"type": "integer"},
+                    "truncated": {"type": "boolean", "description": "Whether matches were left out (past `max_matches`)."},
+                },
+                "required": ["handle", "matches", "total_matches", "truncated"],
+            }),
+        ),
+        spec(
+            "result_select",
+            "Select from a kept JSON result with a JSONPath query (RFC 9535), e.g. `$.items[?@.status == 'open'].id`.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "handle": text("The handle of the kept result."),
+                    "path": text("A JSONPath query, from `$` (the whole result)."),
+                },
+                "required": ["handle", "path"],
+                "additionalProperties": false,
+            }),
+            json!({
+                "type": "object",
+                "properties": {
+                    "handle": {"type": "string"},
+                    "path": {"type": "string"},
+                    "values": {"type": "array", "description": "What the query selected, in document order."},
+                    "count": {"type": "integer"},
+                },
+                "required": ["handle", "path", "values", "count"],
+            }),
+        ),
     ]
 }
 
-struct Discovery;
+struct HostPack {
+    results: Arc<Results>,
+}
 
-impl Pack for Discovery {
+impl Pack for HostPack {
     fn call(
         &self,
         function: RStr<'_>,
         args_json: RStr<'_>,
         ctx: CallContextBox,
     ) -> FfiFuture<CallResult> {
-        let catalog: Catalog = serde_json::from_str(&ctx.catalog()).unwrap_or_default();
         let args: Value = serde_json::from_str(args_json.as_str()).unwrap_or(Value::Null);
+        let catalog = || -> Catalog { serde_json::from_str(&ctx.catalog()).unwrap_or_default() };
+        let kept = |handle: &str| {
+            let owner = Owner::new(ctx.org().as_str(), ctx.user().as_str());
+            self.results
+                .get(&owner, handle)
+                .ok_or_else(|| unknown_result(handle))
+        };
         let answer = match function.as_str() {
-            "packs" => Ok(packs(&catalog)),
-            "describe" => parse::<DescribeArgs>(args).and_then(|a| describe(&catalog, &a.name)),
+            "packs" => Ok(packs(&catalog())),
+            "describe" => parse::<DescribeArgs>(args).and_then(|a| describe(&catalog(), &a.name)),
+            "result_read" => parse::<ReadArgs>(args).and_then(|a| {
+                let limit = a.limit.unwrap_or(usize::MAX).min(self.results.budget() / 2);
+                Ok(read(&a.handle, &*kept(&a.handle)?, a.offset, limit))
+            }),
+            "result_grep" => parse::<GrepArgs>(args).and_then(|a| grep(&a, &*kept(&a.handle)?)),
+            "result_select" => {
+                parse::<SelectArgs>(args).and_then(|a| select(&a, &*kept(&a.handle)?))
+            }
             other => Err(Box::new(WireError::new(
                 codes::UNKNOWN_FUNCTION,
                 format!("the packhost pack has no function `{other}`"),
@@ -139,6 +242,165 @@ impl Pack for Discovery {
 #[derive(Deserialize)]
 struct DescribeArgs {
     name: String,
+}
+
+#[derive(Deserialize)]
+struct ReadArgs {
+    handle: String,
+    #[serde(default)]
+    offset: usize,
+    limit: Option<usize>,
+}
+
+#[derive(Deserialize)]
+struct GrepArgs {
+    handle: String,
+    pattern: String,
+    #[serde(default = "default_max_matches")]
+    max_matches: usize,
+}
+
+fn default_max_matches() -> usize {
+    100
+}
+
+#[derive(Deserialize)]
+struct SelectArgs {
+    handle: String,
+    path: String,
+}
+
+/// Longest line `result_grep` returns whole.
+const MAX_LINE_CHARS: usize = 500;
+
+fn unknown_result(handle: &str) -> Box<WireError> {
+    let mut error = WireError::new(
+        codes::NOT_FOUND,
+        format!("no kept result `{handle}`: it is unknown or has expired"),
+    );
+    error.help = Some("call the tool again for a fresh result and handle".to_owned());
+    Box::new(error)
+}
+
+fn read(handle: &str, kept: &Kept, offset: usize, limit: usize) -> Value {
+    let total = kept.text.chars().count();
+    let text: String = kept.text.chars().skip(offset).take(limit).collect();
+    let end = offset.saturating_add(text.chars().count());
+    json!({
+        "handle": handle,
+        "tool": kept.tool,
+        "text": text,
+        "offset": offset,
+        "next_offset": (end < total).then_some(end),
+        "total_chars": total,
+    })
+}
+
+/// The matching lines of a kept result: of each string in it when it is
+/// JSON (a file's content is one string, its lines what a model means),
+/// else of its text.
+fn grep(args: &GrepArgs, kept: &Kept) -> Result<Value, Box<WireError>> {
+    let pattern = regex::Regex::new(&args.pattern).map_err(|e| {
+        Box::new(WireError::new(
+            codes::INVALID_ARGUMENT,
+            format!("`pattern` is not a regular expression: {e}"),
+        ))
+    })?;
+    let mut found = Found {
+        pattern: &pattern,
+        matches: Vec::new(),
+        total: 0,
+        max: args.max_matches,
+    };
+    match serde_json::from_str::<Value>(&kept.text) {
+        Ok(value) => found.walk(&value, "$".to_owned()),
+        Err(_) => found.lines(&kept.text, "$"),
+    }
+    Ok(json!({
+        "handle": args.handle,
+        "truncated": found.total > found.matches.len(),
+        "matches": found.matches,
+        "total_matches": found.total,
+    }))
+}
+
+struct Found<'a> {
+    pattern: &'a regex::Regex,
+    matches: Vec<Value>,
+    total: usize,
+    max: usize,
+}
+
+impl Found<'_> {
+    fn walk(&mut self, value: &Value, path: String) {
+        match value {
+            Value::String(s) => self.lines(s, &path),
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    self.walk(item, format!("{path}[{i}]"));
+                }
+            }
+            Value::Object(map) => {
+                for (key, item) in map {
+                    self.walk(item, format!("{path}{}", member(key)));
+                }
+            }
+            scalar => self.lines(&scalar.to_string(), &path),
+        }
+    }
+
+    fn lines(&mut self, text: &str, path: &str) {
+        for (number, line) in text.lines().enumerate() {
+            if !self.pattern.is_match(line) {
+                continue;
+            }
+            self.total += 1;
+            if self.matches.len() < self.max {
+                let mut shown: String = line.chars().take(MAX_LINE_CHARS).collect();
+                if shown.len() < line.len() {
+                    shown.push_str(" […]");
+                }
+                self.matches
+                    .push(json!({"path": path, "line": number + 1, "text": shown}));
+            }
+        }
+    }
+}
+
+/// `.key`, or `['key']` when it is no identifier: a JSONPath member.
+fn member(key: &str) -> String {
+    if crate::tool_name::is_identifier(key) {
+        format!(".{key}")
+    } else {
+        format!(
+            "[{}]",
+            serde_json::to_string(key)
+                .unwrap_or_default()
+                .replace('"', "'")
+        )
+    }
+}
+
+fn select(args: &SelectArgs, kept: &Kept) -> Result<Value, Box<WireError>> {
+    let invalid = |message: String| Box::new(WireError::new(codes::INVALID_ARGUMENT, message));
+    let path = serde_json_path::JsonPath::parse(&args.path).map_err(|e| {
+        invalid(format!(
+            "`path` is not a JSONPath query ({e}); e.g. `$.items[0].name`"
+        ))
+    })?;
+    let value: Value = serde_json::from_str(&kept.text).map_err(|e| {
+        invalid(format!(
+            "result `{}` is not JSON ({e}); read it with packhost.result_read or packhost.result_grep",
+            args.handle
+        ))
+    })?;
+    let values: Vec<&Value> = path.query(&value).all();
+    Ok(json!({
+        "handle": args.handle,
+        "path": args.path,
+        "count": values.len(),
+        "values": values,
+    }))
 }
 
 /// The host checked the arguments against the schema already.

@@ -102,7 +102,6 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
         return command.run(&loaded.config).await;
     }
     let (mut packs, errors) = loader::load_all(&loaded.config);
-    packs.push(builtin::pack());
     for error in &errors {
         tracing::error!("{error}");
     }

@@ -55,6 +55,9 @@ pub struct Config {
     /// Who may call over HTTP.
     #[serde(default)]
     pub auth: AuthConfig,
+    /// Results too large to send whole: kept, previewed, read on by handle.
+    #[serde(default)]
+    pub results: crate::results::ResultsConfig,
 }
 
 /// `[http]`.

@@ -31,6 +31,7 @@ pub mod logging;
 pub mod mcp;
 pub mod metrics;
 pub mod render;
+pub mod results;
 pub mod servers;
 pub mod shutdown;
 pub mod tool_name;

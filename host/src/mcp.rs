@@ -1,4 +1,5 @@
-//! The MCP face of the executor (rmcp): `tools/list` and `tools/call`.
+//! The MCP face of the executor (rmcp): `tools/list`, `tools/call`, and
+//! `resources/list` and `resources/read` of the caller's kept results.
 //! A tool failure is always a result with `isError: true`, never a protocol
 //! error.
 //!
@@ -16,11 +17,13 @@ use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-        JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
-        ProgressToken, ServerCapabilities, ServerConfig, Tool,
+        JsonObject, ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams,
+        ProgressNotificationParam, ProgressToken, ReadResourceRequestParams, ReadResourceResponse,
+        ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig, Tool,
     },
     service::{NotificationContext, Peer, RequestContext},
 };
+use pack_api::Owner;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -30,6 +33,7 @@ use crate::{
     failure::{ERROR_META_KEY, Failure},
     identity::Identity,
     render::value_text,
+    results::URI_PREFIX,
 };
 
 /// One MCP server over the shared executor.
@@ -188,6 +192,52 @@ fn success(value: Value) -> CallToolResult {
     result
 }
 
+impl PackhostServer {
+    /// A success whose text is past the results budget is kept for `owner`
+    /// and answered with its preview, a link to it, and its handle in
+    /// `_meta`. Reading a kept result is never kept again.
+    fn kept_if_large(&self, result: CallToolResult, tool: &str, owner: &Owner) -> CallToolResult {
+        let results = self.executor.results();
+        let text: String = result
+            .content
+            .iter()
+            .filter_map(|block| block.as_text().map(|t| t.text.as_str()))
+            .collect();
+        if tool == READ_RESULT || !results.too_large(&text) {
+            return result;
+        }
+        let preview = results.keep(owner, tool, text, result.structured_content.as_ref());
+        let mut content = vec![ContentBlock::text(preview.text)];
+        if preview.meta["handle"].is_string() {
+            let link = Resource::new(preview.uri, preview.handle)
+                .with_description(format!("The whole result of `{tool}`"))
+                .with_mime_type("text/plain")
+                .with_size(preview.chars as u64);
+            content.push(ContentBlock::resource_link(link));
+        }
+        // Images were never in the text: they stay.
+        content.extend(
+            result
+                .content
+                .into_iter()
+                .filter(|block| block.as_text().is_none()),
+        );
+        let mut kept = CallToolResult::success(content);
+        kept.structured_content = preview.structured;
+        let mut meta = result.meta.unwrap_or_default();
+        meta.insert(RESULT_META_KEY.to_owned(), preview.meta);
+        kept.meta = Some(meta);
+        kept
+    }
+}
+
+/// Where a kept result's handle is in a result's `_meta`.
+pub const RESULT_META_KEY: &str = "packhost/result";
+
+/// The one tool whose results are not kept: it reads kept ones, a page at a
+/// time.
+const READ_RESULT: &str = "packhost.result_read";
+
 /// Packs report progress from their own threads, where no host runtime runs:
 /// the sink only queues, and one task on the host's runtime sends the
 /// notifications in order. The task ends when the call drops the sink.
@@ -214,6 +264,7 @@ impl ServerHandler for PackhostServer {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_resources()
                 .build(),
         )
         .with_server_info(Implementation::new("packhost", env!("CARGO_PKG_VERSION")))
@@ -267,6 +318,58 @@ impl ServerHandler for PackhostServer {
         Ok(ListToolsResult::with_all_items(tools))
     }
 
+    /// The caller's own kept results.
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let identity = self.identity_of(&context);
+        let owner = Owner::new(&identity.org, &identity.user);
+        let resources = self
+            .executor
+            .results()
+            .list(&owner)
+            .into_iter()
+            .map(|(handle, kept)| {
+                Resource::new(format!("{URI_PREFIX}{handle}"), handle)
+                    .with_description(format!("The whole result of `{}`", kept.tool))
+                    .with_mime_type("text/plain")
+                    .with_size(kept.text.chars().count() as u64)
+            })
+            .collect();
+        Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    /// A kept result of the caller's own; any other URI is not found alike.
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let identity = self.identity_of(&context);
+        let owner = Owner::new(&identity.org, &identity.user);
+        let kept = request
+            .uri
+            .strip_prefix(URI_PREFIX)
+            .and_then(|handle| self.executor.results().get(&owner, handle));
+        match kept {
+            Some(kept) => Ok(ReadResourceResult::new(vec![ResourceContents::text(
+                kept.text.to_string(),
+                request.uri,
+            )])
+            .into()),
+            None => Err(ErrorData::resource_not_found(
+                format!(
+                    "no resource {}: packhost serves kept results (`{URI_PREFIX}<handle>`) to \
+                     the caller that made them, until they expire",
+                    request.uri
+                ),
+                None,
+            )),
+        }
+    }
+
     fn get_tool(&self, name: &str) -> Option<Tool> {
         self.tools().iter().find(|t| t.name == name).cloned()
     }
@@ -286,8 +389,9 @@ impl ServerHandler for PackhostServer {
             ..Caller::new(self.identity_of(&context), context.id.to_string())
         };
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let owner = Owner::new(&caller.identity.org, &caller.identity.user);
         let result = match self.executor.call_tool(&request.name, args, &caller).await {
-            Ok(value) => success(value),
+            Ok(value) => self.kept_if_large(success(value), &request.name, &owner),
             Err(e) => self.failure(&request.name, &e),
         };
         Ok(result.into())

@@ -10,6 +10,7 @@ mod exec_py;
 mod exec_ts;
 mod http;
 mod jupyter;
+mod kept_results;
 mod loading;
 mod official_clients;
 mod proj;

@@ -28,8 +28,8 @@ use self::{
     registry::{CatalogConfig, Function, PackEntry, Registry, function_of, functions_of, resolve},
 };
 use crate::{
-    config::Config, error::CallError, failure::Failure, loader::LoadedPack, metrics::Metrics,
-    tool_name::ToolName,
+    builtin, config::Config, error::CallError, failure::Failure, loader::LoadedPack,
+    metrics::Metrics, results::Results, tool_name::ToolName,
 };
 
 /// Name of the tool that takes a command as a model writes it.
@@ -60,6 +60,8 @@ pub struct Executor {
     typescript_pack: String,
     /// Which packs' functions `tools/list` shows.
     exposure: Exposure,
+    /// Results kept instead of sent whole.
+    results: Arc<Results>,
     /// Counters for `/metrics`.
     metrics: Metrics,
     /// Calls under way (graceful shutdown waits for them).
@@ -70,7 +72,9 @@ pub struct Executor {
 
 impl Executor {
     /// Build from loaded packs; must run inside the host's runtime.
-    pub fn new(loaded: Vec<LoadedPack>, config: &Config) -> Arc<Self> {
+    pub fn new(mut loaded: Vec<LoadedPack>, config: &Config) -> Arc<Self> {
+        let results = Results::new(config.results.clone());
+        loaded.push(builtin::pack(Arc::clone(&results)));
         let packs = loaded
             .into_iter()
             .map(|loaded| {
@@ -100,6 +104,7 @@ impl Executor {
             code_pack: config.server.code_pack.clone(),
             typescript_pack: config.server.typescript_pack.clone(),
             exposure: Exposure::new(config),
+            results,
             runtime: tokio::runtime::Handle::current(),
         })
     }
@@ -170,6 +175,11 @@ impl Executor {
     /// The catalog `caller` sees, as JSON.
     fn catalog_for(&self, caller: &Caller) -> RString {
         self.registry().catalog_for(&self.catalog_config, caller)
+    }
+
+    /// Results kept instead of sent whole (read back by handle).
+    pub fn results(&self) -> &Arc<Results> {
+        &self.results
     }
 
     /// Counters for `/metrics`.
