@@ -2,7 +2,10 @@
 //! discovery functions (from tools/call, `run`, Python and TypeScript),
 //! exposure modes, and a caller's allow-list applied to all of it.
 
-use packhost_tests::{TestHost, call, failed, hello_section, http::HttpHost, ok, structured, text};
+use packhost_tests::{
+    TestHost, call, downstream::catalog_section, failed, hello_section, http::HttpHost, ok,
+    structured, text,
+};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -82,7 +85,17 @@ async fn run_mode_lists_run_and_discovery_and_keeps_everything_callable() {
     let host = TestHost::start(&config(&notebooks, "expose = \"run\"", "")).await;
     let mut listed = names(&host).await;
     listed.sort();
-    assert_eq!(listed, ["packhost.describe", "packhost.packs", "run"]);
+    assert_eq!(
+        listed,
+        [
+            "packhost.describe",
+            "packhost.packs",
+            "packhost.result_grep",
+            "packhost.result_read",
+            "packhost.result_select",
+            "run"
+        ]
+    );
     // Unlisted is not unreachable.
     assert_eq!(
         ok(&host.call("hello.greet", json!({"name": "x"})).await)["text"],
@@ -146,4 +159,25 @@ async fn a_caller_sees_only_what_its_token_allows_in_every_description() {
         !message.contains("exec_py") && !message.contains("proj.list"),
         "{message}"
     );
+}
+
+#[tokio::test]
+async fn the_run_description_stays_small_with_hundreds_of_tools() {
+    let notebooks = TempDir::new().unwrap();
+    let small = TestHost::start(&config(&notebooks, "", "")).await;
+    let described = |tools: Vec<rmcp::model::Tool>| {
+        let run = tools.into_iter().find(|t| t.name == "run").unwrap();
+        run.description.unwrap().to_string()
+    };
+    let few = described(small.client.list_all_tools().await.unwrap());
+    assert!(few.contains("- proj.read(name: string, path: string"), "{few}");
+    let big = config(&notebooks, "", "") + &catalog_section("saas");
+    let host = TestHost::start(&big).await;
+    let listed = names(&host).await;
+    assert!(listed.len() > 250, "{} tools", listed.len());
+    let many = described(host.client.list_all_tools().await.unwrap());
+    assert!(many.len() <= 2800, "{} characters: {many}", many.len());
+    assert!(many.contains("packhost.search"), "{many}");
+    assert!(many.contains("- saas: "), "{many}");
+    assert!(!many.contains("saas.github_create_issue("), "{many}");
 }

@@ -4,7 +4,8 @@
 use std::time::{Duration, Instant};
 
 use packhost_tests::{
-    TestHost, failed, hello_section, is_error, ok, structured, text, wait_group_gone,
+    TestHost, WHOLE_RESULTS, failed, hello_section, is_error, ok, structured, text,
+    wait_group_gone,
 };
 use serde_json::{Value, json};
 
@@ -253,7 +254,8 @@ async fn output_up_to_the_last_line_is_kept_and_leftovers_are_killed() {
 
 #[tokio::test]
 async fn huge_output_is_truncated_and_memory_stays_bounded() {
-    let host = host().await;
+    // Results whole: the pack's cap is the point, not the host's handle.
+    let host = TestHost::start(&(config("") + WHOLE_RESULTS)).await;
     let out = py(
         &host,
         "import sys\nfor _ in range(500):\n    sys.stdout.write('x' * 100_000 + '\\n')\n'done'",

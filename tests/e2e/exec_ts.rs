@@ -8,7 +8,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use packhost_tests::{TestHost, failed, is_error, ok, structured, text};
+use packhost_tests::{TestHost, WHOLE_RESULTS, failed, is_error, ok, structured, text};
 use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -237,7 +237,8 @@ async fn a_timeout_kills_the_group_keeps_output_and_returns_in_time() {
 #[tokio::test]
 async fn output_is_capped_at_one_mebibyte_with_a_marker() {
     let nb = Notebooks::new();
-    let host = nb.host().await;
+    // Results whole: the pack's cap is the point, not the host's handle.
+    let host = TestHost::start(&(nb.config("") + WHOLE_RESULTS)).await;
     let code =
         "const line = 'x'.repeat(100);\nfor (let i = 0; i < 1000000; i++) console.log(line);";
     let output = ok(&execute(

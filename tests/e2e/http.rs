@@ -138,7 +138,10 @@ async fn a_token_allow_list_limits_what_is_listed_and_callable() {
             "hello.call",
             "hello.greet",
             "packhost.describe",
-            "packhost.packs"
+            "packhost.packs",
+            "packhost.result_grep",
+            "packhost.result_read",
+            "packhost.result_select"
         ]
     );
     let refused = call(&client, "hello.whoami", json!({})).await;

@@ -1,6 +1,6 @@
 //! The `run` tool: every command form a model writes, and its errors.
 
-use packhost_tests::{TestHost, failed, hello_section, ok};
+use packhost_tests::{TestHost, WHOLE_RESULTS, failed, hello_section, ok};
 use serde_json::json;
 
 fn config() -> String {
@@ -138,7 +138,8 @@ async fn code_blocks_need_the_code_pack() {
 
 #[tokio::test]
 async fn malformed_calls_get_a_clear_error() {
-    let host = TestHost::start(&config()).await;
+    // Results whole: the 1 MiB echo is the point, not its handle.
+    let host = TestHost::start(&(config() + WHOLE_RESULTS)).await;
     let result = host.run("hello.greet(name=\"unterminated)").await;
     failed(&result, "INVALID_ARGUMENT", &["unterminated"]);
     let deep = format!(

@@ -31,6 +31,16 @@ pub fn fixture_mcp_bin() -> PathBuf {
     build_dir().join("packhost-fixture-mcp")
 }
 
+/// A `[packs.<name>]` server pack serving the 245 tools of
+/// tests/fixtures/catalog-200.json (`packhost-fixture-catalog`).
+pub fn catalog_section(name: &str) -> String {
+    let command = [
+        build_dir().join("packhost-fixture-catalog").display().to_string(),
+        concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/catalog-200.json").to_owned(),
+    ];
+    format!("[packs.{name}]\nkind = \"mcp\"\ncommand = {command:?}\n")
+}
+
 /// A downstream server over streamable HTTP on a loopback port, in its own
 /// process group (killed on drop).
 pub struct HttpServer {

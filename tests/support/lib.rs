@@ -236,6 +236,10 @@ impl TestHost {
     }
 }
 
+/// A `[results]` section that sends every result whole, for tests of a
+/// pack's own caps (the host would otherwise keep them and send a preview).
+pub const WHOLE_RESULTS: &str = "\n[results]\nmax_result_chars = 0\n";
+
 /// The `typescript` npm package (7, the native compiler) that `./dev test`
 /// installs and exports as `PACKHOST_TEST_TYPESCRIPT`.
 pub fn typescript_package() -> PathBuf {
