@@ -1,7 +1,9 @@
 //! `packhost-load`: many concurrent HTTP clients making a mix of `run` calls
 //! (`proj.list()`, a Python block through `exec_py`, `jupyter.execute_code`
 //! on a shared session), twice; prints errors, throughput, latency and the
-//! host's RSS after each round (it must not keep growing).
+//! host's RSS after each round (it must not keep growing). Then 1,000 results
+//! too large to send, which the host keeps: its RSS stays within the kept
+//! results' bound.
 //!
 //! Usage: `packhost-load [--clients 100] [--calls 100]`. Needs a Python with
 //! ipykernel in `PACKHOST_TEST_PYTHON` (`./dev test` makes one).
@@ -26,6 +28,36 @@ fn rss_kib(pid: u32) -> u64 {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
         .unwrap_or(0)
+}
+
+/// The bound of the kept results in this run.
+const KEPT_BYTES: u64 = 32 << 20;
+
+/// 1,000 results of 200,000 characters from 10 clients: each is kept (a
+/// handle) instead of sent. The errors.
+async fn large_results(host: &HttpHost) -> Vec<String> {
+    let mut tasks = Vec::new();
+    for _ in 0..10 {
+        let client = host.client(None).await.expect("connect");
+        tasks.push(tokio::spawn(async move {
+            let mut errors = Vec::new();
+            for i in 0..100 {
+                let command = json!({"command": format!("'{}' * 200_000", i % 10)});
+                let params = CallToolRequestParams::new("run").with_arguments(args(command));
+                match client.call_tool(params).await {
+                    Ok(result) if result.meta.as_ref().is_some_and(|m| m.get("packhost/result").is_some()) => {}
+                    Ok(result) => errors.push(format!("not kept: {}", text(&result).chars().take(200).collect::<String>())),
+                    Err(e) => errors.push(e.to_string()),
+                }
+            }
+            errors
+        }));
+    }
+    let mut errors = Vec::new();
+    for task in tasks {
+        errors.extend(task.await.expect("client task"));
+    }
+    errors
 }
 
 fn args(value: Value) -> serde_json::Map<String, Value> {
@@ -95,7 +127,7 @@ async fn main() {
     let python = packhost_tests::venv_python();
     let config = format!(
         "[packs.proj]\n[packs.exec_py]\n[packs.jupyter]\nconfig = {{ python = \"{python}\" }}\n\
-         [projects]\nload = \"{}\"\n[http]\nmax_sessions = {}\n",
+         [projects]\nload = \"{}\"\n[http]\nmax_sessions = {}\n[results]\nmax_bytes = {KEPT_BYTES}\n",
         env!("CARGO_MANIFEST_DIR"),
         clients * 2 + 10
     );
@@ -148,8 +180,24 @@ async fn main() {
     }
     let growth = (rss[1] as f64 - rss[0] as f64) / rss[0] as f64 * 100.0;
     println!("\nRSS growth from round 1 to round 2: {growth:.1}% (target ≤ 10%)");
-    if errors > 0 || growth > 10.0 {
-        eprintln!("load: {errors} error(s), RSS growth {growth:.1}%: FAILED");
+    let kept_errors = large_results(&host).await;
+    for error in kept_errors.iter().take(5) {
+        eprintln!("error: {error}");
+    }
+    let after = rss_kib(pid);
+    let kept_growth_mib = (after as f64 - rss[1] as f64) / 1024.0;
+    // The kept text, and as much again for the allocator's slack.
+    let allowed_mib = 2.0 * KEPT_BYTES as f64 / (1 << 20) as f64;
+    println!(
+        "1,000 results of 200,000 characters kept as handles ({} errors): host RSS {:.1} MiB, \
+         {kept_growth_mib:+.1} MiB over round 2 (kept results bounded at {} MiB; target ≤ +{allowed_mib:.0} MiB)",
+        kept_errors.len(),
+        after as f64 / 1024.0,
+        KEPT_BYTES >> 20
+    );
+    errors += kept_errors.len();
+    if errors > 0 || growth > 10.0 || kept_growth_mib > allowed_mib {
+        eprintln!("load: {errors} error(s), RSS growth {growth:.1}%, kept results {kept_growth_mib:+.1} MiB: FAILED");
         std::process::exit(1);
     }
 }
