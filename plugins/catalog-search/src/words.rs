@@ -1,0 +1,112 @@
+//! Words of tool texts and queries, as the index compares them.
+
+use bm25::{DefaultTokenizer, Language, Tokenizer};
+
+/// The `bm25` crate's English tokenizer (lowercase, Unicode words, stop
+/// words out, Snowball stems), after identifiers are split into words, and
+/// without numbers.
+pub(crate) struct Words(DefaultTokenizer);
+
+impl Words {
+    pub(crate) fn new() -> Self {
+        Self(DefaultTokenizer::new(Language::English))
+    }
+
+    pub(crate) fn tokenize(&self, text: &str) -> Vec<String> {
+        let mut tokens = self.0.tokenize(&split_identifiers(text));
+        // A number in a query is an argument (`PR #91`, `1.8.2`), not what a
+        // tool does; in a description it is an example or a limit.
+        tokens.retain(|token| !token.chars().all(|c| c.is_ascii_digit()));
+        tokens
+    }
+}
+
+/// The tokenizer of the BM25 embedder, whose texts are [`Words`] already,
+/// joined by spaces: words are made once per field, and a stem is not
+/// stemmed again (stems are not fixed points: `databas` -> `databa`).
+pub(crate) struct Stems;
+
+impl Tokenizer for Stems {
+    fn tokenize(&self, text: &str) -> Vec<String> {
+        text.split(' ')
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// Punctuation but `'` becomes a space and a capital after a lowercase
+/// letter or a digit starts a new word: `pack.listPullRequests` -> `pack
+/// list Pull Requests`. Unicode word splitting would keep `create_issue`,
+/// `has:attachment` and `api.example.com` whole.
+pub(crate) fn split_identifiers(text: &str) -> String {
+    let mut split = String::with_capacity(text.len() + 8);
+    let mut previous: Option<char> = None;
+    for c in text.chars() {
+        match c {
+            c if c.is_ascii_punctuation() && c != '\'' => split.push(' '),
+            c if c.is_uppercase()
+                && previous.is_some_and(|p| p.is_lowercase() || p.is_numeric()) =>
+            {
+                split.push(' ');
+                split.push(c);
+            }
+            c => split.push(c),
+        }
+        previous = Some(c);
+    }
+    split
+}
+
+/// Each pair of neighbouring words of `query` written as one, space
+/// separated: people write apart what names write together ("on call" for
+/// `oncalls`, "thumbs up" for `thumbsup`, "kick off" for `kickoff`).
+pub(crate) fn compounds(query: &str) -> String {
+    let split = split_identifiers(query).to_lowercase();
+    let words: Vec<&str> = split
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    words
+        .windows(2)
+        .map(|pair| format!("{}{}", pair[0], pair[1]))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_split_into_words() {
+        assert_eq!(
+            split_identifiers("gh.listPullRequests"),
+            "gh list Pull Requests"
+        );
+        assert_eq!(
+            split_identifiers("create_issue v2Api"),
+            "create issue v2 Api"
+        );
+        assert_eq!(split_identifiers("HTTPServer"), "HTTPServer");
+    }
+
+    #[test]
+    fn stems_without_stop_words_or_numbers() {
+        let words = Words::new();
+        assert_eq!(
+            words.tokenize("List the open issues of PR #91"),
+            ["list", "open", "issu", "pr"]
+        );
+        assert_eq!(
+            words.tokenize("github_list_pull_requests"),
+            ["github", "list", "pull", "request"]
+        );
+    }
+
+    #[test]
+    fn neighbours_written_together() {
+        assert_eq!(compounds("who is on-call"), "whois ison oncall");
+        assert_eq!(compounds("one"), "");
+    }
+}
