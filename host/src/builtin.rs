@@ -51,6 +51,7 @@ fn functions() -> Vec<FunctionSpec> {
         description: description.to_owned(),
         input_schema: input,
         output_schema: output,
+        ..FunctionSpec::default()
     };
     let text = |description: &str| json!({"type": "string", "description": description});
     vec![

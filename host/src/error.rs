@@ -91,11 +91,13 @@ pub(crate) enum CallError {
         error: String,
     },
     Cancelled,
-    /// The call reached its own time limit.
+    /// The call reached its own time limit: its pack's, or the function's
+    /// (`own`) when that is less.
     OutOfTime {
         tool: String,
         pack: String,
         limit: Duration,
+        own: bool,
     },
     /// The call that made this one (code mode) ran out of time.
     CutByCaller {
@@ -107,6 +109,12 @@ pub(crate) enum CallError {
         before_start: bool,
     },
     ResultNotJson {
+        tool: String,
+        error: String,
+    },
+    /// A function that returns content returned a result that is not a
+    /// content result, or blocks that are not MCP's.
+    BadContent {
         tool: String,
         error: String,
     },
@@ -136,7 +144,9 @@ impl CallError {
             NoCodePack { .. } | UnknownPack { .. } => codes::UNKNOWN_PACK,
             Cancelled => codes::CANCELLED,
             OutOfTime { .. } | CutByCaller { .. } => codes::TIMEOUT,
-            Panicked { .. } | ResultNotJson { .. } | HostTask { .. } => codes::INTERNAL,
+            Panicked { .. } | ResultNotJson { .. } | BadContent { .. } | HostTask { .. } => {
+                codes::INTERNAL
+            }
         }
     }
 
@@ -159,6 +169,12 @@ impl CallError {
             TooManyPositional { signature, .. }
             | TwoValues { signature, .. }
             | BadArguments { signature, .. } => format!("expected {signature}"),
+            OutOfTime {
+                pack, own: true, ..
+            } => format!(
+                "this is the function's own limit, set by pack `{pack}` (`timeout_ms` of \
+                 `[packs.{pack}]` can only lower it)"
+            ),
             OutOfTime { pack, .. } => format!(
                 "raise `timeout_ms` in `[packs.{pack}]` (or `server.timeout_ms`) if the work needs \
                  longer"
@@ -266,6 +282,12 @@ impl fmt::Display for CallError {
             Panicked { tool, .. } => write!(f, "`{tool}` panicked"),
             ResultNotJson { tool, error } => {
                 write!(f, "`{tool}` returned a result that is not JSON: {error}")
+            }
+            BadContent { tool, error } => {
+                write!(
+                    f,
+                    "`{tool}` returned content the host cannot serve: {error}"
+                )
             }
             HostTask { error } => write!(f, "host task failed: {error}"),
         }

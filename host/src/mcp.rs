@@ -13,6 +13,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use pack_api::Owner;
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
@@ -20,16 +21,16 @@ use rmcp::{
         JsonObject, ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams,
         ProgressNotificationParam, ProgressToken, ReadResourceRequestParams, ReadResourceResponse,
         ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig, Tool,
+        ToolAnnotations,
     },
     service::{NotificationContext, Peer, RequestContext},
 };
-use pack_api::Owner;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    executor::{Caller, Executor, ProgressSink, RUN_TOOL},
+    executor::{Caller, Executor, Output, ProgressSink, RUN_TOOL},
     failure::{ERROR_META_KEY, Failure},
     identity::Identity,
     render::value_text,
@@ -127,6 +128,17 @@ fn tools_of(executor: &Executor) -> Vec<Tool> {
         .map(|info| {
             let mut tool = Tool::new(info.name, info.description, object(info.input_schema));
             tool.output_schema = info.output_schema.map(|schema| Arc::new(object(schema)));
+            tool.title = info.title;
+            let hints = info.annotations;
+            tool.annotations = (!hints.is_empty()).then(|| {
+                ToolAnnotations::from_raw(
+                    None,
+                    hints.read_only,
+                    hints.destructive,
+                    hints.idempotent,
+                    hints.open_world,
+                )
+            });
             tool
         })
         .collect()
@@ -152,43 +164,28 @@ fn object(schema: Value) -> JsonObject {
     }
 }
 
-/// Success: the value as structured content and as text; images in the
-/// value's `images` array (`{mime, data_base64}` items) also as image blocks,
-/// and in the text only as a mention (models should not read base64).
-fn success(value: Value) -> CallToolResult {
-    let images: Vec<(String, String)> = value["images"]
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|image| {
-                    let mime = image["mime"].as_str()?;
-                    let data = image["data_base64"].as_str()?;
-                    Some((mime.to_owned(), data.to_owned()))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let text = if images.is_empty() {
-        value_text(&value)
-    } else {
-        let mut shown = value.clone();
-        for image in shown["images"].as_array_mut().into_iter().flatten() {
-            if let Some(data) = image.get_mut("data_base64") {
-                let size = data.as_str().map_or(0, str::len);
-                *data = Value::String(format!("<{size} bytes of base64, sent as an image block>"));
-            }
+/// Success: the value as structured content; as content, a text block (the
+/// value as text, or the text the function gave) then the blocks the
+/// function gave (images, resource links: see `pack_api::ContentResult`).
+fn success(output: Output) -> CallToolResult {
+    let mut content = Vec::new();
+    let blocks = match output.content {
+        None => {
+            content.push(ContentBlock::text(value_text(&output.value)));
+            Vec::new()
         }
-        value_text(&shown)
+        Some(given) => {
+            match given.text {
+                None => content.push(ContentBlock::text(value_text(&output.value))),
+                Some(text) if text.is_empty() => {}
+                Some(text) => content.push(ContentBlock::text(text)),
+            }
+            given.blocks
+        }
     };
-    let mut content = vec![ContentBlock::text(text)];
-    content.extend(
-        images
-            .into_iter()
-            .map(|(mime, data)| ContentBlock::image(data, mime)),
-    );
+    content.extend(blocks);
     let mut result = CallToolResult::success(content);
-    result.structured_content = Some(value);
+    result.structured_content = Some(output.value);
     result
 }
 
@@ -391,7 +388,7 @@ impl ServerHandler for PackhostServer {
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         let owner = Owner::new(&caller.identity.org, &caller.identity.user);
         let result = match self.executor.call_tool(&request.name, args, &caller).await {
-            Ok(value) => self.kept_if_large(success(value), &request.name, &owner),
+            Ok(output) => self.kept_if_large(success(output), &request.name, &owner),
             Err(e) => self.failure(&request.name, &e),
         };
         Ok(result.into())

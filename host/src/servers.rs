@@ -23,7 +23,10 @@ use async_ffi::{FfiFuture, FutureExt as _};
 use mcp_downstream::{
     CallToolResult, Confinement, Endpoint, Failure as Downstream, Level, Pool, PoolSettings, Tool,
 };
-use pack_api::{CallContextBox, CallResult, FunctionSpec, Manifest, Pack, Pack_TO, codes};
+use pack_api::{
+    Annotations, CallContextBox, CallResult, ContentResult, FunctionSpec, Manifest, Pack, Pack_TO,
+    codes,
+};
 use serde_json::{Value, json};
 
 use crate::{
@@ -258,6 +261,7 @@ fn functions(pack: &str, tools: &[Tool], names: &Names) -> Vec<FunctionSpec> {
                     output,
                 },
             );
+            let hints = tool.annotations.as_ref();
             FunctionSpec {
                 name: function,
                 description: tool.description.as_deref().unwrap_or_default().to_owned(),
@@ -266,6 +270,19 @@ fn functions(pack: &str, tools: &[Tool], names: &Names) -> Vec<FunctionSpec> {
                     || json!({"type": "object"}),
                     |s| Value::Object((**s).clone()),
                 ),
+                // The server's own title and hints, as it gave them.
+                title: tool
+                    .title
+                    .clone()
+                    .or_else(|| hints.and_then(|a| a.title.clone())),
+                annotations: hints.map_or_else(Annotations::default, |a| Annotations {
+                    read_only: a.read_only_hint,
+                    destructive: a.destructive_hint,
+                    idempotent: a.idempotent_hint,
+                    open_world: a.open_world_hint,
+                }),
+                content: true,
+                ..FunctionSpec::default()
             }
         })
         .collect()
@@ -355,8 +372,9 @@ fn checked_value(
 }
 
 /// A downstream result as a pack value: its structured content when it has
-/// one, else its text, with images in the host's `images` form (served as
-/// image blocks) and other blocks as they are.
+/// one, else its text, with images as `{mime, data_base64}` and other blocks
+/// as they are (what code mode gets; clients get the server's own blocks,
+/// see [`content_of`]).
 fn value_of(result: CallToolResult) -> Value {
     if let Some(structured) = result.structured_content.filter(Value::is_object) {
         return structured;
@@ -381,6 +399,26 @@ fn value_of(result: CallToolResult) -> Value {
         value["content"] = Value::Array(other);
     }
     value
+}
+
+/// What the server's result shows, passed on as it is: its text blocks as
+/// one text, its other blocks (images, audio, resource links, embedded
+/// resources) after it. Without text, structured content is shown as text
+/// (as for any function); a result with neither has only its blocks.
+fn content_of(result: &CallToolResult) -> (Option<String>, Vec<Value>) {
+    let blocks = result
+        .content
+        .iter()
+        .filter(|block| block.as_text().is_none())
+        .filter_map(|block| serde_json::to_value(block).ok())
+        .collect();
+    let text = mcp_downstream::text_of(result);
+    let structured = result
+        .structured_content
+        .as_ref()
+        .is_some_and(Value::is_object);
+    let text = (!text.is_empty() || !structured).then_some(text);
+    (text, blocks)
 }
 
 impl Pack for ServerPack {
@@ -413,12 +451,20 @@ impl Pack for ServerPack {
                 .await
             {
                 Ok(result) if result.is_error != Some(true) => {
+                    let (text, blocks) = content_of(&result);
                     let value = match &tool.output {
                         None => Ok(value_of(result)),
                         Some(output) => checked_value(result, &tool, output),
                     };
                     match value {
-                        Ok(value) => return RResult::ROk(value.to_string().into()),
+                        Ok(value) => {
+                            let content = ContentResult {
+                                value,
+                                text,
+                                blocks,
+                            };
+                            return RResult::ROk(json!(content).to_string().into());
+                        }
                         Err(failure) => failure,
                     }
                 }

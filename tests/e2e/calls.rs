@@ -68,29 +68,106 @@ async fn packs_see_the_catalog_of_what_they_can_call() {
     assert_eq!(catalog["projects"], json!({"here": here}));
 }
 
+/// `(readOnly, destructive, idempotent, openWorld)` hints of `tool`.
+fn hints(tool: &rmcp::model::Tool) -> (Option<bool>, Option<bool>, Option<bool>, Option<bool>) {
+    let a = tool.annotations.clone().unwrap_or_default();
+    (
+        a.read_only_hint,
+        a.destructive_hint,
+        a.idempotent_hint,
+        a.open_world_hint,
+    )
+}
+
+/// What a function says about itself reaches `tools/list`: its title and
+/// annotations; `run` is as unsafe as the worst command it can run.
 #[tokio::test]
-async fn images_in_a_result_become_image_blocks() {
+async fn tools_list_titles_and_annotations() {
+    let host = TestHost::start(&config()).await;
+    let tools = host.client.list_all_tools().await.expect("tools/list");
+    let tool = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap_or_else(|| panic!("no {name}"))
+    };
+    let greet = tool("hello.greet");
+    assert_eq!(greet.title.as_deref(), Some("Greet someone"));
+    let read_only = (Some(true), Some(false), Some(true), Some(false));
+    assert_eq!(hints(greet), read_only);
+    let call = tool("hello.call");
+    assert_eq!(
+        hints(call),
+        (Some(false), Some(true), Some(false), Some(true))
+    );
+    let run = tool("run");
+    assert_eq!(run.title.as_deref(), Some("Run a command"));
+    assert_eq!(
+        hints(run),
+        (Some(false), Some(true), Some(false), Some(true))
+    );
+    // Under MCP's names, as clients read them.
+    let listed = serde_json::to_value(greet).unwrap();
+    assert_eq!(
+        listed["annotations"],
+        json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false})
+    );
+}
+
+/// A function's own time limit holds when it is less than its pack's; its
+/// pack's holds when that is less.
+#[tokio::test]
+async fn a_function_has_its_own_time_limit_within_its_packs() {
+    // `hello.remaining` says 20 s; config() gives the pack 1 s.
+    let host = TestHost::start(&config()).await;
+    let left = ok(&host.call("hello.remaining", json!({})).await)["ms"]
+        .as_u64()
+        .unwrap();
+    assert!(left <= 1_000, "{left} ms with a pack limit of 1 s");
+    let host = TestHost::start(&hello_section("timeout_ms = 120000")).await;
+    let left = ok(&host.call("hello.remaining", json!({})).await)["ms"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        (10_000..=20_000).contains(&left),
+        "{left} ms with its own limit of 20 s in a pack of 120 s"
+    );
+}
+
+/// A function that returns content (`pack_sdk::Content`): its value as
+/// structured content, its text, then its blocks as it gave them.
+#[tokio::test]
+async fn content_a_function_gives_is_served_as_it_gave_it() {
     let host = TestHost::start(&config()).await;
     let result = host.call("hello.image", json!({})).await;
-    let value = ok(&result);
-    let data = value["images"][0]["data_base64"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    assert_eq!(ok(&result), json!({"caption": "one pixel", "bytes": 70}));
     let image = result
         .content
         .iter()
         .find_map(|c| c.as_image())
         .expect("an image block");
+    assert_eq!(image.mime_type, "image/png");
+    assert!(image.data.starts_with("iVBORw0KGgo"), "{}", image.data);
+    // The text is the function's own, without the base64.
+    assert_eq!(text(&result), "one pixel (a PNG, sent as an image block)");
+    let link = result
+        .content
+        .iter()
+        .find_map(|c| c.as_resource_link())
+        .expect("a resource link block");
     assert_eq!(
-        (image.data.as_str(), image.mime_type.as_str()),
-        (data.as_str(), "image/png")
+        (link.uri.as_str(), link.name.as_str(), link.size),
+        ("file:///pixel.png", "pixel.png", Some(70))
     );
-    // The text mentions the image without its base64.
-    let text = text(&result);
-    assert!(
-        text.contains("one pixel") && !text.contains(&data),
-        "{text}"
+    // Through `run` the same; code gets the value alone.
+    let run = host.run("hello.image()").await;
+    assert_eq!(run.content.len(), 3, "{:?}", run.content);
+    let called = ok(&host
+        .call("hello.call", json!({"tool": "hello.image", "args": {}}))
+        .await);
+    assert_eq!(
+        called["result"],
+        json!({"caption": "one pixel", "bytes": 70})
     );
 }
 

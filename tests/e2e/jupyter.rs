@@ -149,6 +149,13 @@ async fn images_come_back_as_image_content(host: &TestHost) {
     );
     assert_eq!(blocks[0].mime_type, "image/png");
     assert_eq!(blocks[0].data, image["data_base64"].as_str().unwrap());
+    // The text mentions the image; its base64 is only in the image block.
+    let text = text(&result);
+    assert!(
+        text.contains("bytes of base64, sent as an image block")
+            && !text.contains(image["data_base64"].as_str().unwrap()),
+        "{text}"
+    );
 }
 
 async fn a_timeout_interrupts_and_keeps_the_session(host: &TestHost) {

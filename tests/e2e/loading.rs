@@ -20,6 +20,71 @@ fn not_a_pack(dir: &Path) -> std::path::PathBuf {
     library
 }
 
+/// Every function of the repo's packs and the host's lists a title and all
+/// four MCP hints, and they are the truth: `proj` only reads, code runs in
+/// an open world, deleting is destructive.
+#[tokio::test]
+async fn every_function_of_the_repos_packs_says_what_it_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = dir.path().join("integrations.db").display().to_string();
+    let host = TestHost::start(&format!(
+        "[packs.proj]\n[packs.exec_py]\n[packs.exec_ts]\n[packs.jupyter]\n\
+         [packs.remote_mcp]\nconfig = {{ database = {database:?} }}\n"
+    ))
+    .await;
+    let tools = host.client.list_all_tools().await.expect("tools/list");
+    let hints = |name: &str| {
+        let tool = tools.iter().find(|t| t.name == name).expect(name);
+        let a = tool.annotations.clone().unwrap_or_default();
+        [
+            a.read_only_hint,
+            a.destructive_hint,
+            a.idempotent_hint,
+            a.open_world_hint,
+        ]
+    };
+    for pack in [
+        "proj",
+        "exec_py",
+        "exec_ts",
+        "jupyter",
+        "remote_mcp",
+        "packhost",
+    ] {
+        let prefix = format!("{pack}.");
+        assert!(
+            tools.iter().any(|t| t.name.starts_with(&prefix)),
+            "no function of {pack}"
+        );
+    }
+    // The host's own `packhost` functions say their hints but no titles yet.
+    let unsaid: Vec<&str> = tools
+        .iter()
+        .filter(|t| {
+            let untitled = t.title.is_none() && !t.name.starts_with("packhost.");
+            untitled || hints(&t.name).contains(&None)
+        })
+        .map(|t| t.name.as_ref())
+        .collect();
+    assert!(unsaid.is_empty(), "without a title or a hint: {unsaid:?}");
+    for tool in tools.iter().filter(|t| t.name.starts_with("proj.")) {
+        assert_eq!(
+            hints(&tool.name),
+            [Some(true), Some(false), Some(true), Some(false)]
+        );
+    }
+    for code in [
+        "run",
+        "exec_py.run",
+        "exec_ts.execute",
+        "jupyter.execute_code",
+    ] {
+        let [read_only, _, _, open_world] = hints(code);
+        assert_eq!((read_only, open_world), (Some(false), Some(true)), "{code}");
+    }
+    assert_eq!(hints("exec_ts.session_delete")[1], Some(true));
+}
+
 #[tokio::test]
 async fn a_pack_built_outside_the_workspace_is_served() {
     // The host binary was built before this pack existed; only the pack is built here.

@@ -58,6 +58,63 @@ async fn server_everything_is_a_pack_in_tools_run_and_code_mode() {
     failed(&wrong, "INVALID_ARGUMENT", &["get_sum"]);
 }
 
+/// The server's own titles and annotations reach `tools/list`, and its
+/// content blocks (images, resource links) reach the client as it sent them.
+#[tokio::test]
+async fn server_everything_titles_annotations_and_content_pass_through() {
+    let host = TestHost::start(&stdio_section("everything", &everything_stdio())).await;
+    let tools = host.client.list_all_tools().await.expect("tools/list");
+    let tool = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap_or_else(|| panic!("no {name}"))
+    };
+    let hints = |name: &str| {
+        let a = tool(name).annotations.clone().expect("annotations");
+        (
+            a.read_only_hint,
+            a.destructive_hint,
+            a.idempotent_hint,
+            a.open_world_hint,
+        )
+    };
+    // As server-everything declares them (its tools/echo.js, gzip-file-as-resource.js).
+    assert_eq!(tool("everything.echo").title.as_deref(), Some("Echo Tool"));
+    assert_eq!(
+        hints("everything.echo"),
+        (Some(true), Some(false), Some(true), Some(false))
+    );
+    assert_eq!(
+        tool("everything.gzip_file_as_resource").title.as_deref(),
+        Some("GZip File as Resource Tool")
+    );
+    assert_eq!(
+        hints("everything.gzip_file_as_resource"),
+        (Some(false), Some(false), Some(true), Some(true))
+    );
+
+    let image = host.call("everything.get_tiny_image", json!({})).await;
+    ok(&image);
+    let blocks: Vec<_> = image.content.iter().filter_map(|c| c.as_image()).collect();
+    assert_eq!(blocks.len(), 1, "{:?}", image.content);
+    assert_eq!(blocks[0].mime_type, "image/png");
+    // The text is the server's, without the base64.
+    let said = text(&image);
+    assert!(!said.contains(&blocks[0].data), "{said}");
+    let links = host
+        .call("everything.get_resource_links", json!({"count": 2}))
+        .await;
+    ok(&links);
+    let uris: Vec<&str> = links
+        .content
+        .iter()
+        .filter_map(|c| c.as_resource_link())
+        .map(|link| link.uri.as_str())
+        .collect();
+    assert_eq!(uris.len(), 2, "{:?}", links.content);
+}
+
 #[tokio::test]
 async fn a_stdio_server_ends_with_a_killed_host() {
     let fixture = vec![fixture_mcp_bin().display().to_string()];

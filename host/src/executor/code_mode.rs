@@ -11,7 +11,7 @@ use packhost_command::Call;
 use serde_json::{Map, Value};
 use tokio_util::task::AbortOnDropHandle;
 
-use super::{Caller, Executor};
+use super::{Caller, Executor, Output};
 use crate::{error::CallError, failure::Failure};
 
 /// Code mode can call tools that call tools; a loop must end somewhere.
@@ -72,7 +72,10 @@ impl CallContext for PackCallContext {
         let args = args_json.as_str().to_owned();
         self.nested(name, move |executor, name, caller| async move {
             let args: Value = json_of(&name, &args)?;
-            executor.call_tool(&name, args, &caller).await
+            executor
+                .call_tool(&name, args, &caller)
+                .await
+                .map(Output::into_value)
         })
     }
 
@@ -94,7 +97,10 @@ impl CallContext for PackCallContext {
                     .collect(),
                 target: name,
             };
-            executor.call_bound(call, &caller).await
+            executor
+                .call_bound(call, &caller)
+                .await
+                .map(Output::into_value)
         })
     }
 }

@@ -1,5 +1,6 @@
 //! The `run` tool as a model first reads it: what it accepts and what exists.
 
+use pack_api::Annotations;
 use serde_json::json;
 
 use std::collections::BTreeMap;
@@ -30,6 +31,17 @@ impl Executor {
                 "additionalProperties": false
             }),
             output_schema: None,
+            title: Some("Run a command".to_owned()),
+            // Whatever a command reaches, as the worst function it can call:
+            // a block of Python or TypeScript runs any code, and a call may
+            // name any function, `exec_ts.session_delete` too. So not
+            // read-only, destructive, not idempotent, open world.
+            annotations: Annotations {
+                read_only: Some(false),
+                destructive: Some(true),
+                idempotent: Some(false),
+                open_world: Some(true),
+            },
         }
     }
 

@@ -41,10 +41,12 @@ mod caller;
 mod code_mode;
 mod exposure;
 mod help;
+mod output;
 mod registry;
 
 pub use caller::{Caller, ProgressSink};
 use exposure::Exposure;
+pub use output::{Content, Output};
 pub use registry::ToolInfo;
 
 /// Holds the loaded packs and dispatches every call.
@@ -155,6 +157,8 @@ impl Executor {
                 description: f.spec.description.clone(),
                 input_schema: f.spec.input_schema.clone(),
                 output_schema: Some(f.spec.output_schema.clone()),
+                title: f.spec.title.clone(),
+                annotations: f.spec.annotations,
             })
         });
         std::iter::once(self.run_tool(&registry))
@@ -212,7 +216,7 @@ impl Executor {
         name: &str,
         args: Value,
         caller: &Caller,
-    ) -> Result<Value, Failure> {
+    ) -> Result<Output, Failure> {
         if name == RUN_TOOL {
             if !caller.may_call(RUN_TOOL) {
                 return Err(not_allowed(RUN_TOOL).into());
@@ -224,7 +228,7 @@ impl Executor {
             let Some(command) = command else {
                 return Err(CallError::RunArguments { got: args }.into());
             };
-            return self.run(command, caller).await;
+            return self.run_command(command, caller).await;
         }
         let registry = self.registry();
         let (pack, function) = resolve(&registry, &self.front, name)?;
@@ -237,15 +241,25 @@ impl Executor {
         self: &Arc<Self>,
         call: Call,
         caller: &Caller,
-    ) -> Result<Value, Failure> {
+    ) -> Result<Output, Failure> {
         let registry = self.registry();
         let (pack, function) = resolve(&registry, &self.front, &call.target)?;
         let args = bind(function, call)?;
         self.dispatch(pack, function, args, caller).await
     }
 
-    /// Interpret a command and run it.
+    /// Interpret a command and run it: its value.
     pub async fn run(self: &Arc<Self>, command: &str, caller: &Caller) -> Result<Value, Failure> {
+        self.run_command(command, caller)
+            .await
+            .map(Output::into_value)
+    }
+
+    async fn run_command(
+        self: &Arc<Self>,
+        command: &str,
+        caller: &Caller,
+    ) -> Result<Output, Failure> {
         let plan = self.front.interpret(command).map_err(CallError::Command)?;
         let registry = self.registry();
         match plan {
@@ -300,7 +314,7 @@ impl Executor {
         function: &Function,
         args: Value,
         caller: &Caller,
-    ) -> Result<Value, Failure> {
+    ) -> Result<Output, Failure> {
         let tool = ToolName::new(&pack.loaded.name, &function.spec.name).to_string();
         let span = tracing::info_span!("call", tool = %tool, request = %caller.request_id);
         let started = Instant::now();
@@ -328,7 +342,7 @@ impl Executor {
         tool: &str,
         args: Value,
         caller: &Caller,
-    ) -> Result<Value, Failure> {
+    ) -> Result<Output, Failure> {
         if !caller.may_call(tool) {
             return Err(not_allowed(tool).into());
         }
@@ -339,7 +353,8 @@ impl Executor {
         }
         // Its own time limit, or what is left of its caller's if that is less:
         // a call made from code ends with the call that made it.
-        let own = Instant::now() + pack.loaded.timeout;
+        let limit = function.limit(pack.loaded.timeout);
+        let own = Instant::now() + limit;
         let deadline = caller.deadline.map_or(own, |inherited| inherited.min(own));
         let cut_by_caller = deadline < own;
         let left = deadline.saturating_duration_since(Instant::now());
@@ -381,16 +396,15 @@ impl Executor {
                 CallError::OutOfTime {
                     tool: tool.to_owned(),
                     pack: pack.loaded.name.clone(),
-                    limit: pack.loaded.timeout,
+                    limit,
+                    own: limit < pack.loaded.timeout,
                 }
             }
         };
         tokio::select! {
             // async-ffi re-raises a panic of the pack's future on this side.
             result = AssertUnwindSafe(call).catch_unwind() => match result {
-                Ok(RResult::ROk(json)) => serde_json::from_str(&json).map_err(|e| {
-                    CallError::ResultNotJson { tool: tool.to_owned(), error: e.to_string() }.into()
-                }),
+                Ok(RResult::ROk(json)) => Ok(output::output_of(function, tool, &json)?),
                 Ok(RResult::RErr(json)) => Err(Failure::from_pack_json(&json)),
                 Err(_) => Err(CallError::Panicked { tool: tool.to_owned(), before_start: false }.into()),
             },

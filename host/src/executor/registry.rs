@@ -5,10 +5,11 @@
 use std::{
     collections::BTreeMap,
     sync::{Arc, OnceLock},
+    time::Duration,
 };
 
 use abi_stable::std_types::RString;
-use pack_api::{Catalog, CatalogTool, FunctionSpec, Owner, projects::Project};
+use pack_api::{Annotations, Catalog, CatalogTool, FunctionSpec, Owner, projects::Project};
 use packhost_command::Front;
 use serde_json::Value;
 
@@ -25,6 +26,10 @@ pub struct ToolInfo {
     pub input_schema: Value,
     /// JSON Schema of the result.
     pub output_schema: Option<Value>,
+    /// A short name for people.
+    pub title: Option<String>,
+    /// What a call does to the world (MCP's hints).
+    pub annotations: Annotations,
 }
 
 pub(super) struct Function {
@@ -39,6 +44,15 @@ pub(super) struct Function {
 }
 
 impl Function {
+    /// Its time limit in a pack whose limit is `pack`: the function's own
+    /// when it has one that is less (a pack can shorten a function's time,
+    /// never lengthen what `[packs.x] timeout_ms` allows).
+    pub(super) fn limit(&self, pack: Duration) -> Duration {
+        self.spec
+            .timeout_ms
+            .map_or(pack, |own| pack.min(Duration::from_millis(own)))
+    }
+
     /// Whether `shape` (a failure's result) fits the output schema; one
     /// that does not (a bug of the pack) is said in the log.
     pub(super) fn fits_output(&self, tool: &str, shape: &Value) -> bool {

@@ -20,7 +20,7 @@ use std::{
 };
 
 use pack_process::{EnvAllowList, Limits, Mode, Python, Sandbox, WarmPool};
-use pack_sdk::{Context, LogLevel, PackDef, PackError, Value};
+use pack_sdk::{Context, Function, LogLevel, PackDef, PackError, Value, json};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -349,16 +349,33 @@ fn pack() -> PackDef<ExecPy> {
         "Run Python in a fresh interpreter: stdout, stderr and the value of the last expression; every pack is callable from the code",
         |config: Config, host| ExecPy::new(config, &host),
     )
-    .function(
-        "run",
-        "Run Python code in a fresh process and return stdout, stderr and the value of the last expression (or of a top-level `return`). Packs are Python objects in the code: `proj.list()`, `proj.<project> / \"src\"`, aliases.",
-        run,
+    // Code can do anything its confinement allows and call every function
+    // the caller may (destructive ones too), so `run` is as unsafe as the
+    // worst of them.
+    .function_with(
+        Function::new(
+            "run",
+            "Run Python code in a fresh process and return stdout, stderr and the value of the last expression (or of a top-level `return`). Packs are Python objects in the code: `proj.list()`, `proj.<project> / \"src\"`, aliases.",
+            run,
+        )
+        .title("Run Python")
+        .destructive()
+        .open_world()
+        .example(
+            json!({"code": "print('hi')\nsum(range(10))"}),
+            json!({"success": true, "stdout": "hi\n", "result": 45}),
+        ),
     )
-    .function(
-        "declarations",
-        "Python stubs (.pyi style) of the packs `run` code can call: a pack's or one function's \
-         (`pack`, `function`), or every one's.",
-        declarations,
+    .function_with(
+        Function::new(
+            "declarations",
+            "Python stubs (.pyi style) of the packs `run` code can call: a pack's or one function's \
+             (`pack`, `function`), or every one's.",
+            declarations,
+        )
+        .title("Python stubs of the packs")
+        .read_only()
+        .closed_world(),
     )
     .on_shutdown(|state: Arc<ExecPy>| async move {
         if let Some(pool) = state.interpreters.ready.get() {
@@ -437,5 +454,23 @@ mod result_schemas {
         };
         let error = PackError::new(pack_sdk::codes::EXECUTION_ERROR, "x").with_result(&failed);
         check_failure::<RunOutput>(&error).unwrap();
+    }
+
+    /// The examples, run by a real Python (`PACKHOST_TEST_PYTHON`, which
+    /// `./dev test` sets, else `python3`), unconfined: the test binary is not
+    /// the host's sandbox helper.
+    #[tokio::test]
+    async fn examples_hold() {
+        let python = std::env::var("PACKHOST_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+        let config = json!({"python": python, "sandbox": "off", "pool_size": 0});
+        let pack = pack_sdk::testing::PackTest::build(pack)
+            .config(config)
+            .start()
+            .unwrap();
+        let checked = pack.check_examples().await;
+        pack.shutdown().await;
+        if let Err(failed) = checked {
+            panic!("{failed}");
+        }
     }
 }

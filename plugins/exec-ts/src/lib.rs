@@ -34,7 +34,7 @@ use std::{
 
 use pack_process::{EnvAllowList, Limits, Mode, Network, Sandbox};
 use pack_sdk::{
-    Context, Empty, Host, LogLevel, PackDef, PackError, codes,
+    Context, Empty, Function, Host, LogLevel, PackDef, PackError, codes, json,
     owned::{self, Ownership, Share},
 };
 use schemars::JsonSchema;
@@ -1213,62 +1213,139 @@ fn pack() -> PackDef<State> {
             State::new(config, ownership, &host)
         },
     )
-    .function(
-        "execute",
-        "Run TypeScript or JavaScript (an ES module: import, top-level await) in a fresh node process; \
-         returns {stdout, stderr, exitCode, executionTime, result} (result: the last expression's value). \
-         Every pack is a global of async functions taking one object: `await proj.list()`, \
-         `await proj.read({name, path})`; a failed call throws `PackError` (code, message, help). \
-         Types are stripped, and checked against the packs' declarations with `typecheck: true` \
-         (`exec_ts.declarations` shows them). A non-zero exit, a thrown error or a timeout \
-         (exitCode 124) is an error result with the same shape.",
-        execute,
+    // Code (execute, cell_execute, npm install's scripts) can do anything its
+    // confinement allows, and code mode calls every function the caller may:
+    // as unsafe as the worst of them. The rest only touch the caller's own
+    // notebook sessions.
+    .function_with(
+        Function::new(
+            "execute",
+            "Run TypeScript or JavaScript (an ES module: import, top-level await) in a fresh node process; \
+             returns {stdout, stderr, exitCode, executionTime, result} (result: the last expression's value). \
+             Every pack is a global of async functions taking one object: `await proj.list()`, \
+             `await proj.read({name, path})`; a failed call throws `PackError` (code, message, help). \
+             Types are stripped, and checked against the packs' declarations with `typecheck: true` \
+             (`exec_ts.declarations` shows them). A non-zero exit, a thrown error or a timeout \
+             (exitCode 124) is an error result with the same shape.",
+            execute,
+        )
+        .title("Run TypeScript or JavaScript")
+        .destructive()
+        .open_world()
+        .example(
+            json!({"code": "const xs: number[] = [1, 2, 3];\nconsole.log(xs.length);\nxs.reduce((a, b) => a + b)"}),
+            json!({"stdout": "3\n", "exitCode": 0, "result": 6}),
+        ),
     )
-    .function(
-        "declarations",
-        "TypeScript declarations (.d.ts) of the packs `execute` code can call: a pack's or one function's \
-         (`pack`, `function`), or every one's.",
-        declarations,
+    .function_with(
+        Function::new(
+            "declarations",
+            "TypeScript declarations (.d.ts) of the packs `execute` code can call: a pack's or one function's \
+             (`pack`, `function`), or every one's.",
+            declarations,
+        )
+        .title("TypeScript declarations of the packs")
+        .read_only()
+        .closed_world(),
     )
-    .function(
-        "session_create",
-        "Create a notebook session: a directory with package.json, tsconfig.json and src/ for its cells.",
-        session_create,
+    .function_with(
+        Function::new(
+            "session_create",
+            "Create a notebook session: a directory with package.json, tsconfig.json and src/ for its cells.",
+            session_create,
+        )
+        .title("Create a notebook session")
+        .additive()
+        .closed_world(),
     )
-    .function("session_list", "List your notebook sessions.", session_list)
-    .function(
-        "session_delete",
-        "Delete a notebook session and its directory.",
-        session_delete,
+    .function_with(
+        Function::new("session_list", "List your notebook sessions.", session_list)
+            .title("List notebook sessions")
+            .read_only()
+            .closed_world(),
     )
-    .function(
-        "cell_create",
-        "Add a code cell (a file under src/) to a session; cells import each other as `./<filename>`.",
-        cell_create,
+    .function_with(
+        Function::new(
+            "session_delete",
+            "Delete a notebook session and its directory.",
+            session_delete,
+        )
+        .title("Delete a notebook session")
+        .destructive()
+        .idempotent()
+        .closed_world(),
     )
-    .function("cell_update", "Replace a cell's source.", cell_update)
-    .function("cell_list", "List a session's cells with their sources.", cell_list)
-    .function("cell_delete", "Delete a cell and its file.", cell_delete)
-    .function(
-        "cell_execute",
-        "Run a cell with the session directory as working directory (its node_modules and the other cells are importable); \
-         returns {stdout, stderr, exitCode, executionTime}.",
-        cell_execute,
+    .function_with(
+        Function::new(
+            "cell_create",
+            "Add a code cell (a file under src/) to a session; cells import each other as `./<filename>`.",
+            cell_create,
+        )
+        .title("Add a cell")
+        .additive()
+        .closed_world(),
     )
-    .function(
-        "session_export",
-        "Export a session as a Srcbook .src.md document (returned, and written beside the session).",
-        session_export,
+    .function_with(
+        Function::new("cell_update", "Replace a cell's source.", cell_update)
+            .title("Replace a cell's source")
+            .destructive()
+            .idempotent()
+            .closed_world(),
     )
-    .function(
-        "session_import",
-        "Create a session from a Srcbook .src.md document.",
-        session_import,
+    .function_with(
+        Function::new("cell_list", "List a session's cells with their sources.", cell_list)
+            .title("List cells")
+            .read_only()
+            .closed_world(),
     )
-    .function(
-        "npm_install",
-        "Run `npm install [packages]` in a session directory, so its cells can import them.",
-        npm_install,
+    .function_with(
+        Function::new("cell_delete", "Delete a cell and its file.", cell_delete)
+            .title("Delete a cell")
+            .destructive()
+            .idempotent()
+            .closed_world(),
+    )
+    .function_with(
+        Function::new(
+            "cell_execute",
+            "Run a cell with the session directory as working directory (its node_modules and the other cells are importable); \
+             returns {stdout, stderr, exitCode, executionTime}.",
+            cell_execute,
+        )
+        .title("Run a cell")
+        .destructive()
+        .open_world(),
+    )
+    .function_with(
+        Function::new(
+            "session_export",
+            "Export a session as a Srcbook .src.md document (returned, and written beside the session).",
+            session_export,
+        )
+        .title("Export a session")
+        .additive()
+        .idempotent()
+        .closed_world(),
+    )
+    .function_with(
+        Function::new(
+            "session_import",
+            "Create a session from a Srcbook .src.md document.",
+            session_import,
+        )
+        .title("Import a session")
+        .additive()
+        .closed_world(),
+    )
+    .function_with(
+        Function::new(
+            "npm_install",
+            "Run `npm install [packages]` in a session directory, so its cells can import them.",
+            npm_install,
+        )
+        .title("Install npm packages")
+        .destructive()
+        .open_world(),
     )
     .on_shutdown(|state: Arc<State>| async move { state.runner.shutdown() })
 }
@@ -1393,6 +1470,18 @@ mod ownership {
             .identity(Owner::new("local", "root"))
             .start()
             .unwrap()
+    }
+
+    /// The examples, run by a real node (unconfined, as everything here).
+    #[tokio::test]
+    async fn examples_hold() {
+        let root = tempfile::tempdir().unwrap();
+        let pack = start(root.path(), "user");
+        let checked = pack.check_examples().await;
+        pack.shutdown().await;
+        if let Err(failed) = checked {
+            panic!("{failed}");
+        }
     }
 
     async fn ids(pack: &PackTest, caller: &Owner) -> Vec<String> {

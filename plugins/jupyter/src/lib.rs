@@ -27,7 +27,7 @@ use std::{
 
 use pack_process::{Bound, EnvAllowList, Mode, Sandbox};
 use pack_sdk::{
-    Context, Empty, LogLevel, PackDef, PackError, Value, codes,
+    Content, Context, Empty, Function, LogLevel, PackDef, PackError, Value, codes,
     owned::{self, Share, Table},
 };
 use schemars::JsonSchema;
@@ -407,7 +407,7 @@ async fn execute_code(
     state: Arc<Jupyter>,
     args: ExecuteArgs,
     ctx: Context,
-) -> Result<ExecuteOutput, PackError> {
+) -> Result<Content<ExecuteOutput>, PackError> {
     if !(args.timeout > 0.0 && args.timeout <= MAX_TIMEOUT_SECS) {
         return Err(PackError::invalid_argument(format!(
             "`timeout` must be more than 0 and at most {MAX_TIMEOUT_SECS} seconds, got {}",
@@ -437,7 +437,7 @@ async fn execute_code(
     session.busy.store(false, Ordering::SeqCst);
     match outcome {
         Outcome::Done(mut c) => match c.error.take() {
-            None => Ok(ExecuteOutput {
+            None => Ok(with_images(ExecuteOutput {
                 success: true,
                 stdout: c.stdout,
                 stderr: c.stderr,
@@ -451,7 +451,7 @@ async fn execute_code(
                 error_message: None,
                 traceback: None,
                 execution_time_ms: elapsed_ms(),
-            }),
+            })),
             Some((ename, evalue, traceback)) => {
                 let traceback = execute::strip_ansi(&traceback.join("\n"));
                 let message = format!("{ename}: {evalue}\n{traceback}");
@@ -508,6 +508,32 @@ async fn execute_code(
             }
         }
     }
+}
+
+/// The images of `output` also as MCP image blocks, and in its text only as
+/// a mention: models should not read base64.
+fn with_images(output: ExecuteOutput) -> Content<ExecuteOutput> {
+    if output.images.is_empty() {
+        return Content::new(output);
+    }
+    let mut shown = serde_json::to_value(&output).unwrap_or_default();
+    for image in shown["images"].as_array_mut().into_iter().flatten() {
+        if let Some(data) = image.get_mut("data_base64") {
+            let size = data.as_str().map_or(0, str::len);
+            *data = Value::String(format!("<{size} bytes of base64, sent as an image block>"));
+        }
+    }
+    let text = serde_json::to_string_pretty(&shown).unwrap_or_default();
+    let images: Vec<(String, String)> = output
+        .images
+        .iter()
+        .map(|image| (image.mime.clone(), image.data_base64.clone()))
+        .collect();
+    images
+        .into_iter()
+        .fold(Content::new(output).text(text), |content, (mime, data)| {
+            content.image(&mime, data)
+        })
 }
 
 /// The kernel was ended by its sandbox for passing `bound`.
@@ -650,20 +676,55 @@ fn pack() -> PackDef<Jupyter> {
         "Persistent Python kernels (Jupyter): run code step by step with state kept between calls; stdout, results, plots as images, precise errors",
         |config: Config, host| Jupyter::new(config, &host),
     )
-    .function(
-        "session_create",
-        "Start a kernel (a session). State persists across execute_code calls until the session is closed, restarted, or idle past the TTL.",
-        session_create,
+    // No examples: every call but `session_create` needs a session id that
+    // another call made. Code can do anything its confinement allows: as
+    // unsafe as it gets. The rest only touch the caller's own sessions.
+    .function_with(
+        Function::new(
+            "session_create",
+            "Start a kernel (a session). State persists across execute_code calls until the session is closed, restarted, or idle past the TTL.",
+            session_create,
+        )
+        .title("Start a kernel session")
+        .additive()
+        .closed_world(),
     )
-    .function(
-        "execute_code",
-        "Run code in a session's kernel: stdout, stderr, the last expression's displayed value, images (PNG/JPEG/SVG), or the exception with its traceback. `timeout` in seconds (default 30, at most 300).",
-        execute_code,
+    .function_with(
+        Function::new(
+            "execute_code",
+            "Run code in a session's kernel: stdout, stderr, the last expression's displayed value, images (PNG/JPEG/SVG), or the exception with its traceback. `timeout` in seconds (default 30, at most 300).",
+            execute_code,
+        )
+        .title("Run code in a kernel")
+        .destructive()
+        .open_world(),
     )
-    .function("session_list", "Your open sessions and their state (idle, busy, dead).", session_list)
-    .function("session_close", "Shut a session's kernel down.", session_close)
-    .function("interrupt", "Interrupt what a session's kernel is running (KeyboardInterrupt); state is kept.", interrupt)
-    .function("restart", "Restart a session's kernel: its state is lost, a dead session comes back.", restart)
+    .function_with(
+        Function::new("session_list", "Your open sessions and their state (idle, busy, dead).", session_list)
+            .title("List kernel sessions")
+            .read_only()
+            .closed_world(),
+    )
+    .function_with(
+        Function::new("session_close", "Shut a session's kernel down.", session_close)
+            .title("Close a kernel session")
+            .destructive()
+            .idempotent()
+            .closed_world(),
+    )
+    .function_with(
+        Function::new("interrupt", "Interrupt what a session's kernel is running (KeyboardInterrupt); state is kept.", interrupt)
+            .title("Interrupt a kernel")
+            .destructive()
+            .idempotent()
+            .closed_world(),
+    )
+    .function_with(
+        Function::new("restart", "Restart a session's kernel: its state is lost, a dead session comes back.", restart)
+            .title("Restart a kernel")
+            .destructive()
+            .closed_world(),
+    )
     .on_shutdown(|state: Arc<Jupyter>| async move {
         let sessions = state.sessions.drain();
         futures::future::join_all(sessions.iter().map(|s| s.kernel.shutdown())).await;

@@ -42,7 +42,10 @@ use serde::{Deserialize, Serialize};
 pub mod paths;
 pub mod projects;
 mod wire;
-pub use wire::{Catalog, CatalogTool, FunctionSpec, Manifest, Owner, WireError, codes};
+pub use wire::{
+    Annotations, Catalog, CatalogTool, ContentResult, Example, FunctionSpec, Manifest, Owner,
+    WireError, codes,
+};
 
 /// Outcome of one call crossing the ABI: `ROk(result JSON)` or
 /// `RErr(`[`WireError`]` JSON)`.

@@ -16,8 +16,9 @@ pub struct Manifest {
     pub functions: Vec<FunctionSpec>,
 }
 
-/// One function of a pack.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// One function of a pack. Everything after `output_schema` is optional
+/// (packs built before it did not say it, and still load).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct FunctionSpec {
     /// Function name: an identifier.
     pub name: String,
@@ -27,6 +28,130 @@ pub struct FunctionSpec {
     pub input_schema: Value,
     /// JSON Schema of the result.
     pub output_schema: Value,
+    /// A short name for people ("Read a file"): MCP's tool `title`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the function does to the world, as MCP's tool annotations say
+    /// it. Hints for clients (whether to ask before a call), not a promise.
+    #[serde(default, skip_serializing_if = "Annotations::is_empty")]
+    pub annotations: Annotations,
+    /// Example calls with their expected results: shown to models and run as
+    /// tests of the pack (`pack_sdk::testing`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<Example>,
+    /// The function's own time limit in milliseconds. The host cuts a call
+    /// at the smaller of this and its pack's limit (`timeout_ms` of the
+    /// pack's section): a pack can shorten a function's time, never lengthen
+    /// what the host's admin allows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Whether results are [`ContentResult`] envelopes (the value and the
+    /// content blocks to show) instead of the bare value. Only for functions
+    /// that say so does the host read a result as an envelope, so no value
+    /// is ever mistaken for one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub content: bool,
+}
+
+/// MCP's tool annotations: hints about what a call does. `None` is "not
+/// said" (clients then assume the worst: not read-only, destructive, not
+/// idempotent, open world). Serialised under MCP's names (`readOnlyHint`).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Annotations {
+    /// It changes nothing in its environment.
+    #[serde(
+        rename = "readOnlyHint",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub read_only: Option<bool>,
+    /// It may destroy or overwrite something (false: it only adds).
+    /// Meaningful when not read-only.
+    #[serde(
+        rename = "destructiveHint",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub destructive: Option<bool>,
+    /// Calling it again with the same arguments has no further effect.
+    /// Meaningful when not read-only.
+    #[serde(
+        rename = "idempotentHint",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub idempotent: Option<bool>,
+    /// It reaches things outside a closed domain (the network, other
+    /// services, code that can do anything).
+    #[serde(
+        rename = "openWorldHint",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub open_world: Option<bool>,
+}
+
+impl Annotations {
+    /// Whether nothing is said.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// A call of a function and what it returns.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Example {
+    /// The arguments (a JSON object).
+    pub args: Value,
+    /// What the result holds. It matches a result when, recursively: an
+    /// object's every key is in the result's object with a matching value
+    /// (other keys of the result are not looked at); an array has as many
+    /// items as the result's, each matching; any other value is equal.
+    pub result: Value,
+    /// What the example shows, when its arguments do not say it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+impl Example {
+    /// Whether `actual` holds what this example's result says (see
+    /// [`Example::result`]).
+    pub fn matches(&self, actual: &Value) -> bool {
+        holds(&self.result, actual)
+    }
+}
+
+fn holds(expected: &Value, actual: &Value) -> bool {
+    match (expected, actual) {
+        (Value::Object(expected), Value::Object(actual)) => expected
+            .iter()
+            .all(|(key, e)| actual.get(key).is_some_and(|a| holds(e, a))),
+        (Value::Array(expected), Value::Array(actual)) => {
+            expected.len() == actual.len() && expected.iter().zip(actual).all(|(e, a)| holds(e, a))
+        }
+        _ => expected == actual,
+    }
+}
+
+/// The result of a function whose spec says `content: true`: its value and
+/// the content blocks an MCP client shows for it.
+///
+/// The host serves `value` as the structured content (it must fit the output
+/// schema; code mode gets it too), then the content: a text block with
+/// `text` (absent: the value as text, as for any function; empty: no text
+/// block), then `blocks` as they are.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ContentResult {
+    /// The function's result: a JSON object of its output schema.
+    pub value: Value,
+    /// What a model reads instead of the value's JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// MCP content blocks after the text, in MCP's JSON: `{"type": "image",
+    /// "data", "mimeType"}`, `{"type": "resource_link", "uri", "name", ...}`,
+    /// `audio`, `resource` (embedded) or more `text`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocks: Vec<Value>,
 }
 
 /// Every tool a caller can reach and every project it may see, as the host
@@ -165,4 +290,64 @@ pub mod codes {
     pub const EXECUTION_ERROR: &str = "EXECUTION_ERROR";
     /// A configured limit (sessions, sizes) would be exceeded.
     pub const LIMIT_EXCEEDED: &str = "LIMIT_EXCEEDED";
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_function_of_a_pack_built_before_metadata_still_reads() {
+        let old = json!({
+            "name": "read", "description": "Read",
+            "input_schema": {"type": "object"}, "output_schema": {"type": "object"},
+        });
+        let spec: FunctionSpec = serde_json::from_value(old.clone()).unwrap();
+        assert_eq!((spec.title.as_deref(), spec.content), (None, false));
+        assert!(spec.annotations.is_empty() && spec.examples.is_empty());
+        // Nothing said is nothing written: the JSON stays what it was.
+        assert_eq!(serde_json::to_value(&spec).unwrap(), old);
+    }
+
+    #[test]
+    fn annotations_use_the_names_of_mcp() {
+        let annotations = Annotations {
+            read_only: Some(true),
+            destructive: Some(false),
+            idempotent: None,
+            open_world: Some(false),
+        };
+        assert_eq!(
+            serde_json::to_value(annotations).unwrap(),
+            json!({"readOnlyHint": true, "destructiveHint": false, "openWorldHint": false})
+        );
+    }
+
+    #[test]
+    fn an_example_result_is_what_the_result_holds() {
+        let example = |result| Example {
+            args: json!({}),
+            result,
+            description: None,
+        };
+        let actual = json!({"lines": ["a", "b"], "truncated": false, "meta": {"size": 3, "at": 1}});
+        for holds in [
+            json!({}),
+            json!({"truncated": false}),
+            json!({"meta": {"size": 3}, "lines": ["a", "b"]}),
+        ] {
+            assert!(example(holds.clone()).matches(&actual), "{holds}");
+        }
+        for misses in [
+            json!({"truncated": true}),
+            json!({"lines": ["a"]}),
+            json!({"missing": null}),
+            json!({"meta": {"size": "3"}}),
+            json!([1]),
+        ] {
+            assert!(!example(misses.clone()).matches(&actual), "{misses}");
+        }
+    }
 }

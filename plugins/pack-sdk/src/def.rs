@@ -11,7 +11,7 @@ use schemars::{
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::{Map, Value, json};
 
-use crate::{Context, Host, PackError};
+use crate::{Context, Function, FunctionResult, Host, PackError};
 
 pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 pub(crate) type Handler<S> =
@@ -54,44 +54,27 @@ impl<S: Send + Sync + 'static> PackDef<S> {
         }
     }
 
-    /// Add a function. `A` gives the input schema (doc comments become
-    /// descriptions), `R` the output schema. Both must be JSON objects
-    /// (structs, maps, or `serde_json::Value` holding an object): building
-    /// the pack panics otherwise, which the host reports as a load error.
-    /// A failure that keeps the result shape
-    /// ([`PackError::with_result`]) must pass an `R` too.
-    pub fn function<A, R, F, Fut>(mut self, name: &'static str, description: &str, f: F) -> Self
+    /// Add a function: `f` under `name`, described for models. `A` gives the
+    /// input schema (doc comments become descriptions), `R` the output
+    /// schema. Both must be JSON objects (structs, maps, or
+    /// `serde_json::Value` holding an object): building the pack panics
+    /// otherwise, which the host reports as a load error. A failure that
+    /// keeps the result shape ([`PackError::with_result`]) must pass an `R`
+    /// too. [`Self::function_with`] adds one with a title, annotations,
+    /// examples or its own time limit.
+    pub fn function<A, R, F, Fut>(self, name: &'static str, description: &str, f: F) -> Self
     where
         A: DeserializeOwned + JsonSchema,
-        R: Serialize + JsonSchema,
+        R: FunctionResult,
         F: Fn(Arc<S>, A, Context) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<R, PackError>> + Send + 'static,
     {
-        let pack = self.name;
-        let schema = |schema: Result<Value, String>| {
-            schema.unwrap_or_else(|e| panic!("function `{pack}.{name}`: {e}"))
-        };
-        let spec = FunctionSpec {
-            name: name.to_owned(),
-            description: description.to_owned(),
-            input_schema: schema(input_schema::<A>()),
-            output_schema: schema(output_schema::<R>()),
-        };
-        let f = Arc::new(f);
-        let handler: Handler<S> = Arc::new(move |state, args, ctx| {
-            let f = Arc::clone(&f);
-            Box::pin(async move {
-                let args: A = serde_json::from_value(args).map_err(|e| {
-                    PackError::invalid_argument(format!("arguments of `{name}`: {e}"))
-                })?;
-                let result = f(state, args, ctx).await?;
-                let value = serde_json::to_value(result).map_err(|e| {
-                    PackError::internal(format!("result of `{name}` is not JSON: {e}"))
-                })?;
-                object_result(pack, name, value)
-            })
-        });
-        self.functions.push((spec, handler));
+        self.function_with(Function::new(name, description, f))
+    }
+
+    /// Add a function with what it says about itself (see [`Function`]).
+    pub fn function_with(mut self, function: Function<S>) -> Self {
+        self.functions.push(function.into_parts(self.name));
         self
     }
 
@@ -230,7 +213,7 @@ impl Transform for StandardFormats {
 
 /// A `serde_json::Value` result must hold an object: structured content is
 /// one.
-fn object_result(pack: &str, function: &str, value: Value) -> Result<Value, PackError> {
+pub(crate) fn object_result(pack: &str, function: &str, value: Value) -> Result<Value, PackError> {
     if value.is_object() {
         return Ok(value);
     }

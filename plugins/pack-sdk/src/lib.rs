@@ -63,6 +63,7 @@ mod context;
 mod def;
 mod error;
 mod ffi;
+mod function;
 pub mod owned;
 #[cfg(feature = "test-support")]
 pub mod testing;
@@ -71,7 +72,10 @@ pub use blocking::blocking;
 pub use context::{Context, Host};
 pub use def::{Empty, PackDef};
 pub use error::PackError;
-pub use pack_api::{Catalog, CatalogTool, LogLevel, codes, paths, projects};
+pub use function::{Content, Function, FunctionResult, Link};
+pub use pack_api::{
+    Annotations, Catalog, CatalogTool, ContentResult, Example, LogLevel, codes, paths, projects,
+};
 pub use serde_json::{Value, json};
 
 /// Not public API: what [`export_pack!`] expands to needs these paths.

@@ -48,8 +48,8 @@ use abi_stable::{
 use async_ffi::{FfiFuture, FutureExt as _};
 use jsonschema::Validator;
 use pack_api::{
-    CallContext, CallContext_TO, CallResult, Catalog, CatalogTool, FunctionSpec, Host, Host_TO,
-    LogLevel, Owner, PackBox, WireError, codes, projects::Project,
+    CallContext, CallContext_TO, CallResult, Catalog, CatalogTool, ContentResult, Example,
+    FunctionSpec, Host, Host_TO, LogLevel, Owner, PackBox, WireError, codes, projects::Project,
 };
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -66,6 +66,8 @@ pub struct PackTest {
     projects: BTreeMap<String, Project>,
     identity: Owner,
     logs: Arc<Mutex<Vec<String>>>,
+    /// Function names in the manifest's order.
+    order: Vec<String>,
 }
 
 /// How a [`PackTest`] is made: [`PackTest::build`], then the config, the
@@ -99,6 +101,18 @@ impl PackTest {
         function: &str,
         args: Value,
     ) -> Result<Value, PackError> {
+        let (value, _) = self.invoke(caller, function, args).await?;
+        Ok(value)
+    }
+
+    /// The value, and the whole content result of a function that returns
+    /// content.
+    async fn invoke(
+        &self,
+        caller: &Owner,
+        function: &str,
+        args: Value,
+    ) -> Result<(Value, Option<ContentResult>), PackError> {
         let Some((spec, input, output)) = self.functions.get(function) else {
             return Err(PackError::new(
                 codes::UNKNOWN_FUNCTION,
@@ -175,8 +189,18 @@ impl PackTest {
             RResult::ROk(json) => {
                 let value: Value = serde_json::from_str(&json)
                     .unwrap_or_else(|e| panic!("{at} returned a result that is not JSON: {e}"));
-                fits(&value, "the result");
-                Ok(value)
+                if !spec.content {
+                    fits(&value, "the result");
+                    return Ok((value, None));
+                }
+                let content: ContentResult = serde_json::from_value(value).unwrap_or_else(|e| {
+                    panic!("{at} returned a content result that is not one: {e}")
+                });
+                fits(&content.value, "the result's value");
+                for block in &content.blocks {
+                    check_block(block).unwrap_or_else(|e| panic!("{at}: {e}"));
+                }
+                Ok((content.value.clone(), Some(content)))
             }
             RResult::RErr(json) => {
                 let wire: WireError = serde_json::from_str(&json)
@@ -186,6 +210,64 @@ impl PackTest {
                 }
                 Err(PackError::from_wire(wire))
             }
+        }
+    }
+
+    /// Call a function that returns [`Content`](crate::Content), as
+    /// [`Self::call`] does, and get the whole of it: the value, the text and
+    /// the blocks (each checked to be an MCP content block).
+    pub async fn call_content(
+        &self,
+        caller: &Owner,
+        function: &str,
+        args: Value,
+    ) -> Result<ContentResult, PackError> {
+        let returns_content = self
+            .functions
+            .get(function)
+            .is_some_and(|(spec, _, _)| spec.content);
+        assert!(
+            returns_content,
+            "`{}.{function}` does not return content: use `call`",
+            self.name
+        );
+        let (_, content) = self.invoke(caller, function, args).await?;
+        Ok(content.expect("a function that returns content returned it"))
+    }
+
+    /// Run every example of every function (in the manifest's order, as the
+    /// host's `[identity]`), against this pack as you built it (its config
+    /// and projects are the examples' world). Each must succeed with a
+    /// result that holds the example's (see [`Example::result`]); the error
+    /// lists every one that did not, with what it expected and got.
+    pub async fn check_examples(&self) -> Result<(), String> {
+        let mut failed = Vec::new();
+        for (spec, _, _) in self
+            .order
+            .iter()
+            .filter_map(|name| self.functions.get(name))
+        {
+            for (n, example) in spec.examples.iter().enumerate() {
+                let at = format!("`{}.{}` example {}", self.name, spec.name, n + 1);
+                let call = self
+                    .call(&self.identity, &spec.name, example.args.clone())
+                    .await;
+                match call {
+                    Ok(got) if example.matches(&got) => {}
+                    Ok(got) => failed.push(format!(
+                        "{at} ({}): expected a result holding\n{}\ngot\n{}",
+                        example.args,
+                        pretty(&example.result),
+                        pretty(&got)
+                    )),
+                    Err(error) => failed.push(format!("{at} ({}) failed: {error}", example.args)),
+                }
+            }
+        }
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(failed.join("\n\n"))
         }
     }
 
@@ -227,7 +309,9 @@ impl<S: Send + Sync + 'static> PackTestBuilder<S> {
         let def = (self.build)();
         let name = def.name.to_owned();
         let mut functions = BTreeMap::new();
+        let mut order = Vec::new();
         for spec in def.manifest("0.0.0").functions {
+            order.push(spec.name.clone());
             let input = validator(&spec.input_schema)
                 .map_err(|e| PackError::internal(format!("`{name}.{}` input: {e}", spec.name)))?;
             let output = validator(&spec.output_schema)
@@ -256,6 +340,7 @@ impl<S: Send + Sync + 'static> PackTestBuilder<S> {
             projects: self.projects,
             identity: self.identity,
             logs,
+            order,
         })
     }
 }
@@ -379,19 +464,76 @@ fn check_value<R: JsonSchema>(value: &Value) -> Result<(), String> {
 
 /// Every function of the pack `build` makes: its schemas are object schemas
 /// that compile (draft 2020-12), with no boolean property schemas (which the
-/// TypeScript SDK's client refuses).
+/// TypeScript SDK's client refuses); its examples' arguments fit its input
+/// schema; its annotations do not contradict each other (read-only yet
+/// destructive).
 pub fn check_manifest<S: Send + Sync + 'static>(build: fn() -> PackDef<S>) -> Result<(), String> {
     let manifest = build().manifest("0.0.0");
     for function in &manifest.functions {
+        let at = format!("`{}.{}`", manifest.name, function.name);
         for (what, schema) in [
             ("input", &function.input_schema),
             ("output", &function.output_schema),
         ] {
-            check_schema(schema)
-                .map_err(|e| format!("`{}.{}` {what} schema: {e}", manifest.name, function.name))?;
+            check_schema(schema).map_err(|e| format!("{at} {what} schema: {e}"))?;
+        }
+        let input = validator(&function.input_schema)?;
+        for (n, Example { args, .. }) in function.examples.iter().enumerate() {
+            let problems: Vec<String> = input.iter_errors(args).map(|e| e.to_string()).collect();
+            if !problems.is_empty() {
+                return Err(format!(
+                    "{at} example {}: its arguments {args} do not fit the input schema: {}",
+                    n + 1,
+                    problems.join("; ")
+                ));
+            }
+        }
+        let hints = &function.annotations;
+        if hints.read_only == Some(true) && hints.destructive == Some(true) {
+            return Err(format!("{at} is said to be read-only and destructive"));
         }
     }
     Ok(())
+}
+
+/// Build the pack `build` makes with an empty config and no projects, and
+/// run its examples ([`PackTest::check_examples`]). A pack whose examples
+/// need a config or projects builds its [`PackTest`] and calls that.
+pub fn check_examples<S: Send + Sync + 'static>(build: fn() -> PackDef<S>) -> Result<(), String> {
+    let pack = PackTest::build(build).start().map_err(|e| e.to_string())?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("no runtime for the examples: {e}"))?;
+    runtime.block_on(async {
+        let checked = pack.check_examples().await;
+        pack.shutdown().await;
+        checked
+    })
+}
+
+/// `block` is an MCP content block: `text`, `image`, `audio`,
+/// `resource_link` or `resource`, with the keys its type needs.
+pub fn check_block(block: &Value) -> Result<(), String> {
+    let needs: &[&str] = match block["type"].as_str() {
+        Some("text") => &["text"],
+        Some("image" | "audio") => &["data", "mimeType"],
+        Some("resource_link") => &["uri", "name"],
+        Some("resource") => &["resource"],
+        _ => {
+            return Err(format!(
+                "{block} is not an MCP content block (`type` text, image, audio, resource_link or resource)"
+            ));
+        }
+    };
+    match needs.iter().find(|key| block.get(**key).is_none()) {
+        None => Ok(()),
+        Some(key) => Err(format!("content block {block} has no `{key}`")),
+    }
+}
+
+fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
 }
 
 /// A tool's input or output schema as the official MCP clients take it: an
@@ -542,6 +684,179 @@ mod tests {
     async fn a_failure_shape_that_does_not_fit_fails_the_test() {
         let pack = PackTest::build(notes).start().unwrap();
         let _ = pack.call(&Owner::new("a", "b"), "misfit", json!({})).await;
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct Add {
+        /// A number.
+        a: i64,
+        /// Another.
+        b: i64,
+    }
+
+    #[derive(Serialize, JsonSchema)]
+    struct Sum {
+        sum: i64,
+        terms: Vec<i64>,
+    }
+
+    async fn add(_: Arc<()>, args: Add, _: Context) -> Result<Sum, PackError> {
+        Ok(Sum {
+            sum: args.a + args.b,
+            terms: vec![args.a, args.b],
+        })
+    }
+
+    #[derive(Serialize, JsonSchema)]
+    struct Plot {
+        caption: String,
+    }
+
+    async fn plot(_: Arc<()>, _: Empty, _: Context) -> Result<crate::Content<Plot>, PackError> {
+        Ok(crate::Content::new(Plot {
+            caption: "one pixel".into(),
+        })
+        .text("a plot (the image follows)")
+        .image("image/png", "AA==")
+        .link(crate::Link::new("file:///tmp/plot.png", "plot.png").mime_type("image/png")))
+    }
+
+    fn math() -> PackDef<()> {
+        PackDef::new("math", "Sums", |_: Empty, _| Ok(()))
+            .function_with(
+                crate::Function::new("add", "Add two numbers", add)
+                    .title("Add numbers")
+                    .read_only()
+                    .closed_world()
+                    .example(json!({"a": 2, "b": 40}), json!({"sum": 42}))
+                    .example(
+                        json!({"a": -1, "b": 1}),
+                        json!({"sum": 0, "terms": [-1, 1]}),
+                    )
+                    .timeout(std::time::Duration::from_millis(1500)),
+            )
+            .function_with(crate::Function::new("plot", "A plot", plot).title("Plot"))
+            .function("plain", "No metadata", add)
+    }
+
+    /// A pack whose example is wrong: what a test of it must catch.
+    fn wrong_math() -> PackDef<()> {
+        PackDef::new("math", "Sums", |_: Empty, _| Ok(())).function_with(
+            crate::Function::new("add", "Add", add)
+                .example(json!({"a": 2, "b": 2}), json!({"sum": 5})),
+        )
+    }
+
+    #[test]
+    fn a_function_says_its_metadata_in_the_manifest() {
+        let manifest = math().manifest("1.0.0");
+        let add = serde_json::to_value(&manifest.functions[0]).unwrap();
+        assert_eq!(add["title"], "Add numbers");
+        assert_eq!(
+            add["annotations"],
+            json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false})
+        );
+        assert_eq!(
+            add["examples"][0],
+            json!({"args": {"a": 2, "b": 40}, "result": {"sum": 42}})
+        );
+        assert_eq!(add["timeout_ms"], 1500);
+        assert!(add.get("content").is_none(), "{add}");
+        let plot = serde_json::to_value(&manifest.functions[1]).unwrap();
+        assert_eq!(
+            (plot["content"].clone(), plot["title"].clone()),
+            (json!(true), json!("Plot"))
+        );
+        // The output schema is the value's, not the envelope's.
+        assert_eq!(plot["output_schema"]["required"], json!(["caption"]));
+        // A plain function writes what it always did.
+        let plain = serde_json::to_value(&manifest.functions[2]).unwrap();
+        let keys: Vec<&String> = plain.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            ["name", "description", "input_schema", "output_schema"]
+        );
+        check_manifest(math).unwrap();
+    }
+
+    #[test]
+    fn annotations_say_all_four_hints_and_keep_idempotence_when_given() {
+        let spec = |f: crate::Function<()>| f.into_parts("p").0.annotations;
+        let delete = spec(
+            crate::Function::new("d", "", add)
+                .idempotent()
+                .destructive()
+                .open_world(),
+        );
+        assert_eq!(
+            (
+                delete.read_only,
+                delete.destructive,
+                delete.idempotent,
+                delete.open_world
+            ),
+            (Some(false), Some(true), Some(true), Some(true))
+        );
+        let create = spec(crate::Function::new("c", "", add).additive().closed_world());
+        assert_eq!(
+            (
+                create.read_only,
+                create.destructive,
+                create.idempotent,
+                create.open_world
+            ),
+            (Some(false), Some(false), Some(false), Some(false))
+        );
+    }
+
+    #[tokio::test]
+    async fn content_comes_back_beside_the_value() {
+        let pack = PackTest::build(math).start().unwrap();
+        let ada = Owner::new("acme", "ada");
+        // Code mode's view: the value alone.
+        let value = pack.call(&ada, "plot", json!({})).await.unwrap();
+        assert_eq!(value, json!({"caption": "one pixel"}));
+        let content = pack.call_content(&ada, "plot", json!({})).await.unwrap();
+        assert_eq!(content.text.as_deref(), Some("a plot (the image follows)"));
+        assert_eq!(
+            content.blocks,
+            [
+                json!({"type": "image", "mimeType": "image/png", "data": "AA=="}),
+                json!({"type": "resource_link", "uri": "file:///tmp/plot.png", "name": "plot.png", "mimeType": "image/png"}),
+            ]
+        );
+        assert!(check_block(&json!({"type": "image", "data": "AA=="})).is_err());
+        assert!(check_block(&json!({"type": "video"})).is_err());
+    }
+
+    #[test]
+    fn examples_run_as_tests_of_the_pack() {
+        check_examples(math).unwrap();
+        let error = check_examples(wrong_math).unwrap_err();
+        assert!(
+            error
+                .starts_with("`math.add` example 1 ({\"a\":2,\"b\":2}): expected a result holding"),
+            "{error}"
+        );
+        assert!(
+            error.contains("\"sum\": 5") && error.contains("\"sum\": 4"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn an_example_whose_arguments_do_not_fit_is_refused() {
+        fn bad() -> PackDef<()> {
+            PackDef::new("math", "Sums", |_: Empty, _| Ok(())).function_with(
+                crate::Function::new("add", "Add", add).example(json!({"a": "2"}), json!({})),
+            )
+        }
+        let error = check_manifest(bad).unwrap_err();
+        assert!(
+            error.starts_with("`math.add` example 1: its arguments"),
+            "{error}"
+        );
     }
 }
 

@@ -30,7 +30,7 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use pack_sdk::{Context, Empty, Host, PackDef, PackError};
+use pack_sdk::{Context, Empty, Function, Host, PackDef, PackError, json};
 
 use crate::{
     confine::Confined,
@@ -138,39 +138,81 @@ async fn grep(all: Arc<Projects>, args: GrepArgs, ctx: Context) -> Result<GrepRe
     blocking(move || grep::grep(&state, &args, &|| ctx.is_cancelled())).await
 }
 
+/// Every function only reads, and only inside project roots. The examples
+/// read project `api`, which the unit test `examples_hold` makes: `README.md`
+/// and `src/main.rs` (three lines, the second `    println!("hello");`).
 fn pack() -> PackDef<Projects> {
     PackDef::new(
         "proj",
         "Project paths and files: list projects, resolve paths, read, list and search files inside a project root",
         |_: Empty, _: Host| Ok(Projects::default()),
     )
-    .function(
-        "list",
-        "List the projects you can see: name, absolute root path, and whether the root exists.",
-        list,
+    .function_with(
+        Function::new(
+            "list",
+            "List the projects you can see: name, absolute root path, and whether the root exists.",
+            list,
+        )
+        .title("List projects")
+        .read_only()
+        .closed_world()
+        .example(json!({}), json!({"projects": [{"name": "api", "exists": true}]})),
     )
-    .function(
-        "path",
-        "Absolute path of `sub` inside project `name` (need not exist yet). \
-         Paths are relative to the project root; `..`, absolute paths and symlinks leading outside are refused.",
-        path,
+    .function_with(
+        Function::new(
+            "path",
+            "Absolute path of `sub` inside project `name` (need not exist yet). \
+             Paths are relative to the project root; `..`, absolute paths and symlinks leading outside are refused.",
+            path,
+        )
+        .title("Resolve a project path")
+        .read_only()
+        .closed_world()
+        .example(json!({"name": "api", "sub": "src/main.rs"}), json!({"project": "api"})),
     )
-    .function(
-        "read",
-        "Read a UTF-8 text file in a project: `limit` lines from 0-based line `offset` \
-         (at most 256 KiB of content). `truncated` says more remains; page on with offset + lines.",
-        read,
+    .function_with(
+        Function::new(
+            "read",
+            "Read a UTF-8 text file in a project: `limit` lines from 0-based line `offset` \
+             (at most 256 KiB of content). `truncated` says more remains; page on with offset + lines.",
+            read,
+        )
+        .title("Read a file")
+        .read_only()
+        .closed_world()
+        .example(
+            json!({"name": "api", "path": "src/main.rs", "limit": 1}),
+            json!({"content": "fn main() {\n", "offset": 0, "lines": 1, "total_lines": 3, "truncated": true}),
+        ),
     )
-    .function(
-        "ls",
-        "List a directory in a project (default: its root): entries with kind and size, directories first.",
-        ls,
+    .function_with(
+        Function::new(
+            "ls",
+            "List a directory in a project (default: its root): entries with kind and size, directories first.",
+            ls,
+        )
+        .title("List a directory")
+        .read_only()
+        .closed_world()
+        .example(
+            json!({"name": "api"}),
+            json!({"path": "", "entries": [{"name": "src", "kind": "dir"}, {"name": "README.md", "kind": "file", "size": 6}], "truncated": false}),
+        ),
     )
-    .function(
-        "grep",
-        "Regex search over the text files of a project, honouring .gitignore and skipping hidden and binary files; \
-         `glob` filters relative paths (e.g. `*.rs`, `src/**/*.py`). At most 1000 matches.",
-        grep,
+    .function_with(
+        Function::new(
+            "grep",
+            "Regex search over the text files of a project, honouring .gitignore and skipping hidden and binary files; \
+             `glob` filters relative paths (e.g. `*.rs`, `src/**/*.py`). At most 1000 matches.",
+            grep,
+        )
+        .title("Search files")
+        .read_only()
+        .closed_world()
+        .example(
+            json!({"name": "api", "pattern": "println", "glob": "*.rs"}),
+            json!({"matches": [{"path": "src/main.rs", "line": 2, "text": "    println!(\"hello\");"}], "truncated": false}),
+        ),
     )
 }
 
@@ -285,10 +327,32 @@ mod visibility {
 
 #[cfg(test)]
 mod result_schemas {
+    use pack_sdk::{projects::Project, testing::PackTest};
+
     /// Every function's schemas as MCP clients take them (results of every
     /// function are checked against them end to end).
     #[test]
     fn the_manifest_follows_the_clients_rules() {
         pack_sdk::testing::check_manifest(super::pack).unwrap();
+    }
+
+    /// The examples, run in the world they describe: project `api`.
+    #[tokio::test]
+    async fn examples_hold() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("src")).unwrap();
+        std::fs::write(dir.path().join("README.md"), "# api\n").unwrap();
+        std::fs::write(
+            dir.path().join("src/main.rs"),
+            "fn main() {\n    println!(\"hello\");\n}\n",
+        )
+        .unwrap();
+        let pack = PackTest::build(super::pack)
+            .project("api", Project::everyone(dir.path()))
+            .start()
+            .unwrap();
+        if let Err(failed) = pack.check_examples().await {
+            panic!("{failed}");
+        }
     }
 }

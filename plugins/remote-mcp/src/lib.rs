@@ -28,7 +28,7 @@ use integrations_store::{Auth, Integration, IntegrationRepository, Transport};
 use mcp_downstream::{
     Confinement, Endpoint, Failure, JsonObject, Level, Limits, Mode, Pool, PoolSettings,
 };
-use pack_sdk::{Context, Empty, Host, LogLevel, PackDef, PackError, Value, codes};
+use pack_sdk::{Context, Empty, Function, Host, LogLevel, PackDef, PackError, Value, codes};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
@@ -455,21 +455,38 @@ fn remote_mcp() -> PackDef<State> {
         "Tools on the MCP servers your organisation registered (integrations).",
         State::new,
     )
-    .function(
-        "execute_tool",
-        "Call a tool of one of your organisation's integrations. A tool that fails comes back \
-         as {isError: true, content: null, errorMessage}.",
-        execute_tool,
+    // A remote tool may do anything: as unsafe as it gets. Listing its
+    // tools asks the remote server, so it reaches out too.
+    .function_with(
+        Function::new(
+            "execute_tool",
+            "Call a tool of one of your organisation's integrations. A tool that fails comes back \
+             as {isError: true, content: null, errorMessage}.",
+            execute_tool,
+        )
+        .title("Call an integration's tool")
+        .destructive()
+        .open_world(),
     )
-    .function(
-        "list_tools",
-        "The tools of one of your organisation's integrations, with their parameters.",
-        list_tools,
+    .function_with(
+        Function::new(
+            "list_tools",
+            "The tools of one of your organisation's integrations, with their parameters.",
+            list_tools,
+        )
+        .title("List an integration's tools")
+        .read_only()
+        .open_world(),
     )
-    .function(
-        "list_integrations",
-        "Your organisation's integrations: id, name, transport, enabled.",
-        list_integrations,
+    .function_with(
+        Function::new(
+            "list_integrations",
+            "Your organisation's integrations: id, name, transport, enabled.",
+            list_integrations,
+        )
+        .title("List integrations")
+        .read_only()
+        .closed_world(),
     )
     .on_shutdown(|state: Arc<State>| async move {
         if let Some(pool) = state.pool.get() {
