@@ -28,6 +28,12 @@
 //! allow but the schema does not describe; the checks below also catch it
 //! for values made directly:
 //!
+//! A function's examples ([`Function::example`](crate::Function::example))
+//! run as a test with [`check_examples`], or
+//! [`PackTest::check_examples`] on a pack built with the config and projects
+//! they need; [`PackTest::call_content`] shows what a function that returns
+//! [`Content`](crate::Content) sends besides its value.
+//!
 //! ```ignore
 //! #[test]
 //! fn results_fit_their_schemas() {
