@@ -13,8 +13,8 @@ use abi_stable::{
 };
 use async_ffi::{FfiFuture, FutureExt as _};
 use pack_api::{
-    CallContextBox, CallResult, Catalog, CatalogTool, FunctionSpec, Manifest, Owner, Pack, Pack_TO,
-    WireError, codes,
+    Annotations, CallContextBox, CallResult, Catalog, CatalogTool, FunctionSpec, Manifest, Owner,
+    Pack, Pack_TO, WireError, codes,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -28,6 +28,9 @@ use crate::{
 /// The pack's call name.
 pub const PACK: &str = "packhost";
 
+/// Its functions that find the others: listed whatever `expose` says.
+pub const DISCOVERY: [&str; 3] = ["search", "describe", "packs"];
+
 /// The `packhost` pack over the host's kept `results`, ready for the
 /// registry.
 pub fn pack(results: Arc<Results>) -> LoadedPack {
@@ -37,7 +40,7 @@ pub fn pack(results: Arc<Results>) -> LoadedPack {
         manifest: Manifest {
             name: PACK.to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
-            description: "Find what you can call (list packs, describe a function) and read results kept by handle".to_owned(),
+            description: "Find what you can call (search, describe, list packs) and read results kept by handle".to_owned(),
             functions: functions(),
         },
         instance: Pack_TO::from_value(HostPack { results }, TD_Opaque),
@@ -46,11 +49,19 @@ pub fn pack(results: Arc<Results>) -> LoadedPack {
 }
 
 fn functions() -> Vec<FunctionSpec> {
+    // They only read what the caller already has: the catalog, its results.
+    let reads = Annotations {
+        read_only: Some(true),
+        destructive: Some(false),
+        idempotent: Some(true),
+        open_world: Some(false),
+    };
     let spec = |name: &str, description: &str, input: Value, output: Value| FunctionSpec {
         name: name.to_owned(),
         description: description.to_owned(),
         input_schema: input,
         output_schema: output,
+        annotations: reads,
         ..FunctionSpec::default()
     };
     let text = |description: &str| json!({"type": "string", "description": description});
@@ -78,6 +89,36 @@ fn functions() -> Vec<FunctionSpec> {
                     },
                 },
                 "required": ["packs", "aliases"],
+            }),
+        ),
+        spec(
+            "search",
+            "Find the functions you can call for a task in words, best first: names, descriptions and parameters are searched.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "query": text("What you want to do, in words."),
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 5, "description": "Most results."},
+                },
+                "required": ["query"],
+                "additionalProperties": false,
+            }),
+            json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string"},
+                    "results": {"type": "array", "items": {
+                        "type": "object",
+                        "properties": {
+                            "name": text("`pack.function`: call it, or `packhost.describe` it."),
+                            "signature": {"type": "string"},
+                            "description": {"type": "string"},
+                            "score": {"type": "number", "description": "Relevance, only comparable within one search."},
+                        },
+                        "required": ["name", "signature", "description", "score"],
+                    }},
+                },
+                "required": ["query", "results"],
             }),
         ),
         spec(
@@ -214,6 +255,7 @@ impl Pack for HostPack {
         };
         let answer = match function.as_str() {
             "packs" => Ok(packs(&catalog())),
+            "search" => parse::<SearchArgs>(args).map(|a| search(&catalog(), &a.query, a.limit)),
             "describe" => parse::<DescribeArgs>(args).and_then(|a| describe(&catalog(), &a.name)),
             "result_read" => parse::<ReadArgs>(args).and_then(|a| {
                 let limit = a.limit.unwrap_or(usize::MAX).min(self.results.budget() / 2);
@@ -238,6 +280,37 @@ impl Pack for HostPack {
     fn shutdown(&self) -> FfiFuture<()> {
         async {}.into_ffi()
     }
+}
+
+#[derive(Deserialize)]
+struct SearchArgs {
+    query: String,
+    #[serde(default = "default_limit")]
+    limit: usize,
+}
+
+fn default_limit() -> usize {
+    5
+}
+
+/// The caller's best functions for `query` (an index of its own catalog:
+/// nothing else can be found).
+fn search(catalog: &Catalog, query: &str, limit: usize) -> Value {
+    let index = catalog_search::Index::new(&catalog.tools);
+    let results: Vec<Value> = index
+        .search(query, limit)
+        .into_iter()
+        .map(|hit| {
+            let tool = &catalog.tools[hit.index];
+            json!({
+                "name": format!("{}.{}", tool.pack, tool.function),
+                "signature": tool.signature,
+                "description": tool.description,
+                "score": hit.score,
+            })
+        })
+        .collect();
+    json!({"query": query, "results": results})
 }
 
 #[derive(Deserialize)]

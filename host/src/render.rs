@@ -93,43 +93,7 @@ where
     }
 }
 
-/// The closest of `candidates` to `name` when it is a likely typo.
-pub fn suggestion<'a>(
-    name: &str,
-    candidates: impl IntoIterator<Item = &'a str>,
-) -> Option<&'a str> {
-    candidates
-        .into_iter()
-        .map(|c| (edit_distance(name, c), c))
-        .filter(|(d, _)| *d < 3)
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
-}
-
-/// "did you mean `x`? " for the closest of `candidates`, or nothing: the
-/// one wording of a suggestion in the host's errors.
-pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
-    suggestion(name, candidates)
-        .map(|s| format!("did you mean `{s}`? "))
-        .unwrap_or_default()
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut previous = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let current = row[j + 1];
-            row[j + 1] = (previous + usize::from(ca != *cb))
-                .min(row[j] + 1)
-                .min(current + 1);
-            previous = current;
-        }
-    }
-    row[b.len()]
-}
+pub use pack_api::names::{did_you_mean, suggestion};
 
 #[cfg(test)]
 mod tests {
@@ -152,11 +116,5 @@ mod tests {
             signature("exec_py.run", &schema),
             r#"exec_py.run(code: string, timeout_ms?: integer = 30000, mode?: "a" | "b", cwd?: string)"#
         );
-    }
-
-    #[test]
-    fn suggests_close_names_only() {
-        assert_eq!(suggestion("runn", ["run", "eval"]), Some("run"));
-        assert_eq!(suggestion("zzzz", ["run", "eval"]), None);
     }
 }

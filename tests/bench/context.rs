@@ -32,7 +32,9 @@ use tiktoken_rs::o200k_base_singleton;
 const NEEDLE: &str = "pay_7731";
 
 fn tokens(text: &str) -> usize {
-    o200k_base_singleton().encode_with_special_tokens(text).len()
+    o200k_base_singleton()
+        .encode_with_special_tokens(text)
+        .len()
 }
 
 /// What a client holds after `initialize` and `tools/list`: the tools as
@@ -60,13 +62,19 @@ async fn surface(host: &TestHost) -> (usize, usize, usize) {
 /// The shipped packs.toml with `packhost` at the repository, `expose`
 /// set, and `extra` sections.
 fn shipped(expose: &str, work: &Path, extra: &str) -> String {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the repository");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the repository");
     let shipped = std::fs::read_to_string(repo.join("packs.toml")).expect("packs.toml");
     let shipped = shipped
         .replace("[server]\n", &format!("[server]\nexpose = {expose:?}\n"))
         .replace(
             "packhost = \".\"",
-            &format!("packhost = {:?}\nwork = {:?}", repo.display().to_string(), work.display().to_string()),
+            &format!(
+                "packhost = {:?}\nwork = {:?}",
+                repo.display().to_string(),
+                work.display().to_string()
+            ),
         );
     format!("{shipped}\n{extra}")
 }
@@ -80,7 +88,11 @@ fn files(dir: &Path) {
             } else {
                 format!("request {i} served in {} ms", i % 97)
             };
-            format!("2026-11-24T10:{:02}:{:02}Z INFO api {what}\n", (i / 60) % 60, i % 60)
+            format!(
+                "2026-11-24T10:{:02}:{:02}Z INFO api {what}\n",
+                (i / 60) % 60,
+                i % 60
+            )
         })
         .collect();
     std::fs::write(dir.join("app.log"), log).expect("write the log");
@@ -108,7 +120,10 @@ async fn find_lines(host: &TestHost, path: &str) -> (usize, usize, usize) {
     let mut offset = 0;
     loop {
         let page = host
-            .call("proj.read", json!({"name": "work", "path": path, "offset": offset, "limit": 100_000}))
+            .call(
+                "proj.read",
+                json!({"name": "work", "path": path, "offset": offset, "limit": 100_000}),
+            )
             .await;
         read(&page);
         let handle = page
@@ -119,7 +134,10 @@ async fn find_lines(host: &TestHost, path: &str) -> (usize, usize, usize) {
         match handle {
             Some(handle) => {
                 let grep = host
-                    .call("packhost.result_grep", json!({"handle": handle, "pattern": NEEDLE}))
+                    .call(
+                        "packhost.result_grep",
+                        json!({"handle": handle, "pattern": NEEDLE}),
+                    )
                     .await;
                 read(&grep);
                 found += structured(&grep)["total_matches"].as_u64().unwrap_or(0) as usize;
@@ -151,7 +169,8 @@ struct Query {
 async fn search_hits(host: &TestHost) -> (usize, usize) {
     let file = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/catalog-queries.json");
     let queries: Vec<Query> =
-        serde_json::from_str(&std::fs::read_to_string(file).expect("queries")).expect("queries JSON");
+        serde_json::from_str(&std::fs::read_to_string(file).expect("queries"))
+            .expect("queries JSON");
     let mut hits = 0;
     for query in &queries {
         let found = host
@@ -165,8 +184,16 @@ async fn search_hits(host: &TestHost) -> (usize, usize) {
             .filter_map(|r| r["name"].as_str().map(str::to_owned))
             .collect();
         let wanted = std::iter::once(&query.expected).chain(&query.also);
-        if wanted.into_iter().any(|w| names.iter().any(|n| n.ends_with(&format!(".{w}")))) {
+        if wanted
+            .into_iter()
+            .any(|w| names.iter().any(|n| n.ends_with(&format!(".{w}"))))
+        {
             hits += 1;
+        } else {
+            eprintln!(
+                "search miss: {:?} wants {} -> {names:?}",
+                query.query, query.expected
+            );
         }
     }
     (hits, queries.len())
@@ -201,7 +228,9 @@ async fn main() {
         }
         surfaces.push(pair);
     }
-    let whole = TestHost::start(&(shipped("all", work.path(), "") + "\n[results]\nmax_result_chars = 0\n")).await;
+    let whole =
+        TestHost::start(&(shipped("all", work.path(), "") + "\n[results]\nmax_result_chars = 0\n"))
+            .await;
     let plain_log = find_lines(&whole, "app.log").await;
     let plain_json = find_lines(&whole, "data.json").await;
     whole.client.cancel().await.expect("stop client");
@@ -211,44 +240,78 @@ async fn main() {
     let (hits, queries) = search_hits(&kept).await;
     kept.client.cancel().await.expect("stop client");
     assert_eq!(plain_log.2, handles_log.2, "both ways find the same lines");
-    assert_eq!(plain_json.2, handles_json.2, "both ways find the same lines");
+    assert_eq!(
+        plain_json.2, handles_json.2,
+        "both ways find the same lines"
+    );
 
     let [shipped_all, shipped_run] = [surfaces[0][0], surfaces[0][1]];
     let [big_all, big_run] = [surfaces[1][0], surfaces[1][1]];
     let rows = vec![
         row(
-            &format!("tools/list + instructions, shipped packs, `run` mode ({} tools)", shipped_run.1),
+            &format!(
+                "tools/list + instructions, shipped packs, `run` mode ({} tools)",
+                shipped_run.1
+            ),
             shipped_run.0,
             "≤ 1,500",
             &format!("`all` mode ({} tools)", shipped_all.1),
             shipped_all.0,
         ),
         row(
-            &format!("the same + server-everything + 245-tool catalog, `run` mode ({} tools)", big_run.1),
+            &format!(
+                "the same + server-everything + 245-tool catalog, `run` mode ({} tools)",
+                big_run.1
+            ),
             big_run.0,
             "≤ 1,500",
             &format!("`all` mode ({} tools)", big_all.1),
             big_all.0,
         ),
-        row("`run` description, shipped packs", shipped_run.2, "-", "with the catalog attached", big_run.2),
         row(
-            &format!("find `{NEEDLE}` in a 2 MB log ({} lines): all results read, handles", handles_log.2),
+            "`run` description, shipped packs",
+            shipped_run.2,
+            "-",
+            "with the catalog attached",
+            big_run.2,
+        ),
+        row(
+            &format!(
+                "find `{NEEDLE}` in a 2 MB log ({} lines): all results read, handles",
+                handles_log.2
+            ),
             handles_log.0,
             "-",
             "plain tools, every page whole",
             plain_log.0,
         ),
-        row("  largest single result, handles", handles_log.1, "≤ budget", "plain tools", plain_log.1),
         row(
-            &format!("find `{NEEDLE}` in a 5 MB JSON ({} lines): all results read, handles", handles_json.2),
+            "  largest single result, handles",
+            handles_log.1,
+            "≤ budget",
+            "plain tools",
+            plain_log.1,
+        ),
+        row(
+            &format!(
+                "find `{NEEDLE}` in a 5 MB JSON ({} lines): all results read, handles",
+                handles_json.2
+            ),
             handles_json.0,
             "-",
             "plain tools, every page whole",
             plain_json.0,
         ),
-        row("  largest single result, handles", handles_json.1, "≤ budget", "plain tools", plain_json.1),
+        row(
+            "  largest single result, handles",
+            handles_json.1,
+            "≤ budget",
+            "plain tools",
+            plain_json.1,
+        ),
         Row {
-            metric: "`packhost.search`: intended tool in the top 3, 50 tasks over 245+ tools".to_owned(),
+            metric: "`packhost.search`: intended tool in the top 3, 50 tasks over 245+ tools"
+                .to_owned(),
             value: format!("{hits}/{queries}"),
             target: "≥ 90%".to_owned(),
             reference: "-".to_owned(),

@@ -45,8 +45,15 @@ async fn large_results(host: &HttpHost) -> Vec<String> {
                 let command = json!({"command": format!("'{}' * 200_000", i % 10)});
                 let params = CallToolRequestParams::new("run").with_arguments(args(command));
                 match client.call_tool(params).await {
-                    Ok(result) if result.meta.as_ref().is_some_and(|m| m.get("packhost/result").is_some()) => {}
-                    Ok(result) => errors.push(format!("not kept: {}", text(&result).chars().take(200).collect::<String>())),
+                    Ok(result)
+                        if result
+                            .meta
+                            .as_ref()
+                            .is_some_and(|m| m.get("packhost/result").is_some()) => {}
+                    Ok(result) => errors.push(format!(
+                        "not kept: {}",
+                        text(&result).chars().take(200).collect::<String>()
+                    )),
                     Err(e) => errors.push(e.to_string()),
                 }
             }
@@ -197,7 +204,9 @@ async fn main() {
     );
     errors += kept_errors.len();
     if errors > 0 || growth > 10.0 || kept_growth_mib > allowed_mib {
-        eprintln!("load: {errors} error(s), RSS growth {growth:.1}%, kept results {kept_growth_mib:+.1} MiB: FAILED");
+        eprintln!(
+            "load: {errors} error(s), RSS growth {growth:.1}%, kept results {kept_growth_mib:+.1} MiB: FAILED"
+        );
         std::process::exit(1);
     }
 }

@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use packhost_tests::{
-    TestHost, call, downstream::everything_stdio, error_code, failed, hello_section, is_error, ok,
-    structured, text, typescript_package, wait_group_gone,
+    TestHost, WHOLE_RESULTS, call, downstream::everything_stdio, error_code, failed, hello_section,
+    is_error, ok, structured, text, typescript_package, wait_group_gone,
 };
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -278,7 +278,8 @@ async fn cancelling_mid_call_leaves_no_process() {
         panic!("node outlived its cancelled call: {live:?}");
     }
     // Its call into hello was abandoned with it.
-    for _ in 0..100 {
+    // Within seconds even on a loaded machine.
+    for _ in 0..250 {
         if abandoned.exists() {
             break;
         }
@@ -340,7 +341,8 @@ async fn every_packs_declarations_compile_under_strict() {
         "[packs.everything]\nkind = \"mcp\"\ncommand = {:?}\n[packs.jupyter]\n[packs.remote_mcp]\n",
         everything_stdio()
     );
-    let host = TestHost::start(&(config(&notebooks, "") + &everything)).await;
+    // Whole: every pack's declarations are longer than the host sends at once.
+    let host = TestHost::start(&(config(&notebooks, "") + &everything + WHOLE_RESULTS)).await;
     let declared = ok(&host.call("exec_ts.declarations", json!({})).await);
     let text = declared["declarations"].as_str().unwrap();
     for pack in [

@@ -4,8 +4,7 @@
 use std::time::{Duration, Instant};
 
 use packhost_tests::{
-    TestHost, WHOLE_RESULTS, failed, hello_section, is_error, ok, structured, text,
-    wait_group_gone,
+    TestHost, WHOLE_RESULTS, failed, hello_section, is_error, ok, structured, text, wait_group_gone,
 };
 use serde_json::{Value, json};
 
@@ -233,7 +232,7 @@ async fn a_call_from_code_gets_what_is_left_of_its_callers_time() {
 /// it left running, even in a session of its own, is killed with the call.
 #[tokio::test]
 async fn output_up_to_the_last_line_is_kept_and_leftovers_are_killed() {
-    let host = host().await;
+    let host = TestHost::start(&(config("") + WHOLE_RESULTS)).await;
     let code = "import subprocess, sys\n\
                 sleeper = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], start_new_session=True)\n\
                 sys.stdout.write('o' * 200000)\n\

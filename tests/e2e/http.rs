@@ -141,7 +141,8 @@ async fn a_token_allow_list_limits_what_is_listed_and_callable() {
             "packhost.packs",
             "packhost.result_grep",
             "packhost.result_read",
-            "packhost.result_select"
+            "packhost.result_select",
+            "packhost.search"
         ]
     );
     let refused = call(&client, "hello.whoami", json!({})).await;

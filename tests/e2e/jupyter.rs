@@ -12,14 +12,19 @@ use std::{
 };
 
 use packhost_tests::{
-    TestHost, failed, is_error, jupyter::JupyterServer, ok, structured, text, venv_python,
+    TestHost, WHOLE_RESULTS, failed, is_error, jupyter::JupyterServer, ok, structured, text,
+    venv_python,
 };
 use serde_json::{Value, json};
 
 /// A `[packs.jupyter]` section; `extra` is more `key = value` of its config.
+/// Results whole: these tests are of the pack's own output, not of the
+/// host keeping large results.
 fn config(extra: &str) -> String {
     let python = venv_python();
-    format!("[packs.jupyter]\ntimeout_ms = 600000\nconfig = {{ python = {python:?}{extra} }}\n")
+    format!(
+        "[packs.jupyter]\ntimeout_ms = 600000\nconfig = {{ python = {python:?}{extra} }}\n{WHOLE_RESULTS}"
+    )
 }
 
 async fn host() -> TestHost {

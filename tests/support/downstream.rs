@@ -35,7 +35,10 @@ pub fn fixture_mcp_bin() -> PathBuf {
 /// tests/fixtures/catalog-200.json (`packhost-fixture-catalog`).
 pub fn catalog_section(name: &str) -> String {
     let command = [
-        build_dir().join("packhost-fixture-catalog").display().to_string(),
+        build_dir()
+            .join("packhost-fixture-catalog")
+            .display()
+            .to_string(),
         concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/catalog-200.json").to_owned(),
     ];
     format!("[packs.{name}]\nkind = \"mcp\"\ncommand = {command:?}\n")

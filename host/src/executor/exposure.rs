@@ -27,10 +27,10 @@ impl Exposure {
         }
     }
 
-    /// Whether `pack`'s functions are listed. The discovery functions
-    /// always are: they are how the rest is found.
-    pub(super) fn lists(&self, pack: &str) -> bool {
-        pack == builtin::PACK
-            || self.packs.get(pack).copied().unwrap_or(self.default) == Expose::All
+    /// Whether `pack.function` is listed. The discovery functions always
+    /// are: they are how the rest is found.
+    pub(super) fn lists(&self, pack: &str, function: &str) -> bool {
+        let discovery = pack == builtin::PACK && builtin::DISCOVERY.contains(&function);
+        discovery || self.packs.get(pack).copied().unwrap_or(self.default) == Expose::All
     }
 }

@@ -144,15 +144,15 @@ impl Executor {
 
     /// Every listed tool: `run` first, then each function of the packs
     /// `[server] expose` and `[packs.x] expose` show (the `packhost` pack's
-    /// always).
+    /// discovery functions always).
     pub fn tools(&self) -> Vec<ToolInfo> {
         let registry = self.registry();
-        let listed = registry
-            .packs
-            .values()
-            .filter(|pack| self.exposure.lists(&pack.loaded.name));
-        let functions = listed.flat_map(|pack| {
-            pack.functions.iter().map(move |f| ToolInfo {
+        let functions = registry.packs.values().flat_map(|pack| {
+            let listed = pack
+                .functions
+                .iter()
+                .filter(|f| self.exposure.lists(&pack.loaded.name, &f.spec.name));
+            listed.map(move |f| ToolInfo {
                 name: ToolName::new(&pack.loaded.name, &f.spec.name).to_string(),
                 description: f.spec.description.clone(),
                 input_schema: f.spec.input_schema.clone(),

@@ -1,6 +1,6 @@
 //! Which tools and aliases of a catalog to declare.
 
-use pack_api::{Catalog, CatalogTool};
+use pack_api::{Catalog, CatalogTool, names::did_you_mean};
 use pack_sdk::PackError;
 
 /// What to declare: everything (both `None`), one pack, one function of a
@@ -88,7 +88,7 @@ pub(crate) fn select<'a>(
                                 tools.iter().map(|t| t.function.as_str()).collect();
                             PackError::not_found(format!(
                                 "pack `{pack}` has no function `{function}`; {}(has: {})",
-                                did_you_mean(function, &names),
+                                did_you_mean(function, names.iter().copied()),
                                 names.join(", ")
                             ))
                         })?;
@@ -145,7 +145,7 @@ fn unknown_pack(catalog: &Catalog, name: &str, aliases: &[(&str, &CatalogTool)])
     let candidates: Vec<&str> = packs.iter().chain(&aliases).copied().collect();
     let mut message = format!(
         "no pack or alias `{name}`; {}packs: {}",
-        did_you_mean(name, &candidates),
+        did_you_mean(name, candidates.iter().copied()),
         packs.join(", ")
     );
     if !aliases.is_empty() {
@@ -164,34 +164,4 @@ pub(crate) fn by_pack(tools: Vec<&CatalogTool>) -> Vec<(&str, Vec<&CatalogTool>)
         }
     }
     packs
-}
-
-/// "did you mean `x`? " for the closest candidate within two edits, or
-/// nothing (the host's wording; pack-sdk has no helper for it).
-fn did_you_mean(name: &str, candidates: &[&str]) -> String {
-    candidates
-        .iter()
-        .map(|c| (edit_distance(name, c), c))
-        .filter(|(d, _)| *d < 3)
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| format!("did you mean `{c}`? "))
-        .unwrap_or_default()
-}
-
-/// Levenshtein distance over chars.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut previous = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let current = row[j + 1];
-            row[j + 1] = (previous + usize::from(ca != *cb))
-                .min(row[j] + 1)
-                .min(current + 1);
-            previous = current;
-        }
-    }
-    row[b.len()]
 }

@@ -39,6 +39,7 @@ use abi_stable::{
 pub use async_ffi::FfiFuture;
 use serde::{Deserialize, Serialize};
 
+pub mod names;
 pub mod paths;
 pub mod projects;
 mod wire;
