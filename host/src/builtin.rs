@@ -58,6 +58,7 @@ fn functions() -> Vec<FunctionSpec> {
     };
     let spec = |name: &str, description: &str, input: Value, output: Value| FunctionSpec {
         name: name.to_owned(),
+        title: Some(title(name).to_owned()),
         description: description.to_owned(),
         input_schema: input,
         output_schema: output,
@@ -141,6 +142,8 @@ fn functions() -> Vec<FunctionSpec> {
                     "output_schema": {"description": "JSON Schema of the result."},
                     "example": text("A call as `run` and Python take it, required arguments filled in."),
                     "example_typescript": text("The same call from TypeScript code."),
+                    "title": text("A short name for people."),
+                    "examples": {"type": "array", "description": "Calls the pack gives, each with what its result holds (`args`, `result`)."},
                     "functions": {"type": "array", "items": {
                         "type": "object",
                         "properties": {"signature": {"type": "string"}, "description": {"type": "string"}},
@@ -232,6 +235,19 @@ fn functions() -> Vec<FunctionSpec> {
             }),
         ),
     ]
+}
+
+/// Each function's title, for people.
+fn title(function: &str) -> &'static str {
+    match function {
+        "packs" => "List packs",
+        "search" => "Search functions",
+        "describe" => "Describe a function",
+        "result_read" => "Read a kept result",
+        "result_grep" => "Search a kept result",
+        "result_select" => "Select from a kept JSON result",
+        _ => "",
+    }
 }
 
 struct HostPack {
@@ -508,7 +524,7 @@ fn describe(catalog: &Catalog, name: &str) -> Result<Value, Box<WireError>> {
         .find(|t| format!("{}.{}", t.pack, t.function) == target);
     if let Some(tool) = tool {
         let (example, example_typescript) = examples(tool);
-        return Ok(json!({
+        let mut described = json!({
             "kind": "function",
             "name": target,
             "description": tool.description,
@@ -517,7 +533,14 @@ fn describe(catalog: &Catalog, name: &str) -> Result<Value, Box<WireError>> {
             "output_schema": tool.output_schema,
             "example": example,
             "example_typescript": example_typescript,
-        }));
+        });
+        if let Some(title) = &tool.title {
+            described["title"] = json!(title);
+        }
+        if !tool.examples.is_empty() {
+            described["examples"] = json!(tool.examples);
+        }
+        return Ok(described);
     }
     if let Some(description) = catalog.packs.get(name) {
         let functions: Vec<Value> = catalog
@@ -639,6 +662,7 @@ mod tests {
                 "required": ["name", "path"],
             }),
             output_schema: json!({"type": "object"}),
+            ..CatalogTool::default()
         };
         Catalog {
             tools: vec![tool],

@@ -43,6 +43,9 @@ async fn describe_and_packs_answer_from_every_door() {
         described["example"],
         "proj.read(name=\"<name>\", path=\"<path>\")"
     );
+    // The pack's own title and examples (run as tests of the pack).
+    assert!(described["title"].is_string(), "{described}");
+    assert!(described["examples"][0]["args"].is_object(), "{described}");
     let by_alias = ok(&host.run("packhost.describe(\"projects\")").await);
     assert_eq!(by_alias["name"], "proj.list");
     let pack = ok(&host.run("packhost.describe(name=\"hello\")").await);

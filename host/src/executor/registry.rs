@@ -214,6 +214,8 @@ fn catalog(packs: &BTreeMap<String, Arc<PackEntry>>, config: &CatalogConfig) -> 
                     description: f.spec.description.clone(),
                     input_schema: f.spec.input_schema.clone(),
                     output_schema: f.spec.output_schema.clone(),
+                    title: f.spec.title.clone(),
+                    examples: f.spec.examples.clone(),
                 })
             })
             .collect(),

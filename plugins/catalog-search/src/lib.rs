@@ -221,6 +221,7 @@ mod tests {
             description: description.into(),
             input_schema,
             output_schema: json!(true),
+            ..CatalogTool::default()
         }
     }
 

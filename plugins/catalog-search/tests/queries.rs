@@ -38,6 +38,7 @@ fn catalog() -> Vec<CatalogTool> {
                     .to_owned(),
                 input_schema: tool["inputSchema"].clone(),
                 output_schema: Value::Bool(true),
+                ..CatalogTool::default()
             }
         })
         .collect()

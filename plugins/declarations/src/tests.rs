@@ -17,6 +17,7 @@ fn tool(pack: &str, function: &str, input: Value, output: Value) -> CatalogTool 
         description: String::new(),
         input_schema: input,
         output_schema: output,
+        ..CatalogTool::default()
     }
 }
 

@@ -203,7 +203,7 @@ impl std::fmt::Display for Owner {
 }
 
 /// One pack function in a [`Catalog`].
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct CatalogTool {
     /// Pack call name.
     pub pack: String,
@@ -219,6 +219,12 @@ pub struct CatalogTool {
     /// before it did not send it: then any value.
     #[serde(default = "any_value")]
     pub output_schema: Value,
+    /// A short name for people, when the function gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Example calls and what their results hold (discovery shows them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<Example>,
 }
 
 fn any_value() -> Value {

@@ -158,6 +158,8 @@ impl PackTest {
                     description: spec.description.clone(),
                     input_schema: spec.input_schema.clone(),
                     output_schema: spec.output_schema.clone(),
+                    title: spec.title.clone(),
+                    examples: spec.examples.clone(),
                 })
                 .collect(),
             packs: BTreeMap::from([(self.name.clone(), String::new())]),
