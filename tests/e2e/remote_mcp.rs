@@ -131,6 +131,15 @@ async fn calls_a_tool_of_server_everything_over_stdio() {
         ))
         .await);
     assert_eq!(run["content"][0]["text"], "Echo: again");
+    // A downstream image reaches the client as an image block, its base64
+    // not in the text.
+    let image = execute(&host, &id, "get-tiny-image", json!({})).await;
+    let blocks: Vec<_> = image.content.iter().filter_map(|c| c.as_image()).collect();
+    assert_eq!(blocks.len(), 1, "{:?}", image.content);
+    assert!(
+        !text(&image).contains(&blocks[0].data),
+        "base64 in the text"
+    );
 }
 
 #[tokio::test]

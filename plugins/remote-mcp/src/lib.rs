@@ -28,7 +28,9 @@ use integrations_store::{Auth, Integration, IntegrationRepository, Transport};
 use mcp_downstream::{
     Confinement, Endpoint, Failure, JsonObject, Level, Limits, Mode, Pool, PoolSettings,
 };
-use pack_sdk::{Context, Empty, Function, Host, LogLevel, PackDef, PackError, Value, codes};
+use pack_sdk::{
+    Content, Context, Empty, Function, Host, LogLevel, PackDef, PackError, Value, codes,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
@@ -301,7 +303,7 @@ async fn execute_tool(
     state: Arc<State>,
     args: ExecuteArgs,
     ctx: Context,
-) -> Result<ToolExecutionResult, PackError> {
+) -> Result<Content<ToolExecutionResult>, PackError> {
     let org = organisation(&ctx)?;
     let started = Instant::now();
     let outcome = execute(&state, &org, &args).await;
@@ -316,7 +318,24 @@ async fn execute_tool(
             started.elapsed().as_secs_f64() * 1000.0
         ),
     );
-    outcome
+    outcome.map(shown)
+}
+
+/// The downstream tool's blocks, shown as this call's own: its text to
+/// read, its images, audio and links as blocks (base64 never in the text).
+/// Code gets the whole result as a value.
+fn shown(result: ToolExecutionResult) -> Content<ToolExecutionResult> {
+    let blocks = result.content.clone().unwrap_or_default();
+    let (texts, others): (Vec<Value>, Vec<Value>) = blocks
+        .into_iter()
+        .partition(|block| block["type"] == "text");
+    let text: Vec<&str> = texts.iter().filter_map(|t| t["text"].as_str()).collect();
+    let content = match text.is_empty() {
+        // Nothing to read: the value's JSON is the text.
+        true => Content::new(result),
+        false => Content::new(result).text(text.join("\n")),
+    };
+    others.into_iter().fold(content, Content::block)
 }
 
 async fn execute(
