@@ -13,7 +13,7 @@ impl Words {
     }
 
     pub(crate) fn tokenize(&self, text: &str) -> Vec<String> {
-        let mut tokens = self.0.tokenize(&split_identifiers(text));
+        let mut tokens = self.0.tokenize(&split_identifiers(&without_keys(text)));
         // A number in a query is an argument (`PR #91`, `1.8.2`), not what a
         // tool does; in a description it is an example or a limit.
         tokens.retain(|token| !token.chars().all(|c| c.is_ascii_digit()));
@@ -58,11 +58,30 @@ pub(crate) fn split_identifiers(text: &str) -> String {
     split
 }
 
+/// `text` without keys such as `PROJ-12` or `INC-4521`: like a number,
+/// a key is an argument, and its letters (`proj`) are no word of what a
+/// tool does.
+fn without_keys(text: &str) -> String {
+    let is_key = |word: &str| {
+        let word = word.trim_matches(|c: char| c.is_ascii_punctuation());
+        word.split_once('-').is_some_and(|(letters, digits)| {
+            !letters.is_empty()
+                && letters.chars().all(|c| c.is_ascii_alphabetic())
+                && !digits.is_empty()
+                && digits.chars().all(|c| c.is_ascii_digit())
+        })
+    };
+    text.split(' ')
+        .filter(|word| !is_key(word))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Each pair of neighbouring words of `query` written as one, space
 /// separated: people write apart what names write together ("on call" for
 /// `oncalls`, "thumbs up" for `thumbsup`, "kick off" for `kickoff`).
 pub(crate) fn compounds(query: &str) -> String {
-    let split = split_identifiers(query).to_lowercase();
+    let split = split_identifiers(&without_keys(query)).to_lowercase();
     let words: Vec<&str> = split
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
@@ -77,6 +96,15 @@ pub(crate) fn compounds(query: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_are_arguments_not_words() {
+        assert_eq!(
+            without_keys("mark PROJ-12 as blocking INC-4521."),
+            "mark as blocking"
+        );
+        assert_eq!(without_keys("on-call s3 follow-up"), "on-call s3 follow-up");
+    }
 
     #[test]
     fn identifiers_split_into_words() {
