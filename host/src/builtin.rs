@@ -261,40 +261,58 @@ impl Pack for HostPack {
         args_json: RStr<'_>,
         ctx: CallContextBox,
     ) -> FfiFuture<CallResult> {
+        let results = Arc::clone(&self.results);
+        let function = function.as_str().to_owned();
         let args: Value = serde_json::from_str(args_json.as_str()).unwrap_or(Value::Null);
-        let catalog = || -> Catalog { serde_json::from_str(&ctx.catalog()).unwrap_or_default() };
-        let kept = |handle: &str| {
-            let owner = Owner::new(ctx.org().as_str(), ctx.user().as_str());
-            self.results
-                .get(&owner, handle)
-                .ok_or_else(|| unknown_result(handle))
-        };
-        let answer = match function.as_str() {
-            "packs" => Ok(packs(&catalog())),
-            "search" => parse::<SearchArgs>(args).map(|a| search(&catalog(), &a.query, a.limit)),
-            "describe" => parse::<DescribeArgs>(args).and_then(|a| describe(&catalog(), &a.name)),
-            "result_read" => parse::<ReadArgs>(args).and_then(|a| {
-                let limit = a.limit.unwrap_or(usize::MAX).min(self.results.budget() / 2);
-                Ok(read(&a.handle, &*kept(&a.handle)?, a.offset, limit))
-            }),
-            "result_grep" => parse::<GrepArgs>(args).and_then(|a| grep(&a, &*kept(&a.handle)?)),
-            "result_select" => {
-                parse::<SelectArgs>(args).and_then(|a| select(&a, &*kept(&a.handle)?))
+        async move {
+            // Searching megabytes of a kept result is blocking work.
+            let work = tokio::task::spawn_blocking(move || answer(&results, &function, args, &ctx));
+            let answer = work.await.unwrap_or_else(|e| {
+                Err(Box::new(WireError::new(
+                    codes::INTERNAL,
+                    format!("the packhost pack failed: {e}"),
+                )))
+            });
+            match answer {
+                Ok(value) => ROk(value.to_string().into()),
+                Err(error) => RErr(serde_json::to_string(&error).unwrap_or_default().into()),
             }
-            other => Err(Box::new(WireError::new(
-                codes::UNKNOWN_FUNCTION,
-                format!("the packhost pack has no function `{other}`"),
-            ))),
-        };
-        let result = match answer {
-            Ok(value) => ROk(value.to_string().into()),
-            Err(error) => RErr(serde_json::to_string(&error).unwrap_or_default().into()),
-        };
-        async move { result }.into_ffi()
+        }
+        .into_ffi()
     }
 
     fn shutdown(&self) -> FfiFuture<()> {
         async {}.into_ffi()
+    }
+}
+
+fn answer(
+    results: &Results,
+    function: &str,
+    args: Value,
+    ctx: &CallContextBox,
+) -> Result<Value, Box<WireError>> {
+    let catalog = || -> Catalog { serde_json::from_str(&ctx.catalog()).unwrap_or_default() };
+    let kept = |handle: &str| {
+        let owner = Owner::new(ctx.org().as_str(), ctx.user().as_str());
+        results
+            .get(&owner, handle)
+            .ok_or_else(|| unknown_result(handle))
+    };
+    match function {
+        "packs" => Ok(packs(&catalog())),
+        "search" => parse::<SearchArgs>(args).map(|a| search(&catalog(), &a.query, a.limit)),
+        "describe" => parse::<DescribeArgs>(args).and_then(|a| describe(&catalog(), &a.name)),
+        "result_read" => parse::<ReadArgs>(args).and_then(|a| {
+            let limit = a.limit.unwrap_or(usize::MAX).min(results.budget() / 2);
+            Ok(read(&a.handle, &*kept(&a.handle)?, a.offset, limit))
+        }),
+        "result_grep" => parse::<GrepArgs>(args).and_then(|a| grep(&a, &*kept(&a.handle)?)),
+        "result_select" => parse::<SelectArgs>(args).and_then(|a| select(&a, &*kept(&a.handle)?)),
+        other => Err(Box::new(WireError::new(
+            codes::UNKNOWN_FUNCTION,
+            format!("the packhost pack has no function `{other}`"),
+        ))),
     }
 }
 
