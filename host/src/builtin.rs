@@ -142,8 +142,8 @@ fn functions() -> Vec<FunctionSpec> {
                     "output_schema": {"description": "JSON Schema of the result."},
                     "example": text("A call as `run` and Python take it, required arguments filled in."),
                     "example_typescript": text("The same call from TypeScript code."),
-                    "title": text("A short name for people."),
-                    "examples": {"type": "array", "description": "Calls the pack gives, each with what its result holds (`args`, `result`)."},
+                    "title": {"type": "string"},
+                    "examples": {"type": "array", "description": "Calls with what their results hold."},
                     "functions": {"type": "array", "items": {
                         "type": "object",
                         "properties": {"signature": {"type": "string"}, "description": {"type": "string"}},

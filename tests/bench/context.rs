@@ -21,7 +21,7 @@ use pack_api::CatalogTool;
 use packhost_tests::{
     TestHost,
     bench::{Row, print_table},
-    downstream::{catalog_section, everything_stdio},
+    downstream::{CATALOG_SERVICES, catalog_section, everything_stdio},
     is_error, structured, text,
 };
 use rmcp::model::{CallToolResult, Tool};
@@ -254,10 +254,14 @@ fn row(metric: &str, value: usize, target: &str, reference: &str, of: usize) -> 
 async fn main() {
     let work = TempDir::new().expect("temp dir");
     files(work.path());
+    // Each service of the catalog a server of its own, as a team attaches them.
+    let services: String = CATALOG_SERVICES
+        .iter()
+        .map(|service| catalog_section(service, Some(service)))
+        .collect();
     let attached = format!(
-        "[packs.everything]\nkind = \"mcp\"\ncommand = {:?}\n{}",
+        "[packs.everything]\nkind = \"mcp\"\ncommand = {:?}\n{services}",
         everything_stdio(),
-        catalog_section("saas")
     );
     let mut surfaces = Vec::new();
     for extra in ["", attached.as_str()] {
@@ -357,7 +361,7 @@ async fn main() {
             value: format!("{alone}/{queries}"),
             target: "≥ 90%".to_owned(),
             reference: format!(
-                "`packhost.search` in the host, beside the shipped packs and server-everything: {hits}/{queries}"
+                "`packhost.search` in the host, the 16 services as servers beside the shipped packs and server-everything: {hits}/{queries}"
             ),
             ratio: format!("{:.0}%", 100.0 * alone as f64 / queries as f64),
         },

@@ -1,6 +1,7 @@
-//! `packhost-fixture-catalog FILE`: an MCP server (stdio) listing the tools
-//! of a JSON file (`[{name, description, inputSchema}]`, such as
-//! tests/fixtures/catalog-200.json); a call answers with its tool's name and
+//! `packhost-fixture-catalog FILE [SERVICE]`: an MCP server (stdio) listing
+//! the tools of a JSON file (`[{name, description, inputSchema}]`, such as
+//! tests/fixtures/catalog-200.json), or only those of one service (the
+//! tools named `SERVICE_...`); a call answers with its tool's name and
 //! arguments. What a team's many attached servers look like to the host,
 //! for the discovery tests and the context benchmark.
 
@@ -46,11 +47,16 @@ impl ServerHandler for Catalog {
 #[tokio::main]
 async fn main() {
     let Some(file) = std::env::args().nth(1) else {
-        eprintln!("usage: packhost-fixture-catalog FILE (a JSON array of MCP tools)");
+        eprintln!("usage: packhost-fixture-catalog FILE [SERVICE] (a JSON array of MCP tools)");
         std::process::exit(2);
     };
+    let service = std::env::args().nth(2).map(|service| format!("{service}_"));
     let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{file}: {e}"));
-    let tools: Vec<Tool> = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let mut tools: Vec<Tool> =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
+    if let Some(service) = &service {
+        tools.retain(|tool| tool.name.starts_with(service.as_str()));
+    }
     let service = Catalog { tools }
         .serve((tokio::io::stdin(), tokio::io::stdout()))
         .await

@@ -31,16 +31,41 @@ pub fn fixture_mcp_bin() -> PathBuf {
     build_dir().join("packhost-fixture-mcp")
 }
 
+/// The 16 services of tests/fixtures/catalog-200.json, whose tools are
+/// named `<service>_...`.
+pub const CATALOG_SERVICES: [&str; 16] = [
+    "calendar",
+    "circleci",
+    "cloudflare",
+    "confluence",
+    "datadog",
+    "github",
+    "gmail",
+    "hubspot",
+    "jira",
+    "pagerduty",
+    "postgres",
+    "registry",
+    "s3",
+    "sentry",
+    "slack",
+    "stripe",
+];
+
 /// A `[packs.<name>]` server pack serving the 245 tools of
-/// tests/fixtures/catalog-200.json (`packhost-fixture-catalog`).
-pub fn catalog_section(name: &str) -> String {
-    let command = [
+/// tests/fixtures/catalog-200.json (`packhost-fixture-catalog`), or only
+/// those of one `service`.
+pub fn catalog_section(name: &str, service: Option<&str>) -> String {
+    let command: Vec<String> = [
         build_dir()
             .join("packhost-fixture-catalog")
             .display()
             .to_string(),
         concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/catalog-200.json").to_owned(),
-    ];
+    ]
+    .into_iter()
+    .chain(service.map(str::to_owned))
+    .collect();
     format!("[packs.{name}]\nkind = \"mcp\"\ncommand = {command:?}\n")
 }
 

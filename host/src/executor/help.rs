@@ -118,9 +118,9 @@ impl Executor {
 }
 
 /// Past this many characters the `run` description summarises instead of
-/// listing every signature: about 500 tokens, so that `run` and the
+/// listing every signature: about 450 tokens, so that `run` and the
 /// discovery functions stay within 1,500 tokens at any catalog size.
-const RUN_DESCRIPTION_BUDGET: usize = 2_000;
+const RUN_DESCRIPTION_BUDGET: usize = 1_800;
 
 /// Every signature, alias and snippet.
 fn full_listing(
