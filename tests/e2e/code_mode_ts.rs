@@ -241,11 +241,16 @@ async fn cancelling_mid_call_leaves_no_process() {
     let notebooks = TempDir::new().unwrap();
     let shared = TempDir::new().unwrap();
     let root = shared.path().display().to_string();
-    let host = TestHost::start(&config(
-        &notebooks,
-        &format!(", cwd_roots = [{root:?}], cwd_writable = true"),
-    ))
+    // Over HTTP, whose /metrics says when the nested call is under way.
+    let host = packhost_tests::http::HttpHost::start(
+        &config(
+            &notebooks,
+            &format!(", cwd_roots = [{root:?}], cwd_writable = true"),
+        ),
+        &[],
+    )
     .await;
+    let client = host.client(None).await.unwrap();
     let marker = shared.path().join("pgid");
     let abandoned = shared.path().join("abandoned");
     // The group id of node is its pid (it leads its group).
@@ -261,24 +266,24 @@ async fn cancelling_mid_call_leaves_no_process() {
             .unwrap()
             .clone(),
     );
-    let running = packhost_tests::schemas::call_tool(&host.client, params);
+    let running = packhost_tests::schemas::call_tool(&client, params);
+    // Both calls under way: the code's and the nested hello.sleep.
     let started = async {
-        while !marker.exists() {
+        while !host.metrics().await.contains("packhost_calls_running 2") {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     };
     tokio::select! {
         result = running => panic!("the code should still be waiting: {result:?}"),
         () = started => {}
-        () = tokio::time::sleep(Duration::from_secs(20)) => panic!("the code never started"),
+        () = tokio::time::sleep(Duration::from_secs(20)) => panic!("the nested call never started"),
     }
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Dropping the request made the client send notifications/cancelled.
     let group: u32 = std::fs::read_to_string(&marker).unwrap().parse().unwrap();
     if let Err(live) = wait_group_gone(group, Duration::from_secs(2)).await {
         panic!("node outlived its cancelled call: {live:?}");
     }
     // Its call into hello was abandoned with it.
-    // Within seconds even on a loaded machine.
     for _ in 0..250 {
         if abandoned.exists() {
             break;
@@ -290,7 +295,10 @@ async fn cancelling_mid_call_leaves_no_process() {
         "the nested hello.sleep was not abandoned"
     );
     // And the host still serves.
-    assert_eq!(ts(&host, "1 + 1").await["result"], 2);
+    let again = call(&client, "exec_ts.execute", json!({"code": "1 + 1"}))
+        .await
+        .unwrap();
+    assert_eq!(structured(&again)["result"], 2);
 }
 
 #[tokio::test]
