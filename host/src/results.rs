@@ -227,11 +227,6 @@ impl Results {
             .collect()
     }
 
-    /// The bytes of text kept now (for tests and metrics).
-    pub fn bytes(&self) -> usize {
-        lock(&self.store).bytes
-    }
-
     /// How much of a kept result its preview shows.
     fn head_chars(&self) -> usize {
         (self.config.max_result_chars / 4).clamp(200, 2000)
@@ -370,7 +365,7 @@ mod tests {
         let handles: Vec<String> = (0..10)
             .map(|_| results.keep(&ada, "t", "y".repeat(300), None).handle)
             .collect();
-        assert!(results.bytes() <= 1000);
+        assert!(lock(&results.store).bytes <= 1000);
         assert!(results.get(&ada, &handles[0]).is_none());
         assert!(results.get(&ada, &handles[9]).is_some());
         let huge = results.keep(&ada, "t", "z".repeat(5000), None);

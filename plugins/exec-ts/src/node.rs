@@ -13,7 +13,7 @@ use std::{
     io,
     path::{Path, PathBuf},
     process::Stdio,
-    sync::Arc,
+    sync::{Arc, LazyLock},
     time::{Duration, Instant},
 };
 
@@ -37,17 +37,20 @@ use tokio_util::sync::CancellationToken;
 const PRELUDE: &str = include_str!("prelude.mjs");
 
 /// `--import` of the prelude, as a `data:` URL: nothing on disk for the
-/// sandbox to open.
+/// sandbox to open. Encoded once: every node process takes it.
 fn prelude_import() -> [OsString; 2] {
-    let mut url = String::from("data:text/javascript,");
-    for byte in PRELUDE.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-_.~".contains(&byte) {
-            url.push(byte as char);
-        } else {
-            url.push_str(&format!("%{byte:02X}"));
+    static URL: LazyLock<String> = LazyLock::new(|| {
+        let mut url = String::from("data:text/javascript,");
+        for byte in PRELUDE.bytes() {
+            if byte.is_ascii_alphanumeric() || b"-_.~".contains(&byte) {
+                url.push(byte as char);
+            } else {
+                url.push_str(&format!("%{byte:02X}"));
+            }
         }
-    }
-    ["--import".into(), url.into()]
+        url
+    });
+    ["--import".into(), URL.as_str().into()]
 }
 
 /// What every run returns: `exec_ts.execute`, `exec_ts.cell_execute`,
