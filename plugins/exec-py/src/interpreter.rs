@@ -6,11 +6,13 @@
 use std::{
     collections::BTreeMap,
     io,
+    os::fd::AsFd,
     path::{Path, PathBuf},
     process::Stdio,
     sync::Arc,
 };
 
+use beneath::Dir;
 use pack_process::{ChannelPair, EnvAllowList, Limits, Policy, ProcessGroup, Python, Sandbox};
 use tempfile::TempDir;
 use tokio::net::UnixStream;
@@ -50,15 +52,16 @@ impl Launcher {
 
     /// Start an interpreter in a fresh folder of its own, with `cwd`
     /// readable (and writable with `cwd_writable`) too.
-    pub async fn start(&self, cwd: &Path, writable: bool) -> io::Result<Interpreter> {
+    pub async fn start(&self, cwd: &Dir, writable: bool) -> io::Result<Interpreter> {
         let dir = tempfile::Builder::new()
             .prefix("call-")
             .tempdir_in(&self.settings.scratch)?;
         let policy = self.policy(dir.path());
+        let cwd = cwd.as_fd().try_clone_to_owned()?;
         let policy = if writable {
-            policy.write([cwd.to_path_buf()])
+            policy.write_opened(cwd)
         } else {
-            policy.read([cwd.to_path_buf()])
+            policy.read_opened(cwd)
         };
         let confined = self
             .settings

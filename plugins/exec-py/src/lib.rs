@@ -19,6 +19,7 @@ use std::{
     time::Duration,
 };
 
+use beneath::{Dir, Links};
 use pack_process::{EnvAllowList, Limits, Mode, Python, Sandbox, WarmPool};
 use pack_sdk::{Context, Function, LogLevel, PackDef, PackError, Value, json};
 use schemars::JsonSchema;
@@ -261,40 +262,17 @@ impl ExecPy {
         })
     }
 
-    /// The `cwd` argument, checked against `cwd_roots` and resolved.
-    fn working_dir(&self, cwd: &Path) -> Result<PathBuf, PackError> {
-        let roots = || {
-            let roots: Vec<String> = self
-                .config
-                .cwd_roots
-                .iter()
-                .map(|r| r.display().to_string())
-                .collect();
-            if roots.is_empty() {
-                "none are configured".to_owned()
-            } else {
-                roots.join(", ")
+    /// The `cwd` argument, opened when it is inside a `cwd_roots` folder.
+    fn working_dir(&self, cwd: &Path) -> Result<Dir, PackError> {
+        beneath::open_inside(&self.config.cwd_roots, cwd, Links::Inside).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                return PackError::not_found(format!("`cwd` {e}"));
             }
-        };
-        let resolved = cwd.canonicalize().map_err(|e| {
-            PackError::not_found(format!("`cwd` {} cannot be used: {e}", cwd.display()))
-        })?;
-        let inside = self
-            .config
-            .cwd_roots
-            .iter()
-            .filter_map(|root| root.canonicalize().ok())
-            .any(|root| resolved.starts_with(root));
-        if inside {
-            Ok(resolved)
-        } else {
-            Err(PackError::access_denied(format!(
-                "`cwd` {} is outside the allowed folders ({})",
-                cwd.display(),
-                roots()
-            ))
-            .with_help("leave `cwd` out to run in a fresh temporary folder, or add a root to `cwd_roots` in [packs.exec_py] config"))
-        }
+            PackError::access_denied(format!("`cwd` {e}")).with_help(
+                "leave `cwd` out to run in a fresh temporary folder, or add a root to \
+                 `cwd_roots` in [packs.exec_py] config",
+            )
+        })
     }
 }
 
@@ -316,7 +294,7 @@ async fn run(state: Arc<ExecPy>, args: RunArgs, ctx: Context) -> Result<RunOutpu
     let own = interpreter.dir.path();
     let request = call::Request {
         code: args.code,
-        cwd: cwd.as_deref().unwrap_or(own).display().to_string(),
+        cwd: cwd.as_ref().map_or(own, Dir::path).display().to_string(),
         tmpdir: own.display().to_string(),
         bindings: args
             .bridge

@@ -17,9 +17,9 @@
 //! `cell_list`, `cell_delete`, `cell_execute`; `npm_install`.
 
 pub mod answer;
-pub mod beneath;
 pub mod node;
 pub mod notebook;
+pub mod scratch;
 pub mod srcmd;
 pub mod strip;
 pub mod typecheck;
@@ -27,11 +27,13 @@ pub mod typecheck;
 use std::{
     collections::BTreeMap,
     ffi::OsString,
+    os::fd::OwnedFd,
     path::{Path, PathBuf},
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
+use beneath::Links;
 use pack_process::{EnvAllowList, Limits, Mode, Network, Sandbox};
 use pack_sdk::{
     Context, Empty, Function, Host, LogLevel, PackDef, PackError, codes, json,
@@ -43,6 +45,7 @@ use serde::{Deserialize, Serialize};
 use crate::{
     node::{Confinement, ExecOutput, Runner, Tools},
     notebook::{CellKind, CellMeta, Language, Notebooks, SessionMeta, cell_not_found},
+    scratch::Scratch,
     strip::strip_types,
     typecheck::Checker,
 };
@@ -257,37 +260,24 @@ impl State {
         })
     }
 
-    /// `path` resolved, when it is inside a `cwd_roots` folder; else an
-    /// `ACCESS_DENIED` naming `what`, the roots and `way_out`.
-    fn inside_roots(&self, what: &str, path: &Path, way_out: &str) -> Result<PathBuf, PackError> {
-        let resolved = path.canonicalize().map_err(|e| {
-            PackError::not_found(format!("{what} {} cannot be used: {e}", path.display()))
-        })?;
-        let inside = self
-            .cwd_roots
-            .iter()
-            .filter_map(|root| root.canonicalize().ok())
-            .any(|root| resolved.starts_with(root));
-        if inside {
-            return Ok(resolved);
-        }
-        let roots: Vec<String> = self
-            .cwd_roots
-            .iter()
-            .map(|r| r.display().to_string())
-            .collect();
-        let roots = if roots.is_empty() {
-            "none are configured".to_owned()
-        } else {
-            roots.join(", ")
-        };
-        Err(PackError::access_denied(format!(
-            "{what} {} is outside the allowed folders ({roots})",
-            path.display()
-        ))
-        .with_help(format!(
-            "{way_out}, or add a root to `cwd_roots` in [packs.exec_ts] config"
-        )))
+    /// `path`, opened by `open` (see [`beneath::open_inside`]), when it is
+    /// inside a `cwd_roots` folder; else an `ACCESS_DENIED` naming `what`,
+    /// the roots and `way_out`.
+    fn inside_roots<T>(
+        &self,
+        what: &str,
+        path: &Path,
+        way_out: &str,
+        open: fn(&[PathBuf], &Path, Links) -> std::io::Result<T>,
+    ) -> Result<T, PackError> {
+        open(&self.cwd_roots, path, Links::Inside).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                return PackError::not_found(format!("{what} {e}"));
+            }
+            PackError::access_denied(format!("{what} {e}")).with_help(format!(
+                "{way_out}, or add a root to `cwd_roots` in [packs.exec_ts] config"
+            ))
+        })
     }
 
     fn locked<T>(&self, work: impl FnOnce(&Notebooks) -> T) -> T {
@@ -369,6 +359,7 @@ async fn execute(
                 "`cwd`",
                 &path,
                 "leave `cwd` out to run in a fresh empty directory",
+                beneath::open_inside,
             )?)
         }
     };
@@ -408,7 +399,7 @@ async fn execute(
         .runner
         .run_module(
             js,
-            cwd.as_deref().map(|cwd| (cwd, state.cwd_writable)),
+            cwd.as_ref().map(|cwd| (cwd, state.cwd_writable)),
             &env,
             timeout,
             started,
@@ -791,7 +782,8 @@ async fn cell_delete(
             meta.cells.retain(|c| c.id != cell.id);
             nb.save(&meta)?;
             if let Some(filename) = &cell.filename {
-                let _ = beneath::remove_file(&nb.dir(&meta.id), Notebooks::cell_file(filename));
+                let _ = notebook::session_dir(&nb.dir(&meta.id))
+                    .map(|dir| dir.remove_file(Notebooks::cell_file(filename)));
             }
             Ok(CellDeleted {
                 session_id: meta.id,
@@ -854,20 +846,25 @@ fn build(
     nb: &Notebooks,
     meta: &SessionMeta,
     cell: &CellMeta,
-) -> Result<Result<(beneath::Scratch, PathBuf), String>, PackError> {
+) -> Result<Result<(Scratch, PathBuf), String>, PackError> {
     let dir = nb.dir(&meta.id);
     let hidden = Path::new(".packhost");
-    beneath::create_dir_all(&dir, hidden).map_err(|e| notebook::io_error(&dir.join(hidden), e))?;
+    let session = notebook::session_dir(&dir)?;
+    session
+        .create_dir_all(hidden)
+        .map_err(|e| notebook::io_error(&dir.join(hidden), e))?;
     for (name, content) in [("loader.mjs", LOADER_MJS), ("register.mjs", REGISTER_MJS)] {
         let path = hidden.join(name);
-        if beneath::read(&dir, &path).ok().as_deref() != Some(content) {
+        if session.read_to_string(&path).ok().as_deref() != Some(content) {
             notebook::write(&dir, &path, content)?;
         }
     }
-    let run = beneath::Scratch::new(&dir, ".packhost", "run-")
+    let run = Scratch::new(&dir, ".packhost", "run-")
         .map_err(|e| notebook::io_error(&dir.join(hidden), e))?;
     let src = run.rel().join("src");
-    beneath::create_dir_all(&dir, &src).map_err(|e| notebook::io_error(&dir.join(&src), e))?;
+    session
+        .create_dir_all(&src)
+        .map_err(|e| notebook::io_error(&dir.join(&src), e))?;
     let mut entry = None;
     for c in meta.cells.iter().filter(|c| c.kind == CellKind::Code) {
         let Some(filename) = &c.filename else {
@@ -979,7 +976,7 @@ async fn session_export(
         state.locked(|nb| {
             let meta = nb.load(&args.session_id, &owner)?;
             let dir = nb.dir(&meta.id);
-            let package_json = beneath::read(&dir, "package.json").ok();
+            let package_json = notebook::read(&dir, "package.json").ok();
             let cells = meta
                 .cells
                 .iter()
@@ -1148,7 +1145,7 @@ async fn npm_install(
     })
     .await?;
     // npm reads a local package where it is: only inside `cwd_roots`.
-    let local: Vec<PathBuf> = args
+    let local: Vec<OwnedFd> = args
         .packages
         .iter()
         .filter_map(|spec| {
@@ -1158,6 +1155,7 @@ async fn npm_install(
                     "local package",
                     Path::new(path),
                     "install it from the registry",
+                    beneath::locate_inside,
                 )
             })
         })
@@ -1184,7 +1182,7 @@ async fn npm_install(
     // host user's ~/.npm, which is neither readable nor shared).
     let session = dir.clone();
     let tmp = blocking(&state, move |_| {
-        beneath::Scratch::new(&session, ".packhost", "npm-")
+        Scratch::new(&session, ".packhost", "npm-")
             .map_err(|e| notebook::io_error(&session.join(".packhost"), e))
     })
     .await?;
@@ -1194,7 +1192,7 @@ async fn npm_install(
         dir.join(".packhost/npm-cache").display().to_string(),
     );
     env.insert("npm_config_update_notifier".to_owned(), "false".to_owned());
-    let policy = state.runner.npm_policy(&dir, &local);
+    let policy = state.runner.npm_policy(&dir, local);
     state
         .runner
         .run(&npm, &npm_args, &dir, &policy, &env, timeout, started)
@@ -1591,7 +1589,7 @@ mod ownership {
     }
 
     #[tokio::test]
-    async fn owners_survive_a_restart_and_ownerless_sessions_are_the_identitys() {
+    async fn owners_survive_a_restart() {
         let root = tempfile::tempdir().unwrap();
         let pack = start(root.path(), "user");
         let created = pack
@@ -1605,22 +1603,6 @@ mod ownership {
         let pack = start(root.path(), "user");
         assert_eq!(ids(&pack, &ada()).await, [session.as_str()]);
         assert!(ids(&pack, &eve()).await.is_empty());
-        // A session written before owners were recorded.
-        let file = root.path().join(&session).join("session.json");
-        let mut meta: Value =
-            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-        meta.as_object_mut().unwrap().remove("owner");
-        std::fs::write(&file, meta.to_string()).unwrap();
-        let identity = Owner::new("local", "root");
-        assert_eq!(ids(&pack, &identity).await, [session.as_str()]);
-        assert!(ids(&pack, &ada()).await.is_empty());
-        let args = json!({"sessionId": session});
-        let err = pack
-            .call(&ada(), "cell_list", args.clone())
-            .await
-            .unwrap_err();
-        assert_eq!(err.code(), codes::SESSION_NOT_FOUND);
-        pack.call(&identity, "cell_list", args).await.unwrap();
     }
 
     #[tokio::test]

@@ -11,12 +11,14 @@ use std::{
     collections::BTreeMap,
     ffi::OsString,
     io,
+    os::fd::{AsFd, OwnedFd},
     path::{Path, PathBuf},
     process::Stdio,
     sync::{Arc, LazyLock},
     time::{Duration, Instant},
 };
 
+use beneath::Dir;
 use pack_process::{
     Bound, ChannelPair, EnvAllowList, Exit, Finished, Limits, Network, Policy, ProcessGroup,
     Sandbox, WarmPool,
@@ -292,14 +294,14 @@ impl Launcher {
     /// `cwd` (readable, writable when its flag is set) or in that folder.
     fn start(
         &self,
-        cwd: Option<(&Path, bool)>,
+        cwd: Option<(&Dir, bool)>,
         extra: &BTreeMap<String, String>,
     ) -> io::Result<Warm> {
         let dir = TempDir::with_prefix("packhost-exec-ts-")?;
         let mut policy = code_policy(&self.runtime, dir.path(), &self.confinement);
         match cwd {
-            Some((cwd, true)) => policy = policy.write([cwd.to_path_buf()]),
-            Some((cwd, false)) => policy = policy.read([cwd.to_path_buf()]),
+            Some((cwd, true)) => policy = policy.write_opened(cwd.as_fd().try_clone_to_owned()?),
+            Some((cwd, false)) => policy = policy.read_opened(cwd.as_fd().try_clone_to_owned()?),
             None => {}
         }
         let mut confined = self
@@ -307,12 +309,15 @@ impl Launcher {
             .sandbox
             .command(&policy, &self.node)
             .map_err(io::Error::other)?;
+        confined.command.current_dir(dir.path());
+        if let Some((cwd, _)) = cwd {
+            confined.current_dir_opened(cwd.as_fd().try_clone_to_owned()?);
+        }
         let channel = ChannelPair::new()?;
         confined
             .command
             .args(prelude_import())
             .arg("--input-type=module")
-            .current_dir(cwd.map_or(dir.path(), |(cwd, _)| cwd))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -403,7 +408,7 @@ impl Runner {
     pub async fn run_module(
         &self,
         js: String,
-        cwd: Option<(&Path, bool)>,
+        cwd: Option<(&Dir, bool)>,
         env: &BTreeMap<String, String>,
         timeout: Duration,
         started: Instant,
@@ -465,16 +470,16 @@ impl Runner {
 
     /// `npm install`'s confinement: node's and npm's runtime, `session`
     /// writable, `readable` (local packages) too, npm's network.
-    pub fn npm_policy(&self, session: &Path, readable: &[PathBuf]) -> Policy {
+    pub fn npm_policy(&self, session: &Path, readable: Vec<OwnedFd>) -> Policy {
         let runtime = self
             .tools
             .node_runtime
             .iter()
             .chain(&self.tools.npm_runtime);
-        Policy::new(runtime.cloned(), session)
-            .read(readable.iter().cloned())
+        let policy = Policy::new(runtime.cloned(), session)
             .network(self.confinement.npm_network.clone())
-            .limits(self.confinement.limits.clone())
+            .limits(self.confinement.limits.clone());
+        readable.into_iter().fold(policy, Policy::read_opened)
     }
 
     /// Run `program args` in `cwd` under `policy`; the environment is the

@@ -2,28 +2,34 @@
 //! under the notebooks root,
 //!
 //! ```text
+//! <root>/.sessions/<sessionId>.json   owner, title, language, cells in order
+//!                                      (ids, filenames, markdown text): the host's
 //! <root>/<sessionId>/
-//!   session.json    title, language, cells in order (ids, filenames, markdown text)
 //!   package.json    {"type": "module", ...}: cells are ES modules; `npm_install` adds here
 //!   tsconfig.json
 //!   src/<filename>  one file per code cell
 //!   .packhost/      the loader and per-run builds (JavaScript stripped from the cells)
 //! ```
 //!
+//! What the host knows of a session (its owner, title, cells and their file
+//! names) is in `<root>/.sessions/<sessionId>.json`, outside the session's
+//! folder: code running in the session may write everything in its folder,
+//! so nothing there decides which folder, owner or file the host uses. The
+//! id is always the one asked for (checked: 1–64 of `[A-Za-z0-9_-]`, so never
+//! `..`, `/` or absolute), the folder always `<root>/<id>`. A session folder
+//! from before this layout (its metadata in its own `session.json`, which its
+//! code could have rewritten) is not a session: export it with an older
+//! packhost, or re-import its `.src.md`.
+//!
 //! Everything is read from disk on each call, so ids survive a host restart.
-//! Ids are checked before they touch a path: anything but `[A-Za-z0-9_-]`
-//! (so `../x` and absolute paths) is simply not found.
+//! Files in a session folder are read and written only through
+//! [`beneath::Dir`] with [`Links::Refused`]: no link code planted is followed.
 //!
-//! Code that runs in a session may write its folder, so the host reads and
-//! writes there only through [`crate::beneath`], which follows no link.
-//!
-//! A session belongs to the caller that created it: `session.json` records
+//! A session belongs to the caller that created it: its metadata records
 //! its `owner` (organisation and user), so owners survive restarts too. Every
 //! operation takes the caller, and a session the pack's
 //! [`Ownership`] rule does not give it is not found, exactly as an unknown id
-//! (listings and error messages name only the caller's own). A session
-//! written before owners were recorded has none and belongs to the host's
-//! `[identity]`.
+//! (listings and error messages name only the caller's own).
 
 use std::{
     fs,
@@ -34,9 +40,9 @@ use std::{
     time::{SystemTime, UNIX_EPOCH},
 };
 
-use crate::beneath;
+use beneath::{Dir, Links};
 use pack_sdk::{
-    Context, PackError, Value, codes,
+    Context, PackError, codes,
     owned::{Kind, Limits, Owner, Ownership},
 };
 use schemars::JsonSchema;
@@ -82,15 +88,14 @@ impl Language {
     }
 }
 
-/// What `session.json` holds.
+/// What the host keeps of a session (`.sessions/<id>.json`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SessionMeta {
-    /// The session id (its directory name).
+    /// The session id (its directory name): the id asked for, never read.
+    #[serde(skip)]
     pub id: String,
-    /// Who created it; none in sessions from before owners were recorded
-    /// (those belong to the host's `[identity]`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub owner: Option<Owner>,
+    /// Who created it.
+    pub owner: Owner,
     /// A title, shown in listings and exports.
     pub title: String,
     /// The language of new cells without filename or language.
@@ -213,10 +218,13 @@ pub const TSCONFIG_JSON: &str = r#"{
 }
 "#;
 
+/// The folder of the host's session metadata, beside the session folders
+/// (not a valid id, so never one of them).
+const META_DIR: &str = ".sessions";
+
 impl Notebooks {
-    /// Sessions under `root` (created when the first session is), shared
-    /// as `ownership` says.
-    /// Sessions under `root`; a limit of 0 is refused, naming its key.
+    /// Sessions under `root`, shared as `ownership` says; a limit of 0 is
+    /// refused, naming its key.
     pub fn new(root: PathBuf, ownership: Ownership, limits: Limits) -> Result<Self, PackError> {
         limits.validate(&sessions())?;
         Ok(Self {
@@ -236,16 +244,24 @@ impl Notebooks {
         &self.root
     }
 
-    /// The directory of session `id` (unchecked).
+    /// The directory of session `id` (an id [`load`](Self::load) checked).
     pub fn dir(&self, id: &str) -> PathBuf {
         self.root.join(id)
+    }
+
+    /// The host's metadata file of session `id`.
+    fn meta_path(&self, id: &str) -> PathBuf {
+        self.root.join(META_DIR).join(format!("{id}.json"))
     }
 
     /// The ids of the sessions `caller` may use, sorted.
     pub fn ids(&self, caller: &Owner) -> Vec<String> {
         let mut ids: Vec<String> = self
             .all_ids()
-            .filter(|id| self.allowed(id, caller))
+            .filter(|id| {
+                self.read_meta(id)
+                    .is_ok_and(|meta| self.allowed(&meta, caller))
+            })
             .collect();
         ids.sort();
         ids
@@ -253,12 +269,15 @@ impl Notebooks {
 
     /// Every session's id, whoever owns it.
     fn all_ids(&self) -> impl Iterator<Item = String> {
-        fs::read_dir(&self.root)
+        fs::read_dir(self.root.join(META_DIR))
             .into_iter()
             .flatten()
             .flatten()
-            .filter_map(|entry| entry.file_name().into_string().ok())
-            .filter(|id| valid_id(id))
+            .filter_map(|entry| {
+                let name = entry.file_name().into_string().ok()?;
+                let id = name.strip_suffix(".json")?;
+                valid_id(id).then(|| id.to_owned())
+            })
     }
 
     /// `SESSION_NOT_FOUND` for `id`, listing the sessions `caller` may use.
@@ -275,38 +294,38 @@ impl Notebooks {
         )
     }
 
-    /// Whether session `id` exists and `caller` may use it: its recorded
-    /// owner, read alone (a file that is not JSON has none).
-    fn allowed(&self, id: &str, caller: &Owner) -> bool {
-        let Ok(text) = beneath::read(&self.dir(id), "session.json") else {
-            return false;
-        };
-        let owner = serde_json::from_str::<Value>(&text)
-            .ok()
-            .and_then(|mut meta| serde_json::from_value(meta.get_mut("owner")?.take()).ok());
-        self.ownership.allows(owner.as_ref(), caller)
+    fn allowed(&self, meta: &SessionMeta, caller: &Owner) -> bool {
+        self.ownership.allows(Some(&meta.owner), caller)
     }
 
-    /// Read session `id`'s metadata, if `caller` may use it; else
-    /// `SESSION_NOT_FOUND`, as for an id that does not exist.
-    pub fn load(&self, id: &str, caller: &Owner) -> Result<SessionMeta, PackError> {
-        let not_found =
-            || PackError::new(codes::SESSION_NOT_FOUND, self.session_not_found(id, caller));
-        if !valid_id(id) || !self.allowed(id, caller) {
-            return Err(not_found());
-        }
-        let path = self.dir(id).join("session.json");
-        let text = match beneath::read(&self.dir(id), "session.json") {
-            Ok(text) => text,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(not_found()),
-            Err(e) => return Err(io_error(&path, e)),
-        };
-        serde_json::from_str(&text).map_err(|e| {
+    /// Session `id`'s metadata as the host wrote it, whoever owns it.
+    fn read_meta(&self, id: &str) -> Result<SessionMeta, PackError> {
+        let path = self.meta_path(id);
+        let text = fs::read_to_string(&path).map_err(|e| io_error(&path, e))?;
+        let mut meta: SessionMeta = serde_json::from_str(&text).map_err(|e| {
             PackError::internal(format!(
                 "{} is not a valid session file: {e}",
                 path.display()
             ))
-        })
+        })?;
+        meta.id = id.to_owned();
+        Ok(meta)
+    }
+
+    /// Session `id`'s metadata, if `caller` may use it; else
+    /// `SESSION_NOT_FOUND`, as for an id that does not exist.
+    pub fn load(&self, id: &str, caller: &Owner) -> Result<SessionMeta, PackError> {
+        let not_found =
+            || PackError::new(codes::SESSION_NOT_FOUND, self.session_not_found(id, caller));
+        if !valid_id(id) {
+            return Err(not_found());
+        }
+        match self.read_meta(id) {
+            Ok(meta) if self.allowed(&meta, caller) => Ok(meta),
+            Ok(_) => Err(not_found()),
+            Err(_) if !self.meta_path(id).exists() => Err(not_found()),
+            Err(e) => Err(e),
+        }
     }
 
     /// The sessions `caller` may use, by id (unreadable ones left out).
@@ -319,12 +338,11 @@ impl Notebooks {
 
     /// Write session metadata (atomically: a crash never leaves half a file).
     pub fn save(&self, meta: &SessionMeta) -> Result<(), PackError> {
-        let dir = self.dir(&meta.id);
+        let path = self.meta_path(&meta.id);
+        let tmp = path.with_extension("json.tmp");
         let json = serde_json::to_string_pretty(meta).expect("session metadata is JSON");
-        write(&dir, ".session.json.tmp", &(json + "\n"))?;
-        // A rename replaces a link in the way; it never follows one.
-        let path = dir.join("session.json");
-        fs::rename(dir.join(".session.json.tmp"), &path).map_err(|e| io_error(&path, e))
+        fs::write(&tmp, json + "\n").map_err(|e| io_error(&tmp, e))?;
+        fs::rename(&tmp, &path).map_err(|e| io_error(&path, e))
     }
 
     /// Create a new session directory with its files, owned by `owner`.
@@ -344,6 +362,8 @@ impl Notebooks {
             mine.len(),
             self.all_ids().count(),
         )?;
+        let meta_dir = self.root.join(META_DIR);
+        fs::create_dir_all(&meta_dir).map_err(|e| io_error(&meta_dir, e))?;
         let id = new_id("s");
         let dir = self.dir(&id);
         fs::create_dir_all(dir.join("src")).map_err(|e| io_error(&dir, e))?;
@@ -351,7 +371,7 @@ impl Notebooks {
         write(&dir, "tsconfig.json", TSCONFIG_JSON)?;
         let meta = SessionMeta {
             id,
-            owner: Some(owner.clone()),
+            owner: owner.clone(),
             title: title.to_owned(),
             language,
             cells: Vec::new(),
@@ -362,9 +382,12 @@ impl Notebooks {
 
     /// Remove session `id` of `caller` and everything in its directory.
     pub fn delete(&self, id: &str, caller: &Owner) -> Result<(), PackError> {
-        self.load(id, caller)?;
-        let dir = self.dir(id);
-        fs::remove_dir_all(&dir).map_err(|e| io_error(&dir, e))
+        let meta = self.load(id, caller)?;
+        let path = self.meta_path(&meta.id);
+        fs::remove_file(&path).map_err(|e| io_error(&path, e))?;
+        let root = Dir::open(&self.root, Links::Refused).map_err(|e| io_error(&self.root, e))?;
+        root.remove_dir_all(&meta.id)
+            .map_err(|e| io_error(&self.dir(&meta.id), e))
     }
 
     /// The source file of a code cell, in its session's folder.
@@ -399,18 +422,27 @@ pub fn cell_not_found(meta: &SessionMeta, cell: &str) -> String {
     format!("session `{}` has no cell `{cell}` ({existing})", meta.id)
 }
 
+/// The session folder `dir`, where code may have planted links.
+pub fn session_dir(dir: &Path) -> Result<Dir, PackError> {
+    Dir::open(dir, Links::Refused).map_err(|e| io_error(dir, e))
+}
+
 /// Write `rel` in the session folder `dir` (following no link), naming it
 /// in the error.
 pub fn write(dir: &Path, rel: impl AsRef<Path>, content: &str) -> Result<(), PackError> {
     let rel = rel.as_ref();
-    beneath::write(dir, rel, content).map_err(|e| io_error(&dir.join(rel), e))
+    session_dir(dir)?
+        .write(rel, content)
+        .map_err(|e| io_error(&dir.join(rel), e))
 }
 
 /// Read `rel` in the session folder `dir` (following no link), naming it in
 /// the error.
 pub fn read(dir: &Path, rel: impl AsRef<Path>) -> Result<String, PackError> {
     let rel = rel.as_ref();
-    beneath::read(dir, rel).map_err(|e| io_error(&dir.join(rel), e))
+    session_dir(dir)?
+        .read_to_string(rel)
+        .map_err(|e| io_error(&dir.join(rel), e))
 }
 
 /// An I/O failure naming the path.
@@ -481,14 +513,14 @@ mod tests {
         // A second value over the same root: nothing is cached.
         let again = notebooks(root.path(), Share::User);
         assert_eq!(again.load(&meta.id, &ada).unwrap().title, "t");
-        assert_eq!(again.load(&meta.id, &ada).unwrap().owner, Some(ada.clone()));
+        assert_eq!(again.load(&meta.id, &ada).unwrap().owner, ada);
         let err = again.load("../x", &ada).unwrap_err();
         assert_eq!(err.code(), codes::SESSION_NOT_FOUND);
         assert!(err.message().contains(&meta.id), "{err}");
     }
 
     #[test]
-    fn a_session_is_its_owners_alone_and_an_ownerless_one_the_identitys() {
+    fn a_session_is_its_owners_alone() {
         let root = tempfile::tempdir().unwrap();
         let nb = notebooks(root.path(), Share::User);
         let (ada, bob, eve) = (
@@ -518,22 +550,43 @@ mod tests {
             notebooks(root.path(), Share::Org).ids(&bob),
             [theirs.id.as_str()]
         );
-        // A session.json from before owners: the host's identity's alone.
-        let mut old = nb.load(&theirs.id, &ada).unwrap();
-        old.owner = None;
-        nb.save(&old).unwrap();
-        let local = Owner::new("local", "local");
-        assert!(nb.load(&old.id, &ada).is_err());
-        assert_eq!(nb.load(&old.id, &local).unwrap().title, "a");
-        // One that is not JSON has no owner either.
-        fs::write(nb.dir(&mine.id).join("session.json"), "{").unwrap();
+    }
+
+    #[test]
+    fn what_code_writes_in_its_folder_decides_nothing() {
+        let root = tempfile::tempdir().unwrap();
+        let nb = notebooks(root.path(), Share::User);
+        let (ada, eve) = (Owner::new("acme", "ada"), Owner::new("evil", "eve"));
+        let theirs = nb
+            .create("a", Language::Typescript, PACKAGE_JSON, &ada)
+            .unwrap();
+        let mine = nb
+            .create("e", Language::Typescript, PACKAGE_JSON, &eve)
+            .unwrap();
+        // Eve's code rewrites a session file in its own folder: another id,
+        // another owner, a cell outside.
+        let forged = serde_json::json!({
+            "id": theirs.id, "owner": {"org": "acme", "user": "ada"}, "title": "x",
+            "language": "typescript",
+            "cells": [{"id": "cpwn", "type": "code", "filename": "../../x.js"}],
+        });
+        fs::write(nb.dir(&mine.id).join("session.json"), forged.to_string()).unwrap();
+        let meta = nb.load(&mine.id, &eve).unwrap();
         assert_eq!(
-            nb.load(&mine.id, &eve).unwrap_err().code(),
-            codes::SESSION_NOT_FOUND
+            (meta.id.as_str(), meta.title.as_str()),
+            (mine.id.as_str(), "e")
         );
-        assert_eq!(
-            nb.load(&mine.id, &local).unwrap_err().code(),
-            codes::INTERNAL
-        );
+        assert!(meta.cells.is_empty());
+        assert_eq!(nb.ids(&eve), [mine.id.as_str()]);
+        // A folder without the host's metadata is no session, whatever it holds.
+        fs::create_dir(nb.dir("splanted")).unwrap();
+        fs::write(nb.dir("splanted").join("session.json"), forged.to_string()).unwrap();
+        for caller in [&ada, &eve] {
+            assert!(!nb.ids(caller).contains(&"splanted".to_owned()));
+            assert_eq!(
+                nb.load("splanted", caller).unwrap_err().code(),
+                codes::SESSION_NOT_FOUND
+            );
+        }
     }
 }

@@ -6,7 +6,11 @@
 
 use std::{
     ffi::OsString,
-    os::unix::process::CommandExt,
+    fs::File,
+    os::{
+        fd::{FromRawFd, OwnedFd},
+        unix::process::CommandExt,
+    },
     path::{Path, PathBuf},
 };
 
@@ -38,6 +42,15 @@ pub(crate) struct Launch {
     pub policy: Policy,
     /// `cgroup.procs` files to join before confining.
     pub cgroups: Vec<PathBuf>,
+    /// The policy's opened folders and files, as the descriptors it inherits.
+    pub granted: Vec<Granted>,
+}
+
+/// An inherited descriptor the helper grants access beneath, then closes.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct Granted {
+    pub fd: i32,
+    pub write: bool,
 }
 
 /// In the host's `main`, before anything else (no threads yet): when this
@@ -72,7 +85,7 @@ fn launch(args: Vec<OsString>) -> Result<Never, String> {
     }
     set_rlimits(&launch)?;
     drop_capabilities()?;
-    landlock(&launch.policy)?;
+    landlock(&launch)?;
     seccomp::apply(&launch.policy.network)?;
     let error = std::process::Command::new(&program).args(rest).exec();
     Err(format!(
@@ -146,7 +159,8 @@ fn drop_capabilities() -> Result<(), String> {
 /// Files only where they are named; the network as the policy says; no
 /// signal to and no abstract socket of any process outside the sandbox.
 /// Also sets `no_new_privs`, so set-uid binaries are inert.
-fn landlock(policy: &Policy) -> Result<(), String> {
+fn landlock(launch: &Launch) -> Result<(), String> {
+    let policy = &launch.policy;
     let abi = LANDLOCK_ABI;
     let failed = |e: landlock::RulesetError| format!("Landlock (ABI {}): {e}", abi as i32);
     let read = AccessFs::from_read(abi);
@@ -179,6 +193,32 @@ fn landlock(policy: &Policy) -> Result<(), String> {
                 .add_rule(PathBeneath::new(fd, access))
                 .map_err(|e| format!("Landlock rule for {}: {e}", path.display()))?;
         }
+    }
+    for granted in &launch.granted {
+        // SAFETY: the pack passed this descriptor for us alone; it is
+        // closed here, so the program never holds it.
+        let fd = unsafe { OwnedFd::from_raw_fd(granted.fd) };
+        let is_dir = File::from(
+            fd.try_clone()
+                .map_err(|e| format!("granted descriptor {}: {e}", granted.fd))?,
+        )
+        .metadata()
+        .map_err(|e| format!("granted descriptor {}: {e}", granted.fd))?
+        .is_dir();
+        let access = if granted.write {
+            AccessFs::from_all(abi)
+        } else {
+            read
+        };
+        let access = if is_dir {
+            access
+        } else {
+            access & AccessFs::from_file(abi)
+        };
+        created = created
+            .set_compatibility(CompatLevel::HardRequirement)
+            .add_rule(PathBeneath::new(fd, access))
+            .map_err(|e| format!("Landlock rule for descriptor {}: {e}", granted.fd))?;
     }
     if let Network::Listen(ports) = &policy.network {
         for port in ports {

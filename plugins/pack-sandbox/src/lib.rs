@@ -24,18 +24,22 @@ mod seccomp;
 
 use std::{
     ffi::OsStr,
-    fmt,
+    fmt, io,
+    os::fd::{AsFd, AsRawFd, OwnedFd},
     path::{Path, PathBuf},
     sync::OnceLock,
 };
 
 pub use cgroup::Cgroup;
 pub use helper::{LANDLOCK_ABI, SETUP_FAILED, SETUP_FAILED_PREFIX, run_if_invoked};
-pub use policy::{Limits, Mode, Network, Policy, check_settings};
+pub use policy::{Limits, Mode, Network, Opened, Policy, check_settings};
 pub use python::Python;
 pub use report::Report;
 
-use crate::{cgroup::Cgroups, helper::Launch};
+use crate::{
+    cgroup::Cgroups,
+    helper::{Granted, Launch},
+};
 
 /// A bound a confined child passed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +88,17 @@ impl fmt::Display for Bound {
     }
 }
 
+/// A close-on-exec copy of `fd` numbered `min` or above.
+fn above(fd: impl AsFd, min: libc::c_int) -> io::Result<OwnedFd> {
+    // SAFETY: F_DUPFD_CLOEXEC returns a new descriptor (owned below) or -1.
+    let copy = unsafe { libc::fcntl(fd.as_fd().as_raw_fd(), libc::F_DUPFD_CLOEXEC, min) };
+    if copy < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor nothing else owns.
+    Ok(unsafe { std::os::fd::FromRawFd::from_raw_fd(copy) })
+}
+
 /// A pack's sandbox: its mode, the helper, and the machine's cgroups.
 pub struct Sandbox {
     mode: Mode,
@@ -101,6 +116,29 @@ pub struct Confined {
     /// The child's own cgroup, where the machine has them.
     pub cgroup: Option<Cgroup>,
 }
+
+impl Confined {
+    /// Start in the folder `dir` the pack opened (instead of
+    /// `current_dir`, which goes by a name code may have redirected).
+    pub fn current_dir_opened(&mut self, dir: impl Into<OwnedFd>) {
+        let dir: OwnedFd = dir.into();
+        // SAFETY: fchdir is async-signal-safe; it runs after the command's
+        // own chdir, so this one wins.
+        unsafe {
+            self.command.pre_exec(move || {
+                if libc::fchdir(dir.as_raw_fd()) == 0 {
+                    Ok(())
+                } else {
+                    Err(io::Error::last_os_error())
+                }
+            });
+        }
+    }
+}
+
+/// The lowest descriptor an opened grant is passed as: above those a pack
+/// puts in place for its child (its channel is fd 3).
+const FIRST_GRANTED_FD: libc::c_int = 100;
 
 impl Sandbox {
     /// A sandbox in `mode`, with the running binary as its helper (the host
@@ -140,9 +178,21 @@ impl Sandbox {
             });
         }
         let cgroup = self.cgroup(&policy.limits)?;
+        let mut passed = Vec::new();
+        let mut granted = Vec::new();
+        for opened in &policy.opened {
+            let fd = above(opened.fd.as_fd(), FIRST_GRANTED_FD)
+                .map_err(|e| format!("cannot pass an opened folder to the sandbox: {e}"))?;
+            granted.push(Granted {
+                fd: fd.as_raw_fd(),
+                write: opened.write,
+            });
+            passed.push(fd);
+        }
         let launch = Launch {
             policy: policy.clone(),
             cgroups: cgroup.iter().flat_map(Cgroup::procs_files).collect(),
+            granted,
         };
         let launch = serde_json::to_string(&launch).map_err(|e| e.to_string())?;
         let mut command = tokio::process::Command::new(&self.helper);
@@ -150,6 +200,20 @@ impl Sandbox {
             .arg(helper::ARG)
             .arg(launch)
             .arg(OsStr::new(program));
+        if !passed.is_empty() {
+            // SAFETY: fcntl is async-signal-safe; the helper closes them
+            // once its rules are made.
+            unsafe {
+                command.pre_exec(move || {
+                    for fd in &passed {
+                        if libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, 0) < 0 {
+                            return Err(io::Error::last_os_error());
+                        }
+                    }
+                    Ok(())
+                });
+            }
+        }
         Ok(Confined { command, cgroup })
     }
 

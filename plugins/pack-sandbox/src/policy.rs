@@ -1,7 +1,11 @@
 //! What a confined child may do: the policy a pack hands to the sandbox,
 //! and the settings a pack's config gives it.
 
-use std::path::{Path, PathBuf};
+use std::{
+    os::fd::OwnedFd,
+    path::{Path, PathBuf},
+    sync::Arc,
+};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -106,6 +110,9 @@ pub struct Policy {
     pub read: Vec<PathBuf>,
     /// Folders and files it may also write, create and remove in.
     pub write: Vec<PathBuf>,
+    /// Folders and files the pack opened itself, granted by descriptor.
+    #[serde(skip)]
+    pub opened: Vec<Opened>,
     /// Its network.
     pub network: Network,
     /// Its bounds.
@@ -164,6 +171,7 @@ impl Policy {
         Self {
             read,
             write,
+            opened: Vec::new(),
             network: Network::None,
             limits: Limits::default(),
         }
@@ -181,6 +189,18 @@ impl Policy {
         self
     }
 
+    /// Also readable: a folder or file the pack opened (see [`Opened`]).
+    pub fn read_opened(mut self, opened: impl Into<OwnedFd>) -> Self {
+        self.opened.push(Opened::new(opened.into(), false));
+        self
+    }
+
+    /// Also writable: a folder or file the pack opened (see [`Opened`]).
+    pub fn write_opened(mut self, opened: impl Into<OwnedFd>) -> Self {
+        self.opened.push(Opened::new(opened.into(), true));
+        self
+    }
+
     /// With this network.
     pub fn network(mut self, network: Network) -> Self {
         self.network = network;
@@ -193,6 +213,33 @@ impl Policy {
         self
     }
 }
+
+/// A folder or file granted by the descriptor the pack opened it with
+/// (beneath a root it trusts, e.g. with the `beneath` crate), not by name:
+/// where code can rename what is on the way, a name checked and then opened
+/// again by the sandbox could lead elsewhere, a descriptor cannot.
+#[derive(Debug, Clone)]
+pub struct Opened {
+    pub(crate) fd: Arc<OwnedFd>,
+    pub(crate) write: bool,
+}
+
+impl Opened {
+    fn new(fd: OwnedFd, write: bool) -> Self {
+        Self {
+            fd: Arc::new(fd),
+            write,
+        }
+    }
+}
+
+impl PartialEq for Opened {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.fd, &other.fd) && self.write == other.write
+    }
+}
+
+impl Eq for Opened {}
 
 #[cfg(test)]
 mod tests {

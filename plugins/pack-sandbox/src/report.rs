@@ -74,6 +74,7 @@ fn run_true(helper: &Path) -> Result<(), String> {
     let launch = Launch {
         policy: Policy::new([], &work).network(Network::None),
         cgroups: Vec::new(),
+        granted: Vec::new(),
     };
     let launch = serde_json::to_string(&launch).map_err(|e| e.to_string())?;
     let output = std::process::Command::new(helper)

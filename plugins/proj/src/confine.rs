@@ -1,28 +1,33 @@
 //! The one rule for caller-supplied paths: they stay under their project root.
 //!
-//! Every function that takes a path goes through [`confine`], so the rule
-//! lives in one place: relative paths only, no `..`, and no symlink (anywhere
-//! along the path, dangling or not) that leads outside the canonical root.
+//! Every function that takes a path goes through [`confine`]: relative paths
+//! only, no `..`. The project root is opened once and every path is then
+//! resolved beneath it by the kernel ([`beneath`]), which refuses any
+//! symbolic link (anywhere along the path, dangling or not) that leads
+//! outside, and what was resolved is used through its descriptor: code that
+//! may write the project cannot swap a checked folder for a link in between.
 
 use std::{
-    collections::VecDeque,
-    fs, io,
+    fs::File,
+    io,
     path::{Component, Path, PathBuf},
 };
 
+use beneath::{Dir, Links};
 use pack_sdk::PackError;
 
-/// How many symlinks one path may pass through (Linux's own limit).
-const MAX_SYMLINK_HOPS: usize = 40;
-
-/// A path that was checked to stay inside its root.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A path that was checked to stay inside its root, with the root open.
+#[derive(Debug)]
 pub struct Confined {
-    /// The configured root joined with [`rel`](Self::rel). Symlinks are left
-    /// in place so callers see the path they asked for.
+    /// The project root, opened.
+    root: Dir,
+    /// The configured root joined with [`rel`](Self::rel), to show. Symlinks
+    /// are left in place so callers see the path they asked for.
     pub path: PathBuf,
     /// The cleaned relative path, `/`-separated; empty for the root itself.
     pub rel: String,
+    /// The project's name, for messages.
+    project: String,
 }
 
 impl Confined {
@@ -30,13 +35,69 @@ impl Confined {
     pub fn shown(&self) -> &str {
         if self.rel.is_empty() { "." } else { &self.rel }
     }
+
+    /// The project root, opened.
+    pub fn root(&self) -> &Dir {
+        &self.root
+    }
+
+    /// The file, opened beneath the root for reading (not blocking on a
+    /// FIFO: check its metadata first).
+    pub fn open_file(&self) -> Result<File, PackError> {
+        self.root.open_file(&self.rel).map_err(|e| self.refused(e))
+    }
+
+    /// The folder, opened beneath the root.
+    pub fn open_dir(&self) -> Result<Dir, PackError> {
+        self.root.open_dir(&self.rel).map_err(|e| self.refused(e))
+    }
+
+    /// Check that what exists of the path resolves beneath the root; the
+    /// rest may be missing (a path to create).
+    pub fn check(&self) -> Result<(), PackError> {
+        let mut existing = Path::new(&self.rel);
+        loop {
+            match self.root.locate(existing) {
+                Ok(_) => return Ok(()),
+                Err(e) if missing(&e) => match existing.parent() {
+                    Some(parent) => existing = parent,
+                    None => return Ok(()),
+                },
+                Err(e) => return Err(self.refused(e)),
+            }
+        }
+    }
+
+    /// A failure to open the path: not found, or denied saying why.
+    fn refused(&self, e: io::Error) -> PackError {
+        if missing(&e) {
+            return PackError::not_found(format!(
+                "`{}` does not exist in project `{}`",
+                self.shown(),
+                self.project
+            ))
+            .with_help("list directories with `proj.ls` or search with `proj.grep`");
+        }
+        match e.kind() {
+            io::ErrorKind::PermissionDenied => {
+                PackError::access_denied(format!("path `{}`: {e}", self.shown()))
+                    .with_help("only files under the project root are reachable")
+            }
+            _ => PackError::from(e),
+        }
+    }
 }
 
-/// Check that `sub` (relative to `root`) stays inside `root`, and return it
-/// joined to `root`. The path need not exist; the deepest part that does is
-/// resolved physically (symlinks followed) and must stay under the canonical
-/// root, and so must any symlink target along the way.
-pub fn confine(root: &Path, sub: &str) -> Result<Confined, PackError> {
+fn missing(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+    )
+}
+
+/// Check that `sub` (relative to the root of `project`) is a plain relative
+/// path, and open the root.
+pub fn confine(project: &str, root: &Path, sub: &str) -> Result<Confined, PackError> {
     let mut parts = Vec::new();
     for component in Path::new(sub).components() {
         match component {
@@ -57,93 +118,35 @@ pub fn confine(root: &Path, sub: &str) -> Result<Confined, PackError> {
         }
     }
     let rel = parts.join("/");
-
-    let canonical_root = fs::canonicalize(root).map_err(|e| match e.kind() {
+    let opened = Dir::open(root, Links::Inside).map_err(|e| match e.kind() {
         io::ErrorKind::NotFound => {
             PackError::not_found(format!("project root `{}` does not exist", root.display()))
                 .with_help("create the directory or fix its path under `[projects]` in packs.toml")
         }
-        _ => PackError::from(e),
-    })?;
-    if !canonical_root.is_dir() {
-        return Err(PackError::not_found(format!(
+        io::ErrorKind::NotADirectory => PackError::not_found(format!(
             "project root `{}` is not a directory",
             root.display()
         ))
-        .with_help("point the project at a directory under `[projects]` in packs.toml"));
-    }
-
-    let resolved = resolve_physical(&canonical_root, Path::new(&rel)).map_err(|e| {
-        PackError::access_denied(format!("cannot resolve path `{rel}` safely: {e}"))
+        .with_help("point the project at a directory under `[projects]` in packs.toml"),
+        _ => PackError::from(e),
     })?;
-    if !resolved.starts_with(&canonical_root) {
-        return Err(PackError::access_denied(format!(
-            "path `{rel}` leads through a symlink to `{}`, outside the project root",
-            resolved.display()
-        ))
-        .with_help("only files under the project root are reachable"));
-    }
-
     // `join("")` would add a trailing slash to the root.
     let path = if rel.is_empty() {
         root.to_path_buf()
     } else {
         root.join(&rel)
     };
-    Ok(Confined { path, rel })
-}
-
-/// `base.join(rest)` with every existing symlink resolved, like `realpath`,
-/// except that a missing tail is kept as written instead of failing. This
-/// also catches dangling symlinks that point outside (a plain `canonicalize`
-/// of the deepest existing ancestor would stop before them).
-fn resolve_physical(base: &Path, rest: &Path) -> io::Result<PathBuf> {
-    let mut out = base.to_path_buf();
-    let mut pending: VecDeque<PathBuf> = rest
-        .components()
-        .map(|c| PathBuf::from(c.as_os_str()))
-        .collect();
-    let mut hops = 0;
-    while let Some(part) = pending.pop_front() {
-        match part.components().next() {
-            None | Some(Component::CurDir) => {}
-            Some(Component::ParentDir) => {
-                out.pop();
-            }
-            // Only symlink targets bring these in; pushing one replaces `out`.
-            Some(Component::RootDir | Component::Prefix(_)) => out.push(&part),
-            Some(Component::Normal(_)) => {
-                out.push(&part);
-                match fs::symlink_metadata(&out) {
-                    Ok(meta) if meta.file_type().is_symlink() => {
-                        hops += 1;
-                        if hops > MAX_SYMLINK_HOPS {
-                            return Err(io::Error::other("too many levels of symbolic links"));
-                        }
-                        let target = fs::read_link(&out)?;
-                        out.pop();
-                        for c in target.components().rev() {
-                            pending.push_front(PathBuf::from(c.as_os_str()));
-                        }
-                    }
-                    Ok(_) => {}
-                    // The rest does not exist (yet): keep it as written.
-                    Err(e)
-                        if matches!(
-                            e.kind(),
-                            io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-                        ) => {}
-                    Err(e) => return Err(e),
-                }
-            }
-        }
-    }
-    Ok(out)
+    Ok(Confined {
+        root: opened,
+        path,
+        rel,
+        project: project.to_owned(),
+    })
 }
 
 #[cfg(test)]
 mod tests {
-    use std::os::unix::fs::symlink;
+    use std::{fs, os::unix::fs::symlink};
 
     use pack_sdk::codes;
 
@@ -158,8 +161,14 @@ mod tests {
         (root, outside)
     }
 
+    fn checked(root: &Path, sub: &str) -> Result<Confined, PackError> {
+        let confined = confine("demo", root, sub)?;
+        confined.check()?;
+        Ok(confined)
+    }
+
     fn denied(root: &Path, sub: &str) -> PackError {
-        let err = confine(root, sub).expect_err(sub);
+        let err = checked(root, sub).expect_err(sub);
         assert_eq!(err.code(), codes::ACCESS_DENIED, "{sub}: {err}");
         err
     }
@@ -167,12 +176,12 @@ mod tests {
     #[test]
     fn plain_relative_paths_join_the_root() {
         let (root, _) = tree();
-        let c = confine(root.path(), "src/main.rs").unwrap();
+        let c = checked(root.path(), "src/main.rs").unwrap();
         assert_eq!(c.path, root.path().join("src/main.rs"));
         assert_eq!(c.rel, "src/main.rs");
-        let c = confine(root.path(), "./src//deep/.").unwrap();
+        let c = checked(root.path(), "./src//deep/.").unwrap();
         assert_eq!(c.rel, "src/deep");
-        let c = confine(root.path(), "").unwrap();
+        let c = checked(root.path(), "").unwrap();
         assert_eq!(c.path, root.path());
         assert_eq!(c.shown(), ".");
     }
@@ -214,6 +223,10 @@ mod tests {
         denied(root.path(), "src/secret");
         denied(root.path(), "src/deep/up");
         denied(root.path(), "src/deep/up/etc");
+        let c = confine("demo", root.path(), "src/secret").unwrap();
+        assert_eq!(c.open_file().unwrap_err().code(), codes::ACCESS_DENIED);
+        let c = confine("demo", root.path(), "out_dir").unwrap();
+        assert_eq!(c.open_dir().unwrap_err().code(), codes::ACCESS_DENIED);
     }
 
     #[test]
@@ -231,10 +244,11 @@ mod tests {
         symlink("../main.rs", root.path().join("src/deep/main")).unwrap();
         // Pointing at the root itself is still inside.
         symlink("..", root.path().join("src/root")).unwrap();
-        let c = confine(root.path(), "source/main.rs").unwrap();
+        let c = checked(root.path(), "source/main.rs").unwrap();
         assert_eq!(c.path, root.path().join("source/main.rs"));
-        confine(root.path(), "src/deep/main").unwrap();
-        confine(root.path(), "src/root/src").unwrap();
+        c.open_file().unwrap();
+        checked(root.path(), "src/deep/main").unwrap();
+        checked(root.path(), "src/root/src").unwrap();
     }
 
     #[test]
@@ -243,17 +257,19 @@ mod tests {
         let holder = tempfile::tempdir().unwrap();
         let link = holder.path().join("project");
         symlink(root.path(), &link).unwrap();
-        let c = confine(&link, "src/main.rs").unwrap();
+        let c = checked(&link, "src/main.rs").unwrap();
         assert_eq!(c.path, link.join("src/main.rs"));
+        c.open_file().unwrap();
     }
 
     #[test]
     fn nonexistent_children_are_fine() {
         let (root, _) = tree();
-        let c = confine(root.path(), "new/dir/file.txt").unwrap();
+        let c = checked(root.path(), "new/dir/file.txt").unwrap();
         assert_eq!(c.path, root.path().join("new/dir/file.txt"));
+        assert_eq!(c.open_file().unwrap_err().code(), codes::NOT_FOUND);
         // Below a file: cannot exist, but does not escape either.
-        confine(root.path(), "src/main.rs/child").unwrap();
+        checked(root.path(), "src/main.rs/child").unwrap();
     }
 
     #[test]
@@ -267,8 +283,20 @@ mod tests {
     #[test]
     fn a_missing_root_is_not_found() {
         let holder = tempfile::tempdir().unwrap();
-        let err = confine(&holder.path().join("gone"), "x").unwrap_err();
+        let err = confine("demo", &holder.path().join("gone"), "x").unwrap_err();
         assert_eq!(err.code(), codes::NOT_FOUND);
         assert!(err.message().contains("does not exist"), "{err}");
+    }
+
+    #[test]
+    fn a_folder_swapped_for_a_link_after_the_check_leads_nowhere() {
+        let (root, outside) = tree();
+        let c = confine("demo", root.path(), "src/main.rs").unwrap();
+        c.check().unwrap();
+        fs::rename(root.path().join("src"), root.path().join("old")).unwrap();
+        fs::create_dir(outside.path().join("src")).unwrap();
+        fs::write(outside.path().join("src/main.rs"), "secret\n").unwrap();
+        symlink(outside.path().join("src"), root.path().join("src")).unwrap();
+        assert_eq!(c.open_file().unwrap_err().code(), codes::ACCESS_DENIED);
     }
 }

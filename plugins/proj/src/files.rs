@@ -1,15 +1,12 @@
 //! `list`, `path`, `read` and `ls`: the plain (blocking) logic.
 
-use std::{
-    fs::{self, File},
-    io::{self, BufRead, BufReader},
-};
+use std::io::{BufRead, BufReader};
 
 use pack_sdk::PackError;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::{State, confine::Confined};
+use crate::State;
 
 /// Most content `read` returns in one call.
 pub const MAX_READ_BYTES: usize = 256 * 1024;
@@ -75,6 +72,7 @@ pub struct PathResult {
 /// The absolute path of `sub` inside the project, existing or not.
 pub fn path(state: &State, args: &PathArgs) -> Result<PathResult, PackError> {
     let confined = state.resolve(&args.name, &args.sub)?;
+    confined.check()?;
     Ok(PathResult {
         project: args.name.clone(),
         path: confined.path.display().to_string(),
@@ -131,7 +129,10 @@ pub fn read(state: &State, args: &ReadArgs) -> Result<ReadResult, PackError> {
         );
     }
     let confined = state.resolve(&args.name, &args.path)?;
-    let meta = existing(&confined, &args.name)?;
+    // Opened once; what is checked and read is that file, whatever is
+    // renamed meanwhile.
+    let file = confined.open_file()?;
+    let meta = file.metadata()?;
     if meta.is_dir() {
         return Err(PackError::invalid_argument(format!(
             "`{}` is a directory, not a file; use `proj.ls` to list it",
@@ -152,7 +153,7 @@ pub fn read(state: &State, args: &ReadArgs) -> Result<ReadResult, PackError> {
             confined.shown()
         ))
     };
-    let mut reader = BufReader::new(File::open(&confined.path)?);
+    let mut reader = BufReader::new(file);
     let head = reader.fill_buf()?;
     if head[..head.len().min(BINARY_SNIFF_BYTES)].contains(&0) {
         return Err(not_text("it contains NUL bytes".to_owned()));
@@ -252,15 +253,19 @@ pub enum Kind {
 /// The entries of a directory in a project.
 pub fn ls(state: &State, args: &LsArgs) -> Result<LsResult, PackError> {
     let confined = state.resolve(&args.name, &args.path)?;
-    let meta = existing(&confined, &args.name)?;
-    if !meta.is_dir() {
-        return Err(PackError::invalid_argument(format!(
-            "`{}` is not a directory; use `proj.read` to read a file",
-            confined.shown()
-        )));
-    }
+    let dir = match confined.open_dir() {
+        Ok(dir) => dir,
+        // Refused as a folder but there: a file (or another non-folder).
+        Err(_) if confined.open_file().is_ok() => {
+            return Err(PackError::invalid_argument(format!(
+                "`{}` is not a directory; use `proj.read` to read a file",
+                confined.shown()
+            )));
+        }
+        Err(e) => return Err(e),
+    };
     let mut entries = Vec::new();
-    for entry in fs::read_dir(&confined.path)? {
+    for entry in dir.entries()? {
         // An entry that vanished or cannot be stat'ed is left out, not fatal.
         let Ok(entry) = entry else { continue };
         let Ok(file_type) = entry.file_type() else {
@@ -296,18 +301,6 @@ pub fn ls(state: &State, args: &LsArgs) -> Result<LsResult, PackError> {
     })
 }
 
-/// Metadata of a confined path (following symlinks), or NOT_FOUND naming it.
-fn existing(confined: &Confined, project: &str) -> Result<fs::Metadata, PackError> {
-    fs::metadata(&confined.path).map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => PackError::not_found(format!(
-            "`{}` does not exist in project `{project}`",
-            confined.shown()
-        ))
-        .with_help("list directories with `proj.ls` or search with `proj.grep`"),
-        _ => PackError::from(e),
-    })
-}
-
 /// The longest prefix of `s` of at most `max` bytes that ends on a char boundary.
 pub(crate) fn prefix(s: &str, max: usize) -> &str {
     &s[..s.floor_char_boundary(max)]
@@ -315,7 +308,7 @@ pub(crate) fn prefix(s: &str, max: usize) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use std::{collections::BTreeMap, os::unix::fs::symlink};
+    use std::{collections::BTreeMap, fs, os::unix::fs::symlink};
 
     use pack_sdk::codes;
 

@@ -1,7 +1,6 @@
 //! `grep`: regex search over a project's text files.
 
 use std::{
-    fs::File,
     io::{BufRead, BufReader},
     path::Path,
 };
@@ -80,7 +79,8 @@ pub fn grep(
             .with_help("use Rust `regex` syntax; escape special characters like `(` as `\\(`")
     })?;
     let glob = args.glob.as_deref().map(compile_glob).transpose()?;
-    let root = state.resolve(&args.name, "")?.path;
+    let project = state.resolve(&args.name, "")?;
+    let root = &project.path;
 
     let mut matches = Vec::new();
     let mut truncated = false;
@@ -99,13 +99,18 @@ pub fn grep(
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }
-        let rel = relative(&root, entry.path());
+        let rel = relative(root, entry.path());
         if glob.as_ref().is_some_and(|g| !g.is_match(&rel)) {
             continue;
         }
-        let Ok(file) = File::open(entry.path()) else {
+        // The walk goes by names, which code may swap for links meanwhile:
+        // each file is opened beneath the root, where no link leads out.
+        let Ok(file) = project.root().open_file(&rel) else {
             continue;
         };
+        if !file.metadata().is_ok_and(|meta| meta.is_file()) {
+            continue;
+        }
         let mut reader = BufReader::new(file);
         match reader.fill_buf() {
             Ok(head) if !head[..head.len().min(BINARY_SNIFF_BYTES)].contains(&0) => {}

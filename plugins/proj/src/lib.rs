@@ -101,7 +101,7 @@ impl State {
 
     /// `sub` inside project `name`, checked by the confinement rule.
     pub fn resolve(&self, name: &str, sub: &str) -> Result<Confined, PackError> {
-        confine::confine(self.root(name)?, sub)
+        confine::confine(name, self.root(name)?, sub)
     }
 }
 
