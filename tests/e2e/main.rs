@@ -8,6 +8,7 @@ mod config;
 mod discovery;
 mod exec_py;
 mod exec_ts;
+mod hostile_files;
 mod http;
 mod jupyter;
 mod kept_results;

@@ -6,7 +6,7 @@
 //! one organisation is unknown to the others.
 
 use packhost_tests::{
-    Recorder, TestHost, error_code, hello_section, http::HttpHost, is_error, ok, structured, text,
+    Recorder, error_code, hello_section, http::HttpHost, is_error, ok, structured, text,
 };
 use rmcp::{RoleClient, model::CallToolResult, service::RunningService};
 use serde_json::{Value, json};
@@ -347,38 +347,6 @@ async fn share_org_lets_one_organisation_share_its_sessions() {
     for function in ["jupyter.session_list", "exec_ts.session_list"] {
         let listed = ok(&call(&t.eve, function, json!({})).await);
         assert_eq!(listed["sessions"], json!([]), "{function}: {listed}");
-    }
-}
-
-#[tokio::test]
-async fn an_ownerless_notebook_session_is_the_stdio_identitys_alone() {
-    let notebooks = TempDir::new().unwrap();
-    let identity = "[identity]\nuser = \"root\"\norg = \"local\"\n";
-    let stdio = TestHost::start(&(exec_ts(&notebooks, "") + identity)).await;
-    let created = ok(&stdio.call("exec_ts.session_create", json!({})).await);
-    let session = id(&created, "sessionId");
-    // As sessions were written before owners were recorded.
-    let file = notebooks.path().join(&session).join("session.json");
-    let mut meta: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-    assert_eq!(meta["owner"], json!({"org": "local", "user": "root"}));
-    meta.as_object_mut().unwrap().remove("owner");
-    std::fs::write(&file, meta.to_string()).unwrap();
-    let listed = ok(&stdio.call("exec_ts.session_list", json!({})).await);
-    assert_eq!(listed["sessions"][0]["sessionId"], session.as_str());
-    ok(&stdio
-        .call("exec_ts.cell_list", json!({"sessionId": session}))
-        .await);
-    let t = Tenants::start(&(exec_ts(&notebooks, "") + identity)).await;
-    for client in [&t.ada, &t.eve] {
-        let listed = ok(&call(client, "exec_ts.session_list", json!({})).await);
-        assert_eq!(listed["sessions"], json!([]), "{listed}");
-        let stolen = call(client, "exec_ts.cell_list", json!({"sessionId": session})).await;
-        assert_eq!(
-            error_code(&stolen),
-            "SESSION_NOT_FOUND",
-            "{}",
-            text(&stolen)
-        );
     }
 }
 
