@@ -67,8 +67,8 @@ impl Attack {
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
-        top.sort();
-        assert_eq!(top, [".packhost", ".ssh"], "the host's HOME gained files");
+        top.retain(|name| name != ".packhost");
+        assert_eq!(top, [".ssh"], "the host's HOME gained files");
         let ssh: Vec<_> = std::fs::read_dir(self.home.path().join(".ssh"))
             .unwrap()
             .map(|e| e.unwrap().file_name())
@@ -78,11 +78,11 @@ impl Attack {
             std::fs::read_to_string(self.home.path().join(".ssh/id_ed25519")).unwrap(),
             MARKER
         );
-        let packhost: Vec<_> = std::fs::read_dir(self.home.path().join(".packhost"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(packhost, ["notebooks"]);
+        // Only exec_ts's notebooks, where it is configured.
+        if let Ok(entries) = std::fs::read_dir(self.home.path().join(".packhost")) {
+            let names: Vec<_> = entries.map(|e| e.unwrap().file_name()).collect();
+            assert_eq!(names, ["notebooks"]);
+        }
     }
 }
 
@@ -280,13 +280,14 @@ async fn links_code_leaves_in_its_session_are_never_followed() {
     let ssh = a.home.path().join(".ssh");
     let plant = format!(
         "import fs from 'node:fs';\n\
-         for (const [target, link] of [[{key:?}, 'package.json'], [{key:?}, 'src/other.ts'], [{ssh:?}, '.packhost']]) {{\n\
+         for (const [target, link] of [[{key:?}, 'package.json'], [{key:?}, 'src/other.ts'], [{ssh:?}, '.packhost'], [{key:?}, {export:?}]]) {{\n\
            fs.rmSync(link, {{ recursive: true, force: true }});\n\
            fs.symlinkSync(target, link);\n\
          }}\n\
          console.log('planted');\n",
         key = key.display().to_string(),
         ssh = ssh.display().to_string(),
+        export = format!("{session}.src.md"),
     );
     let cell = ok(&call_clean(
         &a.eve,
@@ -515,4 +516,90 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         }
     }
     files
+}
+
+/// What code leaves in its own folder when the call or kernel ends: links
+/// to HOME and a tree deeper than anything should be. The pack removes the
+/// folder following no link.
+const LITTER: &str = "import os\n\
+    home = os.environ['PACKHOST_FAKE_HOME']\n\
+    os.symlink(home, 'home')\n\
+    os.symlink(home + '/.ssh/id_ed25519', 'key')\n\
+    os.makedirs('/'.join(['d'] * 150))\n\
+    os.symlink(home, '/'.join(['d'] * 150) + '/deep-home')\n\
+    print('littered')";
+
+#[tokio::test]
+async fn a_call_folder_full_of_links_is_removed_without_following_them() {
+    let config = "[packs.exec_py]\ntimeout_ms = 600000\nconfig = { pool_size = 0 }\n";
+    let a = Attack::start(config).await;
+    let code = LITTER.replace(
+        "os.environ['PACKHOST_FAKE_HOME']",
+        &format!("{:?}", a.home.path().display().to_string()),
+    );
+    let out = ok(&call_clean(&a.eve, "exec_py.run", json!({"code": code})).await);
+    assert!(
+        out["stdout"].as_str().unwrap().contains("littered"),
+        "{out}"
+    );
+    a.home_untouched();
+}
+
+#[tokio::test]
+async fn a_kernel_that_rewrites_its_connection_file_and_log_steers_nothing() {
+    let python = packhost_tests::venv_python();
+    let config =
+        format!("[packs.jupyter]\ntimeout_ms = 600000\nconfig = {{ python = {python:?} }}\n");
+    let a = Attack::start(&config).await;
+    let session = ok(&call_clean(&a.eve, "jupyter.session_create", json!({})).await);
+    let session = id(&session, "session_id");
+    let home = a.home.path().display().to_string();
+    // The kernel's folder is its working folder: the host wrote its
+    // connection file and reads its stderr there.
+    let code = format!(
+        "import json, os\n\
+         info = json.load(open('connection.json'))\n\
+         info.update(shell_port=1, iopub_port=2, key='forged')\n\
+         json.dump(info, open('connection.json', 'w'))\n\
+         os.remove('stderr.log')\n\
+         os.symlink({home:?} + '/.ssh/id_ed25519', 'stderr.log')\n\
+         print('rewritten')"
+    );
+    let out = ok(&call_clean(
+        &a.eve,
+        "jupyter.execute_code",
+        json!({"session_id": session, "code": code}),
+    )
+    .await);
+    assert_eq!(out["stdout"], "rewritten\n", "{out}");
+    // The host keeps the ports and key it chose: the kernel still answers.
+    let out = ok(&call_clean(
+        &a.eve,
+        "jupyter.execute_code",
+        json!({"session_id": session, "code": "1 + 1"}),
+    )
+    .await);
+    assert_eq!(out["result"], "2", "{out}");
+    // A crash, a restart and a close read nothing through the planted link.
+    call_clean(
+        &a.eve,
+        "jupyter.execute_code",
+        json!({"session_id": session, "code": "import os; os._exit(1)"}),
+    )
+    .await;
+    call_clean(&a.eve, "jupyter.restart", json!({"session_id": session})).await;
+    let litter = LITTER.replace("os.environ['PACKHOST_FAKE_HOME']", &format!("{home:?}"));
+    call_clean(
+        &a.eve,
+        "jupyter.execute_code",
+        json!({"session_id": session, "code": litter}),
+    )
+    .await;
+    call_clean(
+        &a.eve,
+        "jupyter.session_close",
+        json!({"session_id": session}),
+    )
+    .await;
+    a.home_untouched();
 }
