@@ -11,9 +11,20 @@ use packhost_command::FrontError;
 use serde_json::Value;
 
 use crate::{
+    executor::RUN_TOOL,
     failure::Failure,
     render::{did_you_mean, list},
 };
+
+/// What a caller may name, listed when it names something else: nothing
+/// outside its allow-list.
+#[derive(Debug)]
+pub(crate) struct Known {
+    /// Whether it may use `run`.
+    pub(crate) run: bool,
+    pub(crate) aliases: Vec<String>,
+    pub(crate) packs: Vec<String>,
+}
 
 /// Why the host refused or ended a call.
 #[derive(Debug)]
@@ -27,15 +38,13 @@ pub(crate) enum CallError {
     /// A name that is neither an alias nor `pack.function`.
     UnknownTool {
         name: String,
-        aliases: Vec<String>,
-        packs: Vec<String>,
+        known: Known,
     },
     /// A call of a name only the code pack's Python could resolve (`abs(-3)`),
     /// without the code pack.
     NotACall {
         name: String,
-        aliases: Vec<String>,
-        packs: Vec<String>,
+        known: Known,
         code_pack: String,
     },
     /// Code, and no code pack to run it.
@@ -57,11 +66,6 @@ pub(crate) enum CallError {
     NoFunctionsYet {
         pack: String,
         origin: String,
-    },
-    /// Outside the caller's allow-list: said like a tool that does not exist,
-    /// so that the refusal reveals nothing.
-    NotAllowed {
-        tool: String,
     },
     TooManyPositional {
         target: String,
@@ -139,8 +143,7 @@ impl CallError {
             UnknownTool { .. }
             | NotACall { .. }
             | UnknownFunction { .. }
-            | NoFunctionsYet { .. }
-            | NotAllowed { .. } => codes::UNKNOWN_FUNCTION,
+            | NoFunctionsYet { .. } => codes::UNKNOWN_FUNCTION,
             NoCodePack { .. } | UnknownPack { .. } => codes::UNKNOWN_PACK,
             Cancelled => codes::CANCELLED,
             OutOfTime { .. } | CutByCaller { .. } => codes::TIMEOUT,
@@ -197,24 +200,17 @@ impl fmt::Display for CallError {
                 "`run` takes one argument, `command` (a string); got {got}"
             ),
             Command(e) => write!(f, "{e}"),
-            UnknownTool {
-                name,
-                aliases,
-                packs,
-            }
-            | NotACall {
-                name,
-                aliases,
-                packs,
-                ..
-            } => {
-                let tools = std::iter::once("run".to_owned())
-                    .chain(aliases.iter().cloned())
-                    .chain(packs.iter().map(|p| format!("{p}.*")));
+            UnknownTool { name, known } | NotACall { name, known, .. } => {
+                let tools = known
+                    .run
+                    .then(|| RUN_TOOL.to_owned())
+                    .into_iter()
+                    .chain(known.aliases.iter().cloned())
+                    .chain(known.packs.iter().map(|p| format!("{p}.*")));
                 write!(
                     f,
                     "unknown tool `{name}`; {}tools: {}",
-                    did_you_mean(name, aliases.iter().map(String::as_str)),
+                    did_you_mean(name, known.aliases.iter().map(String::as_str)),
                     list(tools)
                 )
             }
@@ -244,7 +240,6 @@ impl fmt::Display for CallError {
                 "pack `{pack}` has no functions yet: its server ({origin}) has not answered; its \
                  tools appear when it does"
             ),
-            NotAllowed { tool } => write!(f, "unknown tool `{tool}`"),
             TooManyPositional {
                 target, max, got, ..
             } => write!(

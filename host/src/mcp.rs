@@ -106,17 +106,18 @@ impl PackhostServer {
 
     /// Failure: `isError`, a readable text, the error in `_meta`, and
     /// structured content only where the tool's clients accept it (see the
-    /// module doc).
-    fn failure(&self, tool: &str, failure: &Failure) -> CallToolResult {
+    /// module doc), as `identity` sees the tool.
+    fn failure(&self, tool: &str, failure: &Failure, identity: &Identity) -> CallToolResult {
         let mut result = CallToolResult::error(vec![ContentBlock::text(failure.text())]);
         let mut meta = MetaObject::new();
         meta.insert(ERROR_META_KEY.to_owned(), failure.error_object());
         result.meta = Some(meta);
-        result.structured_content = match self.executor.fits_output(tool, failure.result()) {
-            None => Some(failure.structured()),
-            Some(true) => failure.result().cloned(),
-            Some(false) => None,
-        };
+        result.structured_content =
+            match self.executor.fits_output(tool, failure.result(), identity) {
+                None => Some(failure.structured()),
+                Some(true) => failure.result().cloned(),
+                Some(false) => None,
+            };
         result
     }
 }
@@ -389,7 +390,7 @@ impl ServerHandler for PackhostServer {
         let owner = Owner::new(&caller.identity.org, &caller.identity.user);
         let result = match self.executor.call_tool(&request.name, args, &caller).await {
             Ok(output) => self.kept_if_large(success(output), &request.name, &owner),
-            Err(e) => self.failure(&request.name, &e),
+            Err(e) => self.failure(&request.name, &e, &caller.identity),
         };
         Ok(result.into())
     }

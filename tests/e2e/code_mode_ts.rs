@@ -232,7 +232,8 @@ async fn a_token_without_proj_cannot_call_it_from_typescript() {
         out["result"]["seen"], "undefined",
         "proj is not bound: {out}"
     );
-    assert_eq!(out["result"]["direct"], "UNKNOWN_FUNCTION", "{out}");
+    // As for a pack that does not exist.
+    assert_eq!(out["result"]["direct"], "UNKNOWN_PACK", "{out}");
     assert_eq!(out["result"]["hello"], "hello, e", "{out}");
 }
 

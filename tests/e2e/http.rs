@@ -145,21 +145,28 @@ async fn a_token_allow_list_limits_what_is_listed_and_callable() {
             "packhost.search"
         ]
     );
+    // What is not on the list does not exist, as far as this caller knows.
     let refused = call(&client, "hello.whoami", json!({})).await;
     assert!(is_error(&refused));
-    assert_eq!(error_code(&refused), "UNKNOWN_FUNCTION");
     assert_eq!(
         text(&refused),
-        "UNKNOWN_FUNCTION: unknown tool `hello.whoami`"
+        "UNKNOWN_FUNCTION: pack `hello` has no function `whoami`; (has: greet, call)"
     );
     // Nor through a tool that calls back into the host.
     let nested = call(&client, "hello.call", json!({"tool": "hello.whoami"})).await;
     assert_eq!(error_code(&nested), "UNKNOWN_FUNCTION");
+    // `run` is not on the list either.
     let run = call(&client, "run", json!({"command": "hello.greet('x')"})).await;
+    let unknown = call(&client, "nosuch", json!({})).await;
     assert_eq!(
-        error_code(&run),
-        "UNKNOWN_FUNCTION",
+        text(&run).replace("`run`", "`nosuch`"),
+        text(&unknown),
         "`run` is not on the list"
+    );
+    assert!(
+        text(&unknown).contains("tools: hello.*, packhost.*"),
+        "{}",
+        text(&unknown)
     );
     assert!(!is_error(
         &call(&client, "hello.greet", json!({"name": "x"})).await

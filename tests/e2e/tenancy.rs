@@ -3,7 +3,8 @@
 //! created it: another caller gets exactly what an unknown id gets, and
 //! listings and error messages never show the owner's ids. Limits count per
 //! owner; `share = "org"` lets one organisation share; a project named for
-//! one organisation is unknown to the others.
+//! one organisation is unknown to the others; a function outside a token's
+//! allow-list answers as one that does not exist.
 
 use packhost_tests::{
     Recorder, error_code, hello_section, http::HttpHost, is_error, ok, structured, text,
@@ -406,4 +407,165 @@ async fn a_project_named_for_one_organisation_is_unknown_to_the_others() {
             .collect::<Vec<_>>(),
         ["books", "open"]
     );
+}
+
+/// `result` as one string to compare: the whole answer (text, structured
+/// content, `_meta`) without the time a run of code took.
+fn answer(result: &CallToolResult) -> String {
+    fn untimed(value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                map.remove("execution_time_ms");
+                map.values_mut().for_each(untimed);
+            }
+            Value::Array(items) => items.iter_mut().for_each(untimed),
+            Value::String(text) if text.contains("execution_time_ms") => {
+                let lines = text.lines().filter(|l| !l.contains("execution_time_ms"));
+                *text = lines.collect::<Vec<_>>().join("\n");
+            }
+            _ => {}
+        }
+    }
+    let mut value = serde_json::to_value(result).expect("a result is JSON");
+    untimed(&mut value);
+    value.to_string()
+}
+
+/// Identifiers of `text` (runs of letters, digits and `_`) with where
+/// each starts.
+fn words(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    fn is_word(c: char) -> bool {
+        c.is_ascii_alphanumeric() || c == '_'
+    }
+    text.char_indices()
+        .filter(move |&(at, c)| is_word(c) && !text[..at].ends_with(is_word))
+        .map(move |(at, _)| {
+            let end = text[at..]
+                .find(|c| !is_word(c))
+                .map_or(text.len(), |n| at + n);
+            (at, &text[at..end])
+        })
+}
+
+/// `text` with every whole word `from` written `to`.
+fn rename(text: &str, from: &str, to: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    for (at, word) in words(text).filter(|(_, word)| *word == from) {
+        out.push_str(&text[copied..at]);
+        out.push_str(to);
+        copied = at + word.len();
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+/// Every door (`tools/call`, `run`, Python, a pack calling back, describe)
+/// answers a name outside the token's list byte for byte as one that exists
+/// nowhere, but for the name asked, and names nothing outside the list.
+#[tokio::test]
+async fn a_function_outside_the_allow_list_answers_as_one_that_does_not_exist() {
+    // Eve may call `run`, `exec_py.run` and three `hello` functions (`hi` is
+    // an alias to one), not `proj`, `pl` (an alias to it) or `hello.whoami`;
+    // bob the same without `exec_py.run` (so `pl()` is no call of Python's).
+    let config = format!(
+        "[packs.proj]\n[packs.exec_py]\n{}[aliases]\npl = \"proj.list\"\nhi = \"hello.greet\"\n\
+         [projects]\nhere = \".\"\n",
+        hello_section("")
+    );
+    let allowed = ["run", "hello.greet", "hello.echo", "hello.call"];
+    let (eve, eve_entry) = token("eve", "acme", &[&allowed[..], &["exec_py.run"]].concat());
+    let (bob, bob_entry) = token("bob", "acme", &allowed);
+    let host = HttpHost::start(&format!("{config}\n{eve_entry}\n{bob_entry}\n"), &[]).await;
+    let eve = host.client(Some(&eve)).await.expect("connect");
+    let bob = host.client(Some(&bob)).await.expect("connect");
+    let tool = |name: &str| (name.to_owned(), json!({}));
+    let run = |command: &str| ("run".to_owned(), json!({ "command": command }));
+    let python = |code: &str| ("exec_py.run".to_owned(), json!({ "code": code }));
+    let nested = |name: &str| ("hello.call".to_owned(), json!({ "tool": name }));
+    let describe = |name: &str| ("packhost.describe".to_owned(), json!({ "name": name }));
+    // (asked of a hidden name, the same of one that exists nowhere, the
+    // hidden word, the unknown word in its place)
+    let cases = [
+        (tool("proj.lst"), tool("zzzz.lst"), "proj", "zzzz"),
+        (tool("hello.whoam"), tool("hello.qqqqq"), "whoam", "qqqqq"),
+        (
+            tool("hello.whoami"),
+            tool("hello.qqqqqq"),
+            "whoami",
+            "qqqqqq",
+        ),
+        (tool("pl"), tool("pm"), "pl", "pm"),
+        (run("proj.lst()"), run("zzzz.lst()"), "proj", "zzzz"),
+        (run("proj.list()"), run("qqqq.list()"), "proj", "qqqq"),
+        (
+            run("proj.read(1, 2, 3, 4, 5)"),
+            run("zzzz.read(1, 2, 3, 4, 5)"),
+            "proj",
+            "zzzz",
+        ),
+        (
+            run("hello.whoami(1, 2, 3, 4, 5)"),
+            run("hello.qqqqqq(1, 2, 3, 4, 5)"),
+            "whoami",
+            "qqqqqq",
+        ),
+        (run("pl()"), run("pm()"), "pl", "pm"),
+        (python("proj.lst()"), python("zzzz.lst()"), "proj", "zzzz"),
+        (
+            python("hello.whoami(1, 2, 3, 4, 5)"),
+            python("hello.qqqqqq(1, 2, 3, 4, 5)"),
+            "whoami",
+            "qqqqqq",
+        ),
+        (python("pl()"), python("pm()"), "pl", "pm"),
+        (nested("proj.lst"), nested("zzzz.lst"), "proj", "zzzz"),
+        (
+            nested("hello.whoami"),
+            nested("hello.qqqqqq"),
+            "whoami",
+            "qqqqqq",
+        ),
+        (nested("pl"), nested("pm"), "pl", "pm"),
+        (describe("proj.lst"), describe("zzzz.lst"), "proj", "zzzz"),
+        (describe("pl"), describe("pm"), "pl", "pm"),
+    ];
+    // Hidden names as the host writes names: whole words, and `list` (an
+    // English word too, in describe's help) where it names a function.
+    let hidden_words = ["proj", "whoami", "pl", "read", "path", "ls", "grep"];
+    let hidden_list = ["`list`", "list,", ", list", "has: list", ".list"];
+    let mut leaks = Vec::new();
+    let each = [("eve", &eve), ("bob", &bob)]
+        .into_iter()
+        .flat_map(|who| cases.iter().map(move |case| (who, case)));
+    for ((who, client), ((name, args), (unknown_name, unknown_args), hidden, stand_in)) in each {
+        let asked = format!("{who}: {name} {args}");
+        let hidden_answer = call(client, name, args.clone()).await;
+        let unknown_answer = call(client, unknown_name, unknown_args.clone()).await;
+        assert!(
+            is_error(&hidden_answer),
+            "{asked}: {}",
+            text(&hidden_answer)
+        );
+        let (masked, unknown) = (
+            rename(&answer(&hidden_answer), hidden, stand_in),
+            answer(&unknown_answer),
+        );
+        if masked != unknown {
+            leaks.push(format!("{asked}\n  answers {masked}\n  not as {unknown}"));
+        }
+        let named: Vec<&str> = words(&unknown)
+            .map(|(_, word)| word)
+            .filter(|word| hidden_words.contains(word))
+            .chain(
+                hidden_list
+                    .into_iter()
+                    .filter(|name| unknown.contains(name)),
+            )
+            .collect();
+        if !named.is_empty() {
+            leaks.push(format!("{asked}: the answer names {named:?}: {unknown}"));
+        }
+    }
+    assert!(leaks.is_empty(), "{}", leaks.join("\n\n"));
 }

@@ -54,6 +54,17 @@ pub enum Plan {
 impl Front {
     /// Turns a `run` command into a plan (see the crate docs for the steps).
     pub fn interpret(&self, command: &str) -> Result<Plan, FrontError> {
+        self.interpret_with(command, |name| self.aliases.get(name).map(String::as_str))
+    }
+
+    /// [`Self::interpret`] with `alias` (a name → its target) in place of
+    /// [`Self::aliases`]: the aliases one caller may use. A name it gives no
+    /// target is no alias, so `name()` is code.
+    pub fn interpret_with<'a>(
+        &self,
+        command: &str,
+        alias: impl Fn(&str) -> Option<&'a str>,
+    ) -> Result<Plan, FrontError> {
         let (text, language) = strip_code(command)?;
         if language != Language::Python {
             return Ok(Plan::Node(text, language));
@@ -68,8 +79,8 @@ impl Front {
         };
         Ok(match parse_call(&text)? {
             Some(mut call) => {
-                match self.aliases.get(&call.target) {
-                    Some(target) => call.target = target.clone(),
+                match alias(&call.target) {
+                    Some(target) => call.target = target.to_owned(),
                     None if !call.target.contains('.') => return Ok(Plan::Code(text)),
                     None => {}
                 }

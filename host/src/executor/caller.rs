@@ -41,8 +41,4 @@ impl Caller {
             deadline: None,
         }
     }
-
-    pub(super) fn may_call(&self, tool: &str) -> bool {
-        self.identity.may_call(tool)
-    }
 }

@@ -3,22 +3,27 @@
 use pack_api::Annotations;
 use serde_json::json;
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, sync::Arc};
 
 use packhost_command::Snippet;
 
 use super::{
     Executor, RUN_TOOL, ToolInfo,
-    registry::{Function, Registry},
+    registry::{Function, Registry, Visible},
 };
-use crate::{identity::Identity, render::list, tool_name::ToolName};
+use crate::{identity::Identity, render::list};
 
 impl Executor {
-    /// The `run` tool.
-    pub(super) fn run_tool(&self, registry: &Registry) -> ToolInfo {
+    /// The `run` tool, as a caller without an allow-list sees it.
+    pub(super) fn run_tool(&self, registry: Arc<Registry>) -> ToolInfo {
+        let everyone = Identity::default();
         ToolInfo {
             name: RUN_TOOL.to_owned(),
-            description: self.run_description(registry, &|_| true),
+            description: self.run_description(&Visible::new(
+                registry,
+                &self.front.aliases,
+                &everyone,
+            )),
             input_schema: json!({
                 "type": "object",
                 "properties": {
@@ -48,18 +53,14 @@ impl Executor {
     /// The `run` description for a caller whose token names what it may
     /// call: nothing else is mentioned.
     pub fn run_description_for(&self, identity: &Identity) -> String {
-        self.run_description(&self.registry(), &|tool| identity.may_call(tool))
+        self.run_description(&self.visible(identity))
     }
 
-    /// What `run` accepts and what `may_call` can reach, compactly: every
+    /// What `run` accepts and what the caller can reach, compactly: every
     /// signature while they fit the budget, else each pack in one line and
     /// how to find the rest, so the description stays the same size
     /// however many tools there are.
-    pub(super) fn run_description(
-        &self,
-        registry: &Registry,
-        may_call: &dyn Fn(&str) -> bool,
-    ) -> String {
+    fn run_description(&self, visible: &Visible) -> String {
         let mut text = String::from(
             "Run a command the way you would write it: a call `pack.function(arg, key=value)` \
              with Python literals, an alias call, a snippet `$name key=value`, or a block of \
@@ -69,25 +70,17 @@ impl Executor {
              and the last expression is the result: Python `pack.function(\"a\", key=1)`, \
              TypeScript `await pack.function({a: \"a\", key: 1})`.\n",
         );
-        let packs: Vec<(&str, &str, Vec<&Function>)> = registry
-            .packs
-            .values()
+        let packs: Vec<(&str, &str, Vec<&Function>)> = visible
+            .packs()
             .map(|pack| {
-                let name = pack.loaded.name.as_str();
-                let callable: Vec<&Function> = pack
-                    .functions
-                    .iter()
-                    .filter(|f| may_call(&ToolName::new(name, &f.spec.name).to_string()))
-                    .collect();
-                (name, pack.loaded.manifest.description.as_str(), callable)
+                let callable: Vec<&Function> = visible.functions(pack).collect();
+                let description = pack.loaded.manifest.description.as_str();
+                (pack.loaded.name.as_str(), description, callable)
             })
             .filter(|(_, _, functions)| !functions.is_empty())
             .collect();
-        let aliases: Vec<String> = self
-            .front
-            .aliases
-            .iter()
-            .filter(|(_, target)| may_call(target))
+        let aliases: Vec<String> = visible
+            .aliases()
             .map(|(a, t)| format!("{a} = {t}"))
             .collect();
         let full = full_listing(&packs, &aliases, &self.front.snippets);

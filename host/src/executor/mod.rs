@@ -25,11 +25,11 @@ use tracing::Instrument as _;
 use self::{
     arguments::{bind, validate},
     code_mode::PackCallContext,
-    registry::{CatalogConfig, Function, PackEntry, Registry, function_of, functions_of, resolve},
+    registry::{CatalogConfig, Function, PackEntry, Registry, Visible, functions_of},
 };
 use crate::{
-    builtin, config::Config, error::CallError, failure::Failure, loader::LoadedPack,
-    metrics::Metrics, results::Results, tool_name::ToolName,
+    builtin, config::Config, error::CallError, failure::Failure, identity::Identity,
+    loader::LoadedPack, metrics::Metrics, results::Results, tool_name::ToolName,
 };
 
 /// Name of the tool that takes a command as a model writes it.
@@ -115,6 +115,12 @@ impl Executor {
         Arc::clone(&self.registry.read().unwrap_or_else(|e| e.into_inner()))
     }
 
+    /// The registry as `identity` sees it: every name a caller gives is
+    /// looked up here.
+    fn visible<'a>(&'a self, identity: &'a Identity) -> Visible<'a> {
+        Visible::new(self.registry(), &self.front.aliases, identity)
+    }
+
     /// Give pack `name` these functions (a server pack whose tools became
     /// known); calls under way finish on the snapshot they started with.
     pub fn set_functions(&self, name: &str, specs: &[FunctionSpec]) {
@@ -161,24 +167,31 @@ impl Executor {
                 annotations: f.spec.annotations,
             })
         });
-        std::iter::once(self.run_tool(&registry))
+        std::iter::once(self.run_tool(Arc::clone(&registry)))
             .chain(functions)
             .collect()
     }
 
     /// Whether a failure's result `shape` fits `tool`'s output schema; `None`
-    /// when `tool` has none (`run`, a name that is no function).
-    pub fn fits_output(&self, tool: &str, shape: Option<&Value>) -> Option<bool> {
+    /// when `tool` has none as `identity` sees it (`run`, a name that is no
+    /// function it may call).
+    pub fn fits_output(
+        &self,
+        tool: &str,
+        shape: Option<&Value>,
+        identity: &Identity,
+    ) -> Option<bool> {
         let name = ToolName::parse(tool)?;
-        let registry = self.registry();
-        let pack = registry.packs.get(&name.pack)?;
-        let function = function_of(pack, &name.function).ok()?;
+        let visible = self.visible(identity);
+        let function = visible
+            .function(visible.pack(&name.pack)?, &name.function)
+            .ok()?;
         Some(shape.is_some_and(|shape| function.fits_output(tool, shape)))
     }
 
     /// The catalog `caller` sees, as JSON.
     fn catalog_for(&self, caller: &Caller) -> RString {
-        self.registry().catalog_for(&self.catalog_config, caller)
+        self.visible(&caller.identity).catalog(&self.catalog_config)
     }
 
     /// Results kept instead of sent whole (read back by handle).
@@ -217,10 +230,9 @@ impl Executor {
         args: Value,
         caller: &Caller,
     ) -> Result<Output, Failure> {
-        if name == RUN_TOOL {
-            if !caller.may_call(RUN_TOOL) {
-                return Err(not_allowed(RUN_TOOL).into());
-            }
+        let visible = self.visible(&caller.identity);
+        // To a caller that may not use `run`, it is an unknown name.
+        if name == RUN_TOOL && visible.may_call(RUN_TOOL) {
             let command = match &args {
                 Value::Object(map) if map.len() == 1 => map.get("command").and_then(Value::as_str),
                 _ => None,
@@ -230,8 +242,7 @@ impl Executor {
             };
             return self.run_command(command, caller).await;
         }
-        let registry = self.registry();
-        let (pack, function) = resolve(&registry, &self.front, name)?;
+        let (pack, function) = visible.resolve(name)?;
         self.dispatch(pack, function, args, caller).await
     }
 
@@ -242,8 +253,8 @@ impl Executor {
         call: Call,
         caller: &Caller,
     ) -> Result<Output, Failure> {
-        let registry = self.registry();
-        let (pack, function) = resolve(&registry, &self.front, &call.target)?;
+        let visible = self.visible(&caller.identity);
+        let (pack, function) = visible.resolve(&call.target)?;
         let args = bind(function, call)?;
         self.dispatch(pack, function, args, caller).await
     }
@@ -260,21 +271,21 @@ impl Executor {
         command: &str,
         caller: &Caller,
     ) -> Result<Output, Failure> {
-        let plan = self.front.interpret(command).map_err(CallError::Command)?;
-        let registry = self.registry();
+        let visible = self.visible(&caller.identity);
+        let plan = self
+            .front
+            .interpret_with(command, |name| visible.alias(name))
+            .map_err(CallError::Command)?;
         match plan {
             Plan::Call(call) => self.call_bound(call, caller).await,
             Plan::Code(code) => {
-                let Some(pack) = registry.packs.get(&self.code_pack) else {
+                let Some(pack) = visible.pack(&self.code_pack) else {
                     let code_pack = self.code_pack.clone();
                     if let Ok(Some(call)) = packhost_command::parse_call(&code) {
                         // `abs(-3)`: a name only the code pack's Python could resolve.
-                        let (name, aliases, packs) =
-                            registry.known_names(&self.front, &call.target);
                         return Err(CallError::NotACall {
-                            name,
-                            aliases,
-                            packs,
+                            name: call.target,
+                            known: visible.known(),
                             code_pack,
                         }
                         .into());
@@ -285,12 +296,12 @@ impl Executor {
                     }
                     .into());
                 };
-                let function = function_of(pack, "run")?;
+                let function = visible.function(pack, "run")?;
                 self.dispatch(pack, function, json!({ "code": code }), caller)
                     .await
             }
             Plan::Node(code, language) => {
-                let Some(pack) = registry.packs.get(&self.typescript_pack) else {
+                let Some(pack) = visible.pack(&self.typescript_pack) else {
                     return Err(CallError::NoCodePack {
                         code_pack: self.typescript_pack.clone(),
                         key: "typescript_pack",
@@ -301,7 +312,7 @@ impl Executor {
                     Language::JavaScript => "javascript",
                     _ => "typescript",
                 };
-                let function = function_of(pack, "execute")?;
+                let function = visible.function(pack, "execute")?;
                 let args = json!({ "code": code, "language": language });
                 self.dispatch(pack, function, args, caller).await
             }
@@ -343,9 +354,6 @@ impl Executor {
         args: Value,
         caller: &Caller,
     ) -> Result<Output, Failure> {
-        if !caller.may_call(tool) {
-            return Err(not_allowed(tool).into());
-        }
         let args = validate(function, args)?;
         tracing::debug!(%args, "arguments");
         if caller.cancel.is_cancelled() {
@@ -427,13 +435,5 @@ impl<'a> Running<'a> {
 impl Drop for Running<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// Said of a tool outside the caller's allow-list: the same as a tool that does
-/// not exist, so that the refusal reveals nothing.
-fn not_allowed(tool: &str) -> CallError {
-    CallError::NotAllowed {
-        tool: tool.to_owned(),
     }
 }

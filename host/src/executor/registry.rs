@@ -1,6 +1,7 @@
 //! The packs' functions under their names: built once per set of packs
 //! (again when a server pack's tools become known), then only read. Name
-//! lookup with its errors, and the catalog code mode reads, live here.
+//! lookup with its errors, and the catalog code mode reads, live here, each
+//! as one caller sees it ([`Visible`]).
 
 use std::{
     collections::BTreeMap,
@@ -10,11 +11,16 @@ use std::{
 
 use abi_stable::std_types::RString;
 use pack_api::{Annotations, Catalog, CatalogTool, FunctionSpec, Owner, projects::Project};
-use packhost_command::Front;
 use serde_json::Value;
 
-use super::Caller;
-use crate::{error::CallError, loader::LoadedPack, render::signature, tool_name::ToolName};
+use super::RUN_TOOL;
+use crate::{
+    error::{CallError, Known},
+    identity::Identity,
+    loader::LoadedPack,
+    render::signature,
+    tool_name::ToolName,
+};
 
 /// A tool as listed to clients.
 pub struct ToolInfo {
@@ -116,21 +122,149 @@ pub(super) struct CatalogConfig {
     pub(super) identity: Owner,
 }
 
-impl Registry {
-    /// The catalog `caller` sees, as JSON: the tools it may call and the
-    /// projects its organisation may see (the one place `[projects]`'
-    /// `orgs` are applied: `proj` and code mode show what this gives).
-    pub(super) fn catalog_for(&self, config: &CatalogConfig, caller: &Caller) -> RString {
-        let registry = self;
+/// The registry as one caller sees it: the one place its allow-list applies
+/// to names. A function it may not call, and an alias to one, is not here,
+/// so lookups, their errors and suggestions, the catalog and the `run`
+/// description answer for it exactly as for a name that does not exist.
+pub(super) struct Visible<'a> {
+    registry: Arc<Registry>,
+    aliases: &'a BTreeMap<String, String>,
+    identity: &'a Identity,
+}
+
+impl<'a> Visible<'a> {
+    /// `registry` as `identity` sees it, with the configured `aliases`.
+    pub(super) fn new(
+        registry: Arc<Registry>,
+        aliases: &'a BTreeMap<String, String>,
+        identity: &'a Identity,
+    ) -> Self {
+        Self {
+            registry,
+            aliases,
+            identity,
+        }
+    }
+
+    /// Whether the caller may call `tool` (`pack.function` or `run`).
+    pub(super) fn may_call(&self, tool: &str) -> bool {
+        self.identity.may_call(tool)
+    }
+
+    /// The target of alias `name`, when the caller may call it.
+    pub(super) fn alias(&self, name: &str) -> Option<&'a str> {
+        let target = self.aliases.get(name)?;
+        self.may_call(target).then_some(target.as_str())
+    }
+
+    /// The aliases the caller may use, with their targets.
+    pub(super) fn aliases(&self) -> impl Iterator<Item = (&'a str, &'a str)> {
+        let aliases = self.aliases;
+        aliases
+            .keys()
+            .filter_map(|name| Some((name.as_str(), self.alias(name)?)))
+    }
+
+    /// Pack `name`, when the caller may call one of its functions; while its
+    /// server has not told them, when it may call whatever they will be.
+    pub(super) fn pack(&self, name: &str) -> Option<&PackEntry> {
+        let pack = self.registry.packs.get(name)?;
+        let seen = if pack.functions.is_empty() {
+            self.may_call(&ToolName::new(name, "*").to_string())
+        } else {
+            self.functions(pack).next().is_some()
+        };
+        seen.then_some(&**pack)
+    }
+
+    /// The packs the caller sees, in name order.
+    pub(super) fn packs(&self) -> impl Iterator<Item = &PackEntry> {
+        let packs = &self.registry.packs;
+        packs.keys().filter_map(|name| self.pack(name))
+    }
+
+    /// The functions of `pack` the caller may call.
+    pub(super) fn functions<'p>(&self, pack: &'p PackEntry) -> impl Iterator<Item = &'p Function> {
+        let name = pack.loaded.name.as_str();
+        let functions = pack.functions.iter();
+        functions.filter(move |f| self.may_call(&ToolName::new(name, &f.spec.name).to_string()))
+    }
+
+    /// `alias`, or `pack.function` → the pack and its function, or an error
+    /// that lists what the caller may call instead.
+    pub(super) fn resolve(&self, name: &str) -> Result<(&PackEntry, &Function), CallError> {
+        self.lookup(name).inspect_err(|error| {
+            tracing::info!(tool = name, outcome = error.code(), "call refused");
+        })
+    }
+
+    fn lookup(&self, name: &str) -> Result<(&PackEntry, &Function), CallError> {
+        let target = self.alias(name).unwrap_or(name);
+        let Some(ToolName {
+            pack: pack_name,
+            function: function_name,
+        }) = ToolName::parse(target)
+        else {
+            return Err(CallError::UnknownTool {
+                name: name.to_owned(),
+                known: self.known(),
+            });
+        };
+        let Some(pack) = self.pack(&pack_name) else {
+            return Err(CallError::UnknownPack {
+                pack: pack_name,
+                packs: self.packs().map(|p| p.loaded.name.clone()).collect(),
+            });
+        };
+        Ok((pack, self.function(pack, &function_name)?))
+    }
+
+    /// Function `name` of `pack`, when the caller may call it.
+    pub(super) fn function<'p>(
+        &self,
+        pack: &'p PackEntry,
+        name: &str,
+    ) -> Result<&'p Function, CallError> {
+        if let Some(function) = self.functions(pack).find(|f| f.spec.name == name) {
+            return Ok(function);
+        }
+        if pack.functions.is_empty() {
+            return Err(CallError::NoFunctionsYet {
+                pack: pack.loaded.name.clone(),
+                origin: pack.loaded.origin.to_string(),
+            });
+        }
+        Err(CallError::UnknownFunction {
+            pack: pack.loaded.name.clone(),
+            function: name.to_owned(),
+            functions: self.functions(pack).map(|f| f.spec.name.clone()).collect(),
+        })
+    }
+
+    /// What the caller may name, for a name that is neither an alias nor
+    /// `pack.function`.
+    pub(super) fn known(&self) -> Known {
+        Known {
+            run: self.may_call(RUN_TOOL),
+            aliases: self.aliases().map(|(name, _)| name.to_owned()).collect(),
+            packs: self.packs().map(|p| p.loaded.name.clone()).collect(),
+        }
+    }
+
+    /// The catalog the caller sees, as JSON: the tools it may call and the
+    /// projects its organisation may see (the one place `[projects]`' `orgs`
+    /// are applied: `proj` and code mode show what this gives).
+    pub(super) fn catalog(&self, config: &CatalogConfig) -> RString {
+        let registry = &self.registry;
         let restricted = config.projects.values().any(|p| p.orgs.is_some());
-        if caller.identity.allowed.is_none() && !restricted {
+        if self.identity.allowed.is_none() && !restricted {
             return RString::from(&*registry.catalog_json);
         }
         let mut catalog = registry.catalog.clone();
         catalog
             .tools
-            .retain(|t| caller.may_call(&ToolName::new(&t.pack, &t.function).to_string()));
-        catalog.aliases.retain(|_, target| caller.may_call(target));
+            .retain(|t| self.may_call(&ToolName::new(&t.pack, &t.function).to_string()));
+        catalog.aliases.retain(|name, _| self.alias(name).is_some());
         let tools = &catalog.tools;
         catalog
             .packs
@@ -139,66 +273,11 @@ impl Registry {
         catalog.projects.retain(|name, _| {
             projects
                 .get(name)
-                .is_some_and(|p| p.visible_to(&caller.identity.org))
+                .is_some_and(|p| p.visible_to(&self.identity.org))
         });
         serde_json::to_string(&catalog)
             .expect("a catalog is serialisable")
             .into()
-    }
-}
-
-/// `alias`, or `pack.function` → the pack and its function, or an error
-/// that lists what exists.
-pub(super) fn resolve<'r>(
-    registry: &'r Registry,
-    front: &Front,
-    name: &str,
-) -> Result<(&'r PackEntry, &'r Function), CallError> {
-    lookup(registry, front, name).inspect_err(|error| {
-        tracing::info!(tool = name, outcome = error.code(), "call refused");
-    })
-}
-
-fn lookup<'r>(
-    registry: &'r Registry,
-    front: &Front,
-    name: &str,
-) -> Result<(&'r PackEntry, &'r Function), CallError> {
-    let target = front.aliases.get(name).map(String::as_str).unwrap_or(name);
-    let Some(ToolName {
-        pack: pack_name,
-        function: function_name,
-    }) = ToolName::parse(target)
-    else {
-        let (name, aliases, packs) = registry.known_names(front, name);
-        return Err(CallError::UnknownTool {
-            name,
-            aliases,
-            packs,
-        });
-    };
-    let Some(pack) = registry.packs.get(&pack_name) else {
-        return Err(CallError::UnknownPack {
-            pack: pack_name,
-            packs: registry.packs.keys().cloned().collect(),
-        });
-    };
-    Ok((pack, function_of(pack, &function_name)?))
-}
-
-impl Registry {
-    /// For a name that is neither an alias nor `pack.function`: the name,
-    /// the aliases and the packs, which the error lists instead.
-    pub(super) fn known_names(
-        &self,
-        front: &Front,
-        name: &str,
-    ) -> (String, Vec<String>, Vec<String>) {
-        (
-            name.to_owned(),
-            front.aliases.keys().cloned().collect(),
-            self.packs.keys().cloned().collect(),
-        )
     }
 }
 
@@ -260,23 +339,4 @@ fn function_entry(pack: &str, spec: &FunctionSpec) -> Function {
         validator,
         output: OnceLock::new(),
     }
-}
-
-pub(super) fn function_of<'p>(pack: &'p PackEntry, name: &str) -> Result<&'p Function, CallError> {
-    pack.functions
-        .iter()
-        .find(|f| f.spec.name == name)
-        .ok_or_else(|| {
-            if pack.functions.is_empty() {
-                return CallError::NoFunctionsYet {
-                    pack: pack.loaded.name.clone(),
-                    origin: pack.loaded.origin.to_string(),
-                };
-            }
-            CallError::UnknownFunction {
-                pack: pack.loaded.name.clone(),
-                function: name.to_owned(),
-                functions: pack.functions.iter().map(|f| f.spec.name.clone()).collect(),
-            }
-        })
 }

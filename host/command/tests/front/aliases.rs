@@ -51,3 +51,16 @@ fn aliases_rewrite_call_targets_only() {
         assert_eq!(plan(&front, input), want, "{input:?}");
     }
 }
+
+#[test]
+fn an_alias_the_caller_may_not_use_is_no_alias() {
+    let front = front();
+    // This caller may use `p.l` only: `ws` is a plain name to it, so code.
+    let only = |name: &str| (name == "p.l").then_some("proj.list");
+    let interpret = |command: &str| front.interpret_with(command, only).unwrap();
+    assert_eq!(
+        interpret("p.l()"),
+        Plan::Call(call("proj.list", vec![], vec![]))
+    );
+    assert_eq!(interpret("ws('x')"), Plan::Code("ws('x')".to_owned()));
+}
