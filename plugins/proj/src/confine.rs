@@ -78,10 +78,16 @@ impl Confined {
             ))
             .with_help("list directories with `proj.ls` or search with `proj.grep`");
         }
+        if beneath::is_escape(&e) {
+            return PackError::access_denied(format!(
+                "path `{}` leads through a symlink (or `..`) outside the project root",
+                self.shown()
+            ))
+            .with_help("only files under the project root are reachable");
+        }
         match e.kind() {
             io::ErrorKind::PermissionDenied => {
-                PackError::access_denied(format!("path `{}`: {e}", self.shown()))
-                    .with_help("only files under the project root are reachable")
+                PackError::access_denied(format!("cannot open path `{}`: {e}", self.shown()))
             }
             _ => PackError::from(e),
         }
