@@ -82,6 +82,11 @@ pub fn read(dir: &Path, rel: impl AsRef<Path>) -> io::Result<String> {
     Ok(text)
 }
 
+/// Whether `rel` is a folder (not a link to one).
+pub fn is_dir(dir: &Path, rel: impl AsRef<Path>) -> bool {
+    open(dir, rel.as_ref(), libc::O_PATH | libc::O_DIRECTORY, 0).is_ok()
+}
+
 /// Replace `rel`'s content (creating it).
 pub fn write(dir: &Path, rel: impl AsRef<Path>, content: &str) -> io::Result<()> {
     let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC;

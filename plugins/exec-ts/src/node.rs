@@ -125,6 +125,15 @@ impl ExecOutput {
         }
     }
 
+    /// This run followed by `next`: both outputs in order, `next`'s end.
+    pub fn followed_by(self, next: Self) -> Self {
+        Self {
+            stdout: self.stdout + &next.stdout,
+            stderr: self.stderr + &next.stderr,
+            ..next
+        }
+    }
+
     fn from_finished(finished: Finished, started: Instant, timeout: Duration) -> Self {
         let mut stderr = finished.stderr.text;
         let note = match finished.exit {
@@ -264,8 +273,6 @@ pub struct Confinement {
     pub limits: Limits,
     /// The network of code (`execute`, `cell_execute`).
     pub code_network: Network,
-    /// The network of `npm install`.
-    pub npm_network: Network,
 }
 
 /// An idle `node --input-type=module` in its own fresh folder, the only one
@@ -464,8 +471,8 @@ impl Runner {
     }
 
     /// `npm install`'s confinement: node's and npm's runtime, `session`
-    /// writable, `readable` (local packages) too, npm's network.
-    pub fn npm_policy(&self, session: &Path, readable: &[PathBuf]) -> Policy {
+    /// writable, `readable` (local packages) too, and `network`.
+    pub fn npm_policy(&self, session: &Path, readable: &[PathBuf], network: Network) -> Policy {
         let runtime = self
             .tools
             .node_runtime
@@ -473,7 +480,7 @@ impl Runner {
             .chain(&self.tools.npm_runtime);
         Policy::new(runtime.cloned(), session)
             .read(readable.iter().cloned())
-            .network(self.confinement.npm_network.clone())
+            .network(network)
             .limits(self.confinement.limits.clone())
     }
 
