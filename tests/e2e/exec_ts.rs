@@ -14,12 +14,12 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 /// A notebooks root of its own per test.
-struct Notebooks {
-    root: TempDir,
+pub(crate) struct Notebooks {
+    pub(crate) root: TempDir,
 }
 
 impl Notebooks {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             root: TempDir::new().unwrap(),
         }
@@ -33,16 +33,16 @@ impl Notebooks {
         )
     }
 
-    async fn host(&self) -> TestHost {
+    pub(crate) async fn host(&self) -> TestHost {
         TestHost::start(&self.config("")).await
     }
 
-    async fn host_with(&self, extra: &str) -> TestHost {
+    pub(crate) async fn host_with(&self, extra: &str) -> TestHost {
         TestHost::start(&self.config(extra)).await
     }
 }
 
-fn toml_path(path: &Path) -> String {
+pub(crate) fn toml_path(path: &Path) -> String {
     format!("{:?}", path.display().to_string())
 }
 
@@ -66,12 +66,17 @@ async fn execute(host: &TestHost, args: Value) -> CallToolResult {
     host.call("exec_ts.execute", args).await
 }
 
-async fn create_session(host: &TestHost) -> String {
+pub(crate) async fn create_session(host: &TestHost) -> String {
     let created = ok(&host.call("exec_ts.session_create", json!({})).await);
     created["sessionId"].as_str().unwrap().to_owned()
 }
 
-async fn create_cell(host: &TestHost, session: &str, filename: &str, source: &str) -> String {
+pub(crate) async fn create_cell(
+    host: &TestHost,
+    session: &str,
+    filename: &str,
+    source: &str,
+) -> String {
     let created = ok(&host
         .call(
             "exec_ts.cell_create",
@@ -82,7 +87,7 @@ async fn create_cell(host: &TestHost, session: &str, filename: &str, source: &st
     created["cellId"].as_str().unwrap().to_owned()
 }
 
-async fn run_cell(host: &TestHost, session: &str, cell: &str) -> CallToolResult {
+pub(crate) async fn run_cell(host: &TestHost, session: &str, cell: &str) -> CallToolResult {
     host.call(
         "exec_ts.cell_execute",
         json!({"sessionId": session, "cellId": cell}),

@@ -19,6 +19,7 @@
 pub mod answer;
 pub mod node;
 pub mod notebook;
+pub mod npm;
 pub mod scratch;
 pub mod srcmd;
 pub mod strip;
@@ -26,7 +27,6 @@ pub mod typecheck;
 
 use std::{
     collections::BTreeMap,
-    ffi::OsString,
     os::fd::OwnedFd,
     path::{Path, PathBuf},
     sync::{Arc, Mutex},
@@ -45,6 +45,7 @@ use serde::{Deserialize, Serialize};
 use crate::{
     node::{Confinement, ExecOutput, Runner, Tools},
     notebook::{CellKind, CellMeta, Language, Notebooks, SessionMeta, cell_not_found},
+    npm::Npm,
     scratch::Scratch,
     strip::strip_types,
     typecheck::Checker,
@@ -120,10 +121,21 @@ pub struct Config {
     /// Default false: no sockets at all.
     #[serde(default)]
     pub network: bool,
-    /// Whether `npm_install` may use the network (it needs it for the
-    /// registry; local packages install without). Default true.
+    /// Whether `npm_install` may reach `npm_registry`, through an egress
+    /// proxy that reaches nothing else (local packages install without).
+    /// Default true; false: no network.
     #[serde(default = "default_true")]
     pub npm_network: bool,
+    /// The npm registry `npm_install` uses, the one host its proxy
+    /// reaches (on ports 443, 80 and the URL's own). Default
+    /// `https://registry.npmjs.org/`.
+    #[serde(default = "default_npm_registry")]
+    pub npm_registry: String,
+    /// Packages whose lifecycle scripts (`preinstall`, `install`,
+    /// `postinstall`, a native build) run: after `npm_install`, when
+    /// installed, confined like npm. Default none: no package's script runs.
+    #[serde(default)]
+    pub npm_scripts_allow: Vec<String>,
     /// The TypeScript compiler for type checks: the folder of the
     /// `typescript` npm package, 7 or newer (its native compiler), or its
     /// `tsc` binary. A leading `~` is the home directory. Default none:
@@ -142,6 +154,10 @@ const NO_COMPILER: &str = "type checks need the TypeScript compiler: `npm instal
 
 fn default_true() -> bool {
     true
+}
+
+fn default_npm_registry() -> String {
+    npm::DEFAULT_REGISTRY.to_owned()
 }
 
 fn default_max_sessions() -> usize {
@@ -184,6 +200,7 @@ pub struct State {
     /// Whether TypeScript is checked unless a call says otherwise.
     typecheck: bool,
     notebooks: Notebooks,
+    npm: Npm,
     cwd_roots: Vec<PathBuf>,
     cwd_writable: bool,
     /// Held around every read-modify-write of a session's metadata.
@@ -234,13 +251,21 @@ impl State {
         if config.typecheck && checker.is_none() {
             return Err(PackError::invalid_argument(NO_COMPILER));
         }
+        let npm = Npm::new(
+            config.npm_registry,
+            config.npm_network,
+            config.npm_scripts_allow,
+        )
+        .map_err(PackError::invalid_argument)?;
         let tools = Tools::find(&config.node);
-        let network = |on: bool| if on { Network::Full } else { Network::None };
         let confinement = Confinement {
             sandbox: Arc::new(sandbox),
             limits: config.limits,
-            code_network: network(config.network),
-            npm_network: network(config.npm_network),
+            code_network: if config.network {
+                Network::Full
+            } else {
+                Network::None
+            },
         };
         let runner = Runner::new(
             tools,
@@ -254,6 +279,7 @@ impl State {
             checker,
             typecheck: config.typecheck,
             notebooks,
+            npm,
             cwd_roots: config.cwd_roots,
             cwd_writable: config.cwd_writable,
             lock: Mutex::new(()),
@@ -1166,18 +1192,6 @@ async fn npm_install(
         let message = "npm is not installed: no `npm` beside node nor on PATH; install it (e.g. `apt-get install npm`)";
         PackError::not_found(message).with_result(&ExecOutput::refused(message))
     })?;
-    // A local package is copied in (`--install-links`), not linked: cells
-    // read only their session's folder.
-    let mut npm_args: Vec<OsString> = [
-        "install",
-        "--no-audit",
-        "--no-fund",
-        "--no-progress",
-        "--install-links",
-    ]
-    .map(OsString::from)
-    .to_vec();
-    npm_args.extend(args.packages.iter().map(OsString::from));
     // npm's cache and temporary files are the session's own (never the
     // host user's ~/.npm, which is neither readable nor shared).
     let session = dir.clone();
@@ -1186,18 +1200,41 @@ async fn npm_install(
             .map_err(|e| notebook::io_error(&session.join(".packhost"), e))
     })
     .await?;
+    // The proxy serves until this call ends, when it is dropped.
+    let (network, proxy) = state.npm.egress().await.map_err(|e| {
+        let message = format!("cannot start npm's egress proxy: {e}");
+        PackError::internal(message.clone()).with_result(&ExecOutput::refused(message))
+    })?;
     let mut env = node::tmpdir(tmp.path());
     env.insert(
         "npm_config_cache".to_owned(),
         dir.join(".packhost/npm-cache").display().to_string(),
     );
     env.insert("npm_config_update_notifier".to_owned(), "false".to_owned());
-    let policy = state.runner.npm_policy(&dir, local);
-    state
-        .runner
-        .run(&npm, &npm_args, &dir, &policy, &env, timeout, started)
-        .await?
-        .into_result("npm install")
+    env.extend(state.npm.env(proxy.as_ref()));
+    let policy = state.runner.npm_policy(&dir, local, network);
+    let runner = &state.runner;
+    let install = npm::install_args(&args.packages);
+    let installed = runner
+        .run(&npm, &install, &dir, &policy, &env, timeout, started)
+        .await?;
+    let session = dir.clone();
+    let scripted = match installed.exit_code {
+        0 => blocking(&state, move |state| Ok(state.npm.scripted(&session))).await?,
+        _ => Vec::new(),
+    };
+    let mut output = if scripted.is_empty() {
+        installed
+    } else {
+        let rebuild = npm::rebuild_args(&scripted);
+        let left = timeout.saturating_sub(started.elapsed());
+        let rebuilt = runner
+            .run(&npm, &rebuild, &dir, &policy, &env, left, started)
+            .await?;
+        installed.followed_by(rebuilt)
+    };
+    npm::note_refusals(&mut output, proxy.as_ref());
+    output.into_result("npm install")
 }
 
 // ------------------------------------------------------------------- pack

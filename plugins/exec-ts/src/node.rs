@@ -127,6 +127,15 @@ impl ExecOutput {
         }
     }
 
+    /// This run followed by `next`: both outputs in order, `next`'s end.
+    pub fn followed_by(self, next: Self) -> Self {
+        Self {
+            stdout: self.stdout + &next.stdout,
+            stderr: self.stderr + &next.stderr,
+            ..next
+        }
+    }
+
     fn from_finished(finished: Finished, started: Instant, timeout: Duration) -> Self {
         let mut stderr = finished.stderr.text;
         let note = match finished.exit {
@@ -266,8 +275,6 @@ pub struct Confinement {
     pub limits: Limits,
     /// The network of code (`execute`, `cell_execute`).
     pub code_network: Network,
-    /// The network of `npm install`.
-    pub npm_network: Network,
 }
 
 /// An idle `node --input-type=module` in its own fresh folder, the only one
@@ -469,15 +476,15 @@ impl Runner {
     }
 
     /// `npm install`'s confinement: node's and npm's runtime, `session`
-    /// writable, `readable` (local packages) too, npm's network.
-    pub fn npm_policy(&self, session: &Path, readable: Vec<OwnedFd>) -> Policy {
+    /// writable, `readable` (local packages) too, and `network`.
+    pub fn npm_policy(&self, session: &Path, readable: Vec<OwnedFd>, network: Network) -> Policy {
         let runtime = self
             .tools
             .node_runtime
             .iter()
             .chain(&self.tools.npm_runtime);
         let policy = Policy::new(runtime.cloned(), session)
-            .network(self.confinement.npm_network.clone())
+            .network(network)
             .limits(self.confinement.limits.clone());
         readable.into_iter().fold(policy, Policy::read_opened)
     }

@@ -57,28 +57,9 @@ impl Endpoint {
 }
 
 /// Loopback, private, link-local and other non-public addresses: what an
-/// SSRF guard keeps a server from reaching.
+/// SSRF guard keeps a server from reaching (the egress proxy's rule).
 pub fn is_private(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                // Carrier-grade NAT, 100.64.0.0/10.
-                || (v4.octets()[0] == 100 && (v4.octets()[1] & 0xc0) == 64)
-        }
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_private(IpAddr::V4(v4));
-            }
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_unique_local()
-                || v6.is_unicast_link_local()
-        }
-    }
+    egress_proxy::address::refused(ip).is_some()
 }
 
 /// Refuse a URL whose host is a private address literal (names are checked

@@ -220,12 +220,15 @@ fn landlock(launch: &Launch) -> Result<(), String> {
             .add_rule(PathBeneath::new(fd, access))
             .map_err(|e| format!("Landlock rule for descriptor {}: {e}", granted.fd))?;
     }
-    if let Network::Listen(ports) = &policy.network {
-        for port in ports {
-            created = created
-                .add_rule(NetPort::new(*port, AccessNet::BindTcp))
-                .map_err(failed)?;
-        }
+    let ports = match &policy.network {
+        Network::Listen(ports) => ports.iter().map(|&p| (p, AccessNet::BindTcp)).collect(),
+        Network::Proxy(port) => vec![(*port, AccessNet::ConnectTcp)],
+        Network::None | Network::Full => Vec::new(),
+    };
+    for (port, access) in ports {
+        created = created
+            .add_rule(NetPort::new(port, access))
+            .map_err(failed)?;
     }
     let status = created.restrict_self().map_err(failed)?;
     if status.ruleset != landlock::RulesetStatus::FullyEnforced {

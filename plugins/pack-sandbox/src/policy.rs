@@ -98,6 +98,11 @@ pub enum Network {
     /// TCP listening on exactly these ports (a kernel's own), no outgoing
     /// connection, no other socket.
     Listen(Vec<u16>),
+    /// TCP connections to this port only: an egress proxy's on loopback,
+    /// the one way out. Landlock restricts TCP by port, not address, so the
+    /// port is open on every address; the proxy's is a fresh ephemeral one.
+    /// No listening, no other socket.
+    Proxy(u16),
     /// Everything the host can reach (MCP servers that call out).
     Full,
 }

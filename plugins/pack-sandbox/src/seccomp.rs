@@ -129,13 +129,13 @@ pub(crate) fn apply(network: &Network) -> Result<(), String> {
 }
 
 /// `socket(domain, type, ...)` calls to refuse: every one without network;
-/// with listening ports, all but TCP over IPv4 and IPv6.
+/// with listening ports or a proxy, all but TCP over IPv4 and IPv6.
 fn socket_rules(network: &Network) -> Result<Option<Vec<SeccompRule>>, seccompiler::BackendError> {
     const SOCK_TYPE_MASK: u64 = 0xf;
     Ok(match network {
         Network::Full => None,
         Network::None => Some(vec![rule(&[(0, SeccompCmpOp::Ge, 0)])?]),
-        Network::Listen(_) => Some(vec![
+        Network::Listen(_) | Network::Proxy(_) => Some(vec![
             rule(&[
                 (0, SeccompCmpOp::Ne, libc::AF_INET as u64),
                 (0, SeccompCmpOp::Ne, libc::AF_INET6 as u64),
