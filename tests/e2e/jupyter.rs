@@ -12,8 +12,8 @@ use std::{
 };
 
 use packhost_tests::{
-    TestHost, WHOLE_RESULTS, failed, is_error, jupyter::JupyterServer, ok, structured, text,
-    venv_python,
+    TestHost, WHOLE_RESULTS, bystander::Bystander, failed, is_error, jupyter::JupyterServer, ok,
+    structured, text, venv_python,
 };
 use serde_json::{Value, json};
 
@@ -471,6 +471,60 @@ async fn local_sigkill_of_the_host_leaves_no_kernel_behind() {
     unsafe { libc::kill(host.pid as i32, libc::SIGKILL) };
     // The kernel polls its parent once a second (JPY_PARENT_PID).
     wait_gone(pid, Duration::from_secs(10));
+}
+
+/// A session whose kernel died (`os._exit(1)`) and was reaped, and a
+/// process outside packhost that has since taken the kernel's pid.
+async fn a_dead_kernel_and_its_pid_taken(host: &TestHost) -> (String, Bystander) {
+    let session = create(host).await;
+    let pid = exec(host, &session, "import os; os.getpid()").await["result"]
+        .as_str()
+        .unwrap()
+        .parse::<u32>()
+        .unwrap();
+    let body = exec_err(host, &session, "import os; os._exit(1)", 30.0).await;
+    assert_eq!(body["error_type"], "KernelDied", "{body}");
+    // The pack reaps it (it polls its kernels): then its number is free.
+    let started = Instant::now();
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "kernel process {pid} not reaped"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    (session, Bystander::spawn(pid))
+}
+
+/// Issue 23: once a dead kernel is reaped its pid may go to any process;
+/// nothing the pack does with the session after (interrupt, restart, close,
+/// the host's shutdown) may signal that process or its group.
+#[tokio::test]
+async fn local_a_dead_kernels_pid_taken_by_another_process_gets_no_signal() {
+    let host = host().await;
+    let (session, bystander) = a_dead_kernel_and_its_pid_taken(&host).await;
+    let result = host
+        .call("jupyter.interrupt", json!({ "session_id": session }))
+        .await;
+    bystander.assert_untouched("jupyter.interrupt");
+    failed(&result, "UPSTREAM_ERROR", &["cannot interrupt", "ended"]);
+    ok(&host
+        .call("jupyter.session_close", json!({ "session_id": session }))
+        .await);
+    bystander.assert_untouched("jupyter.session_close");
+
+    let (session, bystander) = a_dead_kernel_and_its_pid_taken(&host).await;
+    let done = ok(&host
+        .call("jupyter.restart", json!({ "session_id": session }))
+        .await);
+    assert_eq!(done["action"], "restarted");
+    bystander.assert_untouched("jupyter.restart");
+
+    let (_session, bystander) = a_dead_kernel_and_its_pid_taken(&host).await;
+    // SAFETY: signalling the host child this test started.
+    unsafe { libc::kill(host.pid as i32, libc::SIGTERM) };
+    wait_gone(host.pid, Duration::from_secs(20));
+    bystander.assert_untouched("the host's shutdown");
 }
 
 // ---- local kernels are confined (the sandbox is on by default) ----

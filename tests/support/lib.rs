@@ -13,6 +13,7 @@
 #![deny(missing_docs)]
 
 pub mod bench;
+pub mod bystander;
 pub mod downstream;
 pub mod http;
 pub mod jupyter;

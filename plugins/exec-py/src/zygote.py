@@ -6,9 +6,11 @@
 # (stdout, stderr, the call's channel), and forks a child per request. The
 # child leads its own session, narrows its confinement to its own call
 # folder (a nested Landlock domain: it cannot read or signal its siblings),
-# and serves the call as a fresh runner would. The zygote reaps its children
-# and tells the pack how each ended.
-import ctypes, gc, selectors
+# and serves the call as a fresh runner would. The zygote hands the pack a
+# pidfd of each child (the pack signals a child only through it: a pid may
+# be another process's once reaped), kills each child's group once the
+# child has ended and before reaping it, and tells the pack how it ended.
+import ctypes, gc, selectors, signal
 
 # Landlock's system calls have the same numbers on every architecture.
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
@@ -119,11 +121,20 @@ def _zygote():
                     _child(request, fds)
                 for fd in fds:
                     os.close(fd)
-                selector.register(os.pidfd_open(pid), selectors.EVENT_READ, pid)
-                control.send(json.dumps({"id": request["id"], "pid": pid}).encode())
+                # Opened before the child can be reaped (only here), so it is
+                # the child's.
+                pidfd = os.pidfd_open(pid)
+                selector.register(pidfd, selectors.EVENT_READ, pid)
+                socket.send_fds(control, [json.dumps({"id": request["id"], "pid": pid}).encode()], [pidfd])
             else:
                 selector.unregister(key.fileobj)
                 os.close(key.fileobj)
+                # Its group ends with it: killed while the unreaped child still
+                # holds the group's number, which may be another's once reaped.
+                try:
+                    os.killpg(key.data, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass  # it never led a group (it ended before `setsid`)
                 _, status = os.waitpid(key.data, 0)
                 control.send(json.dumps({"exited": key.data, "status": status}).encode())
 

@@ -7,9 +7,9 @@
 
 use std::{
     collections::HashMap,
-    io::{self, IoSlice},
+    io::{self, IoSlice, IoSliceMut},
     os::{
-        fd::{AsFd, AsRawFd, OwnedFd},
+        fd::{AsRawFd, FromRawFd, OwnedFd, RawFd},
         unix::net::UnixStream as StdUnixStream,
     },
     sync::{
@@ -20,9 +20,10 @@ use std::{
 };
 
 use nix::sys::socket::{
-    AddressFamily, ControlMessage, MsgFlags, SockFlag, SockType, recv, sendmsg, socketpair,
+    AddressFamily, ControlMessage, ControlMessageOwned, MsgFlags, SockFlag, SockType, recvmsg,
+    sendmsg, socketpair,
 };
-use pack_process::{Adopted, Mode, ProcessGroup, pass_as_channel};
+use pack_process::{Adopted, Mode, Pidfd, ProcessGroup, pass_as_channel};
 use serde::Deserialize;
 use serde_json::json;
 use tempfile::TempDir;
@@ -53,7 +54,8 @@ pub struct Zygote {
     root: TempDir,
 }
 
-type Forked = Result<(u32, oneshot::Receiver<i32>), String>;
+/// A forked child's pid, its pidfd and its end to come; or why not.
+type Forked = Result<(u32, OwnedFd, oneshot::Receiver<i32>), String>;
 
 /// Forks asked for and children running, by request id and by pid.
 #[derive(Default)]
@@ -184,7 +186,7 @@ impl Zygote {
         }
         // The child holds its ends now.
         drop((stdout_theirs, stderr_theirs, channel_theirs));
-        let (pid, exit) = match tokio::time::timeout(FORK_TIMEOUT, forked).await {
+        let (pid, pidfd, exit) = match tokio::time::timeout(FORK_TIMEOUT, forked).await {
             Ok(Ok(Ok(forked))) => forked,
             Ok(Ok(Err(refused))) => return Err(io::Error::other(refused)),
             Ok(Err(_)) => return Err(io::Error::other("the zygote is gone")),
@@ -194,7 +196,7 @@ impl Zygote {
             }
         };
         let adopted = Adopted {
-            pid,
+            pidfd: Pidfd::from_fd(pidfd, pid),
             exit,
             stdout: pipe::Receiver::from_owned_fd(stdout)?,
             stderr: pipe::Receiver::from_owned_fd(stderr)?,
@@ -231,17 +233,34 @@ impl Zygote {
 /// child still waiting learns so (their senders drop).
 async fn read(control: Arc<AsyncFd<OwnedFd>>, waiting: Arc<Mutex<Waiting>>) {
     let mut buffer = vec![0u8; 1 << 16];
+    let mut space = nix::cmsg_space!([RawFd; 1]);
     loop {
         let Ok(mut ready) = control.readable().await else {
             break;
         };
         let received = ready.try_io(|control| {
-            recv(control.as_fd().as_raw_fd(), &mut buffer, MsgFlags::empty())
-                .map_err(io::Error::from)
+            let mut iov = [IoSliceMut::new(&mut buffer)];
+            let message = recvmsg::<()>(
+                control.as_raw_fd(),
+                &mut iov,
+                Some(&mut space),
+                MsgFlags::MSG_CMSG_CLOEXEC,
+            )?;
+            // Owned at once: none leaks, whatever the message.
+            let fds: Vec<OwnedFd> = message
+                .cmsgs()?
+                .flat_map(|cmsg| match cmsg {
+                    ControlMessageOwned::ScmRights(fds) => fds,
+                    _ => Vec::new(),
+                })
+                // SAFETY: descriptors the kernel just gave us.
+                .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })
+                .collect();
+            Ok((message.bytes, fds))
         });
-        let length = match received {
-            Ok(Ok(0)) | Ok(Err(_)) => break,
-            Ok(Ok(length)) => length,
+        let (length, mut fds) = match received {
+            Ok(Ok((0, _))) | Ok(Err(_)) => break,
+            Ok(Ok(received)) => received,
             Err(_would_block) => continue,
         };
         let Ok(message) = serde_json::from_slice::<Message>(&buffer[..length]) else {
@@ -250,10 +269,16 @@ async fn read(control: Arc<AsyncFd<OwnedFd>>, waiting: Arc<Mutex<Waiting>>) {
         let mut waiting = lock(&waiting);
         match message {
             Message::Forked { id, pid } => {
-                let (ended, exit) = oneshot::channel();
-                waiting.exits.insert(pid, ended);
-                if let Some(forked) = waiting.forks.remove(&id) {
-                    let _ = forked.send(Ok((pid, exit)));
+                let forked = match fds.pop() {
+                    Some(pidfd) => {
+                        let (ended, exit) = oneshot::channel();
+                        waiting.exits.insert(pid, ended);
+                        Ok((pid, pidfd, exit))
+                    }
+                    None => Err("the zygote sent no pidfd for its child".to_owned()),
+                };
+                if let Some(sent) = waiting.forks.remove(&id) {
+                    let _ = sent.send(forked);
                 }
             }
             Message::Refused { id, error } => {

@@ -544,7 +544,7 @@ impl Runner {
         timeout: Duration,
         started: Instant,
     ) -> ExecOutput {
-        if let (Some(code), Some(mut pipe)) = (stdin, group.child().stdin.take()) {
+        if let (Some(code), Some(mut pipe)) = (stdin, group.take_stdin()) {
             // A separate task: a child that never reads cannot block the call,
             // and the write fails (EPIPE) once the group is killed.
             tokio::spawn(async move {

@@ -138,7 +138,6 @@ impl Backend for LocalBackend {
 struct Running {
     /// Owning it keeps the kernel; dropping the last handle kills its group.
     group: Arc<Mutex<ProcessGroup>>,
-    pid: libc::pid_t,
     conn: Arc<Conn>,
     /// The kernel's own folder (its home, temporary files, connection file
     /// and stderr), the only one it may write; removed on drop.
@@ -177,19 +176,15 @@ impl Kernel for LocalKernel {
     }
 
     fn interrupt(&self) -> BoxFuture<'_, Result<(), String>> {
-        let pid = self.lock().as_ref().map(|r| r.pid);
+        let group = self.lock().as_ref().map(|r| Arc::clone(&r.group));
         Box::pin(async move {
-            let pid = pid.ok_or("the kernel was shut down")?;
+            let group = group.ok_or("the kernel was shut down")?;
             // ipykernel's interrupt mode is `signal`: SIGINT to the kernel.
-            // SAFETY: kill only sends a signal to our own child.
-            if unsafe { libc::kill(pid, libc::SIGINT) } == 0 {
-                Ok(())
-            } else {
-                Err(format!(
-                    "cannot interrupt kernel process {pid}: {}",
-                    std::io::Error::last_os_error()
-                ))
-            }
+            let sent = group.lock().unwrap_or_else(|e| e.into_inner()).interrupt();
+            sent.map_err(|e| match e.raw_os_error() {
+                Some(libc::ESRCH) => "its process has ended".to_owned(),
+                _ => e.to_string(),
+            })
         })
     }
 
@@ -250,7 +245,7 @@ impl Ended {
 fn ended(group: &Mutex<ProcessGroup>) -> Option<Ended> {
     use std::os::unix::process::ExitStatusExt;
     let mut group = group.lock().unwrap_or_else(|e| e.into_inner());
-    let status = match group.child().try_wait() {
+    let status = match group.try_wait() {
         Ok(None) => return None,
         Ok(Some(status)) => status,
         Err(e) => {
@@ -373,18 +368,13 @@ async fn launch_on(launcher: &Launcher, ports: [u16; 5]) -> Result<Running, Laun
         extra.insert("HOME".to_owned(), own(dir.path()));
     }
     settings.env.apply(command, &extra);
-    let mut group = ProcessGroup::spawn(confined).map_err(|e| {
+    let group = ProcessGroup::spawn(confined).map_err(|e| {
         PackError::not_found(format!(
             "cannot start the kernel with `{}`: {e}",
             python.executable.display()
         ))
         .with_help("set `python` in [packs.jupyter] config to an interpreter that has ipykernel (pip install ipykernel)")
     })?;
-    let pid = group
-        .child()
-        .id()
-        .and_then(|id| libc::pid_t::try_from(id).ok())
-        .ok_or_else(|| startup_error("the kernel exited at once".to_owned()))?;
     let group = Arc::new(Mutex::new(group));
 
     let deadline = Instant::now() + settings.startup_timeout;
@@ -533,7 +523,6 @@ async fn launch_on(launcher: &Launcher, ports: [u16; 5]) -> Result<Running, Laun
 
     let running = Running {
         group,
-        pid,
         conn: Arc::clone(&conn),
         _dir: dir,
     };

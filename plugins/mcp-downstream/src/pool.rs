@@ -154,7 +154,7 @@ impl Connection {
         for _ in 0..25 {
             {
                 let mut group = child.lock().unwrap_or_else(|e| e.into_inner());
-                if let Ok(Some(status)) = group.child().try_wait() {
+                if let Ok(Some(status)) = group.try_wait() {
                     let exit = match (status.code(), status.signal()) {
                         (Some(code), _) => Exit::Code(code),
                         (None, Some(signal)) => Exit::Signal(signal),
@@ -618,9 +618,8 @@ impl Pool {
                 let (mut group, scratch) = self
                     .spawn(command, args, env, confinement)
                     .map_err(|e| format!("{describe}: {e}"))?;
-                let child = group.child();
                 let (Some(stdout), Some(stdin), Some(stderr)) =
-                    (child.stdout.take(), child.stdin.take(), child.stderr.take())
+                    (group.take_stdout(), group.take_stdin(), group.take_stderr())
                 else {
                     return Err(format!("{describe}: its pipes could not be opened"));
                 };
@@ -769,10 +768,7 @@ async fn refusal(
     stderr: tokio::task::JoinHandle<Option<String>>,
 ) -> Option<String> {
     let grace = Duration::from_secs(1);
-    let status = tokio::time::timeout(grace, group.child().wait())
-        .await
-        .ok()?
-        .ok()?;
+    let status = tokio::time::timeout(grace, group.wait()).await.ok()?.ok()?;
     if status.code() != Some(pack_sandbox::SETUP_FAILED) {
         return None;
     }

@@ -1,15 +1,27 @@
 //! A child that leads its own process group, and running it to the end.
+//!
+//! Signals never go by a saved pid: a reaped process's number goes to the
+//! next process started. The leader alone is signalled through its pidfd.
+//! Its group is signalled with `killpg` only while the leader is not yet
+//! reaped: until then no other process can hold that number as its pid or
+//! its group. So the group is killed before the leader is reaped, at every
+//! reaping (a group ends with its leader), and never after.
 
 use std::{
     io,
-    os::unix::process::ExitStatusExt,
+    os::{fd::AsFd, unix::process::ExitStatusExt},
     process::ExitStatus,
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
-use pack_sandbox::{Bound, Cgroup, Confined};
-use tokio::{net::unix::pipe, process::Child, sync::oneshot};
+use pack_sandbox::{Bound, Cgroup, Confined, Pidfd};
+use tokio::{
+    io::{Interest, unix::AsyncFd},
+    net::unix::pipe,
+    process::{Child, ChildStderr, ChildStdin, ChildStdout},
+    sync::oneshot,
+};
 use tokio_util::task::AbortOnDropHandle;
 
 use crate::capture::{Capture, CaptureBuffer, read_capped};
@@ -18,30 +30,75 @@ use crate::capture::{Capture, CaptureBuffer, read_capped};
 /// open only while a process outside the group holds them.
 const DRAIN_GRACE: Duration = Duration::from_millis(500);
 
+/// How often a guard dropped outside a runtime tries to reap its killed
+/// child.
+const REAP_POLL: Duration = Duration::from_millis(10);
+
 /// A spawned child leading its own process group (and, where the machine
 /// has them, its own cgroup). Dropping it kills the whole group and reaps
 /// the child.
 pub struct ProcessGroup {
     /// Ours to wait for; `None` for an adopted process.
     child: Option<Child>,
-    adopted: Option<Adopted>,
-    pgid: Option<libc::pid_t>,
+    adopted: Option<Fostered>,
+    /// The leader, whose pid is also the group's.
+    leader: Pidfd,
     /// Reaches what left the group (`setsid`); dropped after the child.
     cgroup: Option<Cgroup>,
 }
 
 /// A process another one started and reaps for the pack (a fork server's
-/// child), leading its own process group: its pid, its wait status once
+/// child), leading its own process group: its pidfd, its wait status once
 /// its parent has reaped it, and the read ends of its output.
+///
+/// Its parent kills its group (`killpg`) before it reaps it: the pack never
+/// signals the group, whose number may be another's once the leader is
+/// reaped, only the leader through its pidfd.
 pub struct Adopted {
-    /// Its pid, which is also its process group.
-    pub pid: u32,
+    /// Opened by its parent before it could reap it ([`Pidfd::from_fd`]):
+    /// the only way the pack signals it. Its pid is also its group's.
+    pub pidfd: Pidfd,
     /// Its raw wait status, sent by its parent when it has reaped it.
     pub exit: oneshot::Receiver<i32>,
     /// Its standard output.
     pub stdout: pipe::Receiver,
     /// Its standard error.
     pub stderr: pipe::Receiver,
+}
+
+/// What the guard keeps of an [`Adopted`] process.
+struct Fostered {
+    exit: oneshot::Receiver<i32>,
+    /// Once its parent reported it.
+    status: Option<ExitStatus>,
+    /// Until [`ProcessGroup::finish`] takes them.
+    output: Option<(pipe::Receiver, pipe::Receiver)>,
+}
+
+impl Fostered {
+    fn lost() -> io::Error {
+        io::Error::other("its parent did not report its end")
+    }
+
+    fn try_status(&mut self) -> io::Result<Option<ExitStatus>> {
+        if self.status.is_none() {
+            match self.exit.try_recv() {
+                Ok(raw) => self.status = Some(ExitStatus::from_raw(raw)),
+                Err(oneshot::error::TryRecvError::Empty) => {}
+                Err(oneshot::error::TryRecvError::Closed) => return Err(Self::lost()),
+            }
+        }
+        Ok(self.status)
+    }
+
+    async fn status(&mut self) -> io::Result<ExitStatus> {
+        if let Some(status) = self.status {
+            return Ok(status);
+        }
+        let status = ExitStatus::from_raw((&mut self.exit).await.map_err(|_| Self::lost())?);
+        self.status = Some(status);
+        Ok(status)
+    }
 }
 
 /// How a child ended.
@@ -108,24 +165,50 @@ impl ProcessGroup {
         } = confined;
         command.process_group(0);
         let child = command.spawn()?;
-        let pgid = child.id().and_then(|id| libc::pid_t::try_from(id).ok());
-        Ok(Self {
-            child: Some(child),
-            adopted: None,
-            pgid,
-            cgroup,
-        })
+        // Opened before anything can reap the child: it is surely its own.
+        let leader = child
+            .id()
+            .ok_or_else(|| io::Error::other("the child was reaped at once"))
+            .and_then(Pidfd::open);
+        match leader {
+            Ok(leader) => Ok(Self {
+                child: Some(child),
+                adopted: None,
+                leader,
+                cgroup,
+            }),
+            Err(e) => {
+                kill_group_of(&child);
+                Err(e)
+            }
+        }
     }
 
     /// Take charge of a process the pack did not spawn (see [`Adopted`]),
     /// bounded by `cgroup` (which it has joined).
     pub fn adopt(adopted: Adopted, cgroup: Option<Cgroup>) -> Self {
+        let Adopted {
+            pidfd,
+            exit,
+            stdout,
+            stderr,
+        } = adopted;
         Self {
             child: None,
-            pgid: libc::pid_t::try_from(adopted.pid).ok(),
-            adopted: Some(adopted),
+            adopted: Some(Fostered {
+                exit,
+                status: None,
+                output: Some((stdout, stderr)),
+            }),
+            leader: pidfd,
             cgroup,
         }
+    }
+
+    /// The leader's pid, which is also the group's: to read `/proc`, never
+    /// to signal it (see [`kill`](Self::kill), [`interrupt`](Self::interrupt)).
+    pub fn id(&self) -> u32 {
+        self.leader.pid()
     }
 
     /// The bound the child passed, if it failed for one: the signal of an
@@ -139,11 +222,19 @@ impl ProcessGroup {
         }
     }
 
-    /// The child, to take its pipes.
-    pub fn child(&mut self) -> &mut Child {
-        self.child
-            .as_mut()
-            .expect("the child is only taken on drop")
+    /// The child's standard input, if piped and not yet taken.
+    pub fn take_stdin(&mut self) -> Option<ChildStdin> {
+        self.child.as_mut()?.stdin.take()
+    }
+
+    /// The child's standard output, if piped and not yet taken.
+    pub fn take_stdout(&mut self) -> Option<ChildStdout> {
+        self.child.as_mut()?.stdout.take()
+    }
+
+    /// The child's standard error, if piped and not yet taken.
+    pub fn take_stderr(&mut self) -> Option<ChildStderr> {
+        self.child.as_mut()?.stderr.take()
     }
 
     /// Whether the leader is still running (an idle pooled child may have
@@ -154,20 +245,11 @@ impl ProcessGroup {
     /// a pipe nobody will read. A process that ends its main thread on
     /// purpose while the others go on (`pthread_exit` in `main`) counts as
     /// gone too.
-    pub fn is_running(&mut self) -> bool {
-        let ending = |leader: u32| proc_stat(leader).map(|stat| stat.ending());
-        match &mut self.child {
-            Some(child) => {
-                matches!(child.try_wait(), Ok(None)) && child.id().and_then(ending) != Some(true)
-            }
-            // An adopted leader is reaped by its parent: gone from /proc then.
-            None => {
-                self.pgid
-                    .and_then(|pgid| u32::try_from(pgid).ok())
-                    .and_then(ending)
-                    == Some(false)
-            }
-        }
+    pub fn is_running(&self) -> bool {
+        // Read first: if the leader has not ended after, the stat was its own
+        // and not that of a process that took its number.
+        let ending = proc_stat(self.leader.pid()).map(|stat| stat.ending());
+        ending == Some(false) && !self.leader.exited()
     }
 
     /// SIGKILL to every process of the group, and of its cgroup.
@@ -178,12 +260,53 @@ impl ProcessGroup {
         }
     }
 
+    /// SIGINT to the leader alone (how a Jupyter kernel is interrupted);
+    /// `ESRCH` once it was reaped.
+    pub fn interrupt(&self) -> io::Result<()> {
+        self.leader.signal(libc::SIGINT)
+    }
+
     fn kill_group(&self) {
-        if let Some(pgid) = self.pgid {
-            // SAFETY: killpg only sends a signal; ESRCH (group gone) is fine.
-            unsafe {
-                libc::killpg(pgid, libc::SIGKILL);
+        match &self.child {
+            Some(child) => kill_group_of(child),
+            // Its parent kills its group before reaping it (see `Adopted`):
+            // the group ends with the leader.
+            None => {
+                let _ = self.leader.signal(libc::SIGKILL);
             }
+        }
+    }
+
+    /// The leader's exit status if it has ended, reaping it (an adopted
+    /// one's, once its parent reported it); `None` while it runs. What is
+    /// left of its group is killed first.
+    pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        match (&mut self.child, &mut self.adopted) {
+            (Some(child), _) => {
+                if child.id().is_some() && !self.leader.exited() {
+                    return Ok(None);
+                }
+                kill_group_of(child);
+                child.try_wait()
+            }
+            (None, Some(adopted)) => adopted.try_status(),
+            (None, None) => Err(io::Error::other("nothing to wait for")),
+        }
+    }
+
+    /// Wait for the leader's end and reap it (an adopted one's end, as its
+    /// parent reports it). What is left of its group is killed first.
+    pub async fn wait(&mut self) -> io::Result<ExitStatus> {
+        match (&mut self.child, &mut self.adopted) {
+            (Some(child), _) => {
+                if child.id().is_some() {
+                    ended(&self.leader).await?;
+                    kill_group_of(child);
+                }
+                child.wait().await
+            }
+            (None, Some(adopted)) => adopted.status().await,
+            (None, None) => Err(io::Error::other("nothing to wait for")),
         }
     }
 
@@ -211,23 +334,19 @@ impl ProcessGroup {
         let stdout = Arc::new(Mutex::new(CaptureBuffer::default()));
         let stderr = Arc::new(Mutex::new(CaptureBuffer::default()));
         let mut readers = Vec::new();
-        if let Some(child) = &mut self.child {
-            if let Some(pipe) = child.stdout.take() {
-                readers.push(reader(pipe, limit, &stdout));
-            }
-            if let Some(pipe) = child.stderr.take() {
-                readers.push(reader(pipe, limit, &stderr));
-            }
+        if let Some(pipe) = self.take_stdout() {
+            readers.push(reader(pipe, limit, &stdout));
         }
-        let mut exit_status = None;
-        if let Some(adopted) = self.adopted.take() {
-            readers.push(reader(adopted.stdout, limit, &stdout));
-            readers.push(reader(adopted.stderr, limit, &stderr));
-            exit_status = Some(adopted.exit);
+        if let Some(pipe) = self.take_stderr() {
+            readers.push(reader(pipe, limit, &stderr));
+        }
+        if let Some((out, err)) = self.adopted.as_mut().and_then(|a| a.output.take()) {
+            readers.push(reader(out, limit, &stdout));
+            readers.push(reader(err, limit, &stderr));
         }
         let ended = async {
             tokio::select! {
-                status = self.wait(exit_status.as_mut()) => Exit::from_status(status),
+                status = self.wait() => Exit::from_status(status),
                 () = answered => Exit::Answered,
             }
         };
@@ -235,7 +354,7 @@ impl ProcessGroup {
             Ok(exit) => exit,
             Err(_) => {
                 self.kill();
-                let _ = self.wait(exit_status.as_mut()).await;
+                let _ = self.wait().await;
                 Exit::TimedOut
             }
         };
@@ -273,21 +392,25 @@ fn reader(
     AbortOnDropHandle::new(tokio::spawn(read_capped(pipe, limit, Arc::clone(buffer))))
 }
 
-impl ProcessGroup {
-    /// The leader's end: ours to reap, or reported by its parent.
-    async fn wait(
-        &mut self,
-        adopted: Option<&mut oneshot::Receiver<i32>>,
-    ) -> io::Result<ExitStatus> {
-        match (&mut self.child, adopted) {
-            (Some(child), _) => child.wait().await,
-            (None, Some(exit)) => exit
-                .await
-                .map(ExitStatus::from_raw)
-                .map_err(|_| io::Error::other("its parent did not report its end")),
-            (None, None) => Err(io::Error::other("nothing to wait for")),
-        }
+/// SIGKILL to the group `child` leads, unless `child` was reaped: until then
+/// no other process can hold its number, so the group is ours; once reaped,
+/// the group was killed just before (it ends with its leader).
+fn kill_group_of(child: &Child) {
+    let Some(pgid) = child.id().and_then(|id| libc::pid_t::try_from(id).ok()) else {
+        return;
+    };
+    // SAFETY: killpg only sends a signal; ESRCH (group gone) is fine.
+    unsafe {
+        libc::killpg(pgid, libc::SIGKILL);
     }
+}
+
+/// Until `leader` has ended, without reaping it.
+async fn ended(leader: &Pidfd) -> io::Result<()> {
+    // SAFETY: the descriptor is borrowed from `leader`, so it stays open and
+    // the same for as long as this registration.
+    let pidfd = unsafe { AsyncFd::register_with_interest(leader.as_fd(), Interest::READABLE)? };
+    pidfd.readable().await.map(drop)
 }
 
 /// The live processes of group `pgid` (zombies excluded: they are dead and
@@ -355,7 +478,8 @@ impl Drop for ProcessGroup {
             return;
         }
         // `kill_on_drop` alone leaves a zombie when the reaper misses the
-        // exit: wait for it explicitly.
+        // exit: wait for it explicitly, through `child` alone (a bare
+        // `waitpid` would leave `child` to reap that number again later).
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
                 runtime.spawn(async move {
@@ -364,12 +488,8 @@ impl Drop for ProcessGroup {
             }
             Err(_) => {
                 std::thread::spawn(move || {
-                    if let Some(id) = child.id() {
-                        let mut status = 0;
-                        // SAFETY: waiting on our own child's pid.
-                        unsafe {
-                            libc::waitpid(id as libc::pid_t, &mut status, 0);
-                        }
+                    while let Ok(None) = child.try_wait() {
+                        std::thread::sleep(REAP_POLL);
                     }
                 });
             }

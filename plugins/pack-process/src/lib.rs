@@ -5,6 +5,9 @@
 //!   when the call times out, is cancelled, or the guard is dropped — so
 //!   grandchildren (`sh -c 'sleep 100 &'`) never outlive the call;
 //! - a killed child is reaped on the runtime (no zombies);
+//! - a child is signalled through its pidfd, its group only while the
+//!   leader is not yet reaped (the group is killed just before): never by a
+//!   saved pid, which may be another process's once reaped;
 //! - stdout and stderr are captured while streaming, each capped, with a
 //!   marker when cut: memory stays bounded whatever the child prints
 //!   ([`CaptureBuffer`], also for output that arrives as messages);
@@ -29,5 +32,5 @@ pub use capture::{Capture, CaptureBuffer, TRUNCATED_MARKER};
 pub use channel::{CHANNEL_FD, ChannelPair, pass_as_channel};
 pub use env::EnvAllowList;
 pub use group::{Adopted, Exit, Finished, ProcessGroup, live_members};
-pub use pack_sandbox::{Bound, Confined, Limits, Mode, Network, Policy, Python, Sandbox};
+pub use pack_sandbox::{Bound, Confined, Limits, Mode, Network, Pidfd, Policy, Python, Sandbox};
 pub use pool::{WARM_UP_DELAY, WarmPool};

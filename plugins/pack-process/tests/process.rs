@@ -3,14 +3,19 @@
 
 use std::{
     collections::BTreeMap,
+    os::unix::process::ExitStatusExt,
     process::Stdio,
     time::{Duration, Instant},
 };
 
 use pack_process::{
-    Confined, EnvAllowList, Exit, Mode, Policy, ProcessGroup, Sandbox, TRUNCATED_MARKER, WarmPool,
-    live_members,
+    Adopted, Confined, EnvAllowList, Exit, Mode, Pidfd, Policy, ProcessGroup, Sandbox,
+    TRUNCATED_MARKER, WarmPool, live_members,
 };
+
+#[path = "../../../tests/support/bystander.rs"]
+mod bystander;
+use bystander::Bystander;
 
 /// Unconfined: these tests are about process groups, and a test binary is
 /// not the sandbox's helper (tests/e2e/sandbox.rs confines for real).
@@ -57,9 +62,8 @@ async fn captures_both_streams_and_the_exit_code() {
 
 #[tokio::test]
 async fn a_timeout_kills_the_whole_group_and_keeps_the_output() {
-    let mut group =
-        ProcessGroup::spawn(sh("echo before; sleep 30 & sleep 30; echo after")).unwrap();
-    let pgid = group.child().id().unwrap();
+    let group = ProcessGroup::spawn(sh("echo before; sleep 30 & sleep 30; echo after")).unwrap();
+    let pgid = group.id();
     let started = Instant::now();
     let finished = group.finish(Duration::from_millis(300), 1024).await;
     assert_eq!(finished.exit, Exit::TimedOut);
@@ -76,8 +80,8 @@ async fn a_timeout_kills_the_whole_group_and_keeps_the_output() {
 
 #[tokio::test]
 async fn grandchildren_do_not_outlive_a_normal_exit() {
-    let mut group = ProcessGroup::spawn(sh("sleep 30 & echo done")).unwrap();
-    let pgid = group.child().id().unwrap();
+    let group = ProcessGroup::spawn(sh("sleep 30 & echo done")).unwrap();
+    let pgid = group.id();
     let finished = group.finish(Duration::from_secs(10), 1024).await;
     assert_eq!(finished.exit, Exit::Code(0));
     assert_eq!(finished.stdout.text, "done\n");
@@ -94,8 +98,8 @@ async fn an_answer_ends_the_wait_and_the_group() {
         "echo said; exec >&- 2>&-; touch {}; sleep 60",
         answer.display()
     );
-    let mut group = ProcessGroup::spawn(sh(&script)).unwrap();
-    let pgid = group.child().id().unwrap();
+    let group = ProcessGroup::spawn(sh(&script)).unwrap();
+    let pgid = group.id();
     let answered = async {
         while !answer.exists() {
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -133,8 +137,8 @@ async fn a_cut_never_splits_a_character() {
 
 #[tokio::test]
 async fn dropping_the_guard_kills_the_group() {
-    let mut group = ProcessGroup::spawn(sh("sleep 30 & sleep 30")).unwrap();
-    let pgid = group.child().id().unwrap();
+    let group = ProcessGroup::spawn(sh("sleep 30 & sleep 30")).unwrap();
+    let pgid = group.id();
     assert!(group.is_running());
     drop(group);
     wait_until_gone(pgid).await;
@@ -173,11 +177,11 @@ async fn a_pool_hands_out_fresh_children_and_refills() {
     let pool = WarmPool::new(
         2,
         || async { ProcessGroup::spawn(sh("sleep 30")) },
-        ProcessGroup::is_running,
+        |group: &mut ProcessGroup| group.is_running(),
     );
-    let mut first = pool.take().await.unwrap();
-    let mut second = pool.take().await.unwrap();
-    let (a, b) = (first.child().id().unwrap(), second.child().id().unwrap());
+    let first = pool.take().await.unwrap();
+    let second = pool.take().await.unwrap();
+    let (a, b) = (first.id(), second.id());
     assert!(group_alive(a) && group_alive(b));
     assert_ne!(a, b);
     assert!(first.is_running() && second.is_running());
@@ -185,4 +189,52 @@ async fn a_pool_hands_out_fresh_children_and_refills() {
     drop((first, second));
     wait_until_gone(a).await;
     wait_until_gone(b).await;
+}
+
+/// Issue 23: once a leader is reaped its pid (and group number) may go to
+/// any process; nothing the guard does after may reach that process.
+#[tokio::test]
+async fn a_reaped_leader_is_never_signalled_again() {
+    let mut group = ProcessGroup::spawn(sh("exit 0")).unwrap();
+    let pid = group.id();
+    assert_eq!(group.wait().await.unwrap().code(), Some(0));
+    let bystander = Bystander::spawn(pid);
+    assert_eq!(
+        group.interrupt().unwrap_err().raw_os_error(),
+        Some(libc::ESRCH)
+    );
+    group.kill();
+    drop(group);
+    bystander.assert_untouched("interrupt, kill and drop");
+}
+
+/// The same for a process its parent reaps (a fork server's child): the
+/// pack has its pidfd from the parent, opened before it could be reaped.
+#[tokio::test]
+async fn an_adopted_leader_its_parent_reaped_is_never_signalled_again() {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    let pidfd = Pidfd::open(pid).unwrap();
+    // Its parent (this test) reaps it and reports its end.
+    let status = child.wait().unwrap();
+    let (report, exit) = tokio::sync::oneshot::channel();
+    report.send(status.into_raw()).unwrap();
+    let (_out, stdout) = tokio::net::unix::pipe::pipe().unwrap();
+    let (_err, stderr) = tokio::net::unix::pipe::pipe().unwrap();
+    let bystander = Bystander::spawn(pid);
+    let mut group = ProcessGroup::adopt(
+        Adopted {
+            pidfd,
+            exit,
+            stdout,
+            stderr,
+        },
+        None,
+    );
+    assert!(!group.is_running());
+    assert_eq!(group.wait().await.unwrap().code(), Some(0));
+    assert!(group.interrupt().is_err());
+    group.kill();
+    drop(group);
+    bystander.assert_untouched("interrupt, kill and drop");
 }

@@ -4,6 +4,7 @@
 //! kernel's count of which bound was hit.
 
 use std::{
+    collections::HashSet,
     fs, io,
     path::{Path, PathBuf},
     sync::{
@@ -14,7 +15,7 @@ use std::{
     time::Duration,
 };
 
-use crate::{Bound, Limits};
+use crate::{Bound, Limits, Pidfd};
 
 /// Where a pack makes its children's cgroups: one folder per controller (v1)
 /// or one folder (v2), named after the host's pid and removed with the pack.
@@ -325,25 +326,38 @@ fn kill_members(version: Version, dirs: &[PathBuf]) {
     // v1: every member is in each controller's folder; one list is enough.
     // A killed process stays listed until it is reaped, so the list is
     // read again only for members that forked meanwhile; the pids bound
-    // keeps that short.
-    let mut killed = std::collections::HashSet::new();
+    // keeps that short. A listed pid may be reaped and taken by a process
+    // outside before it is signalled: each is opened as a pidfd first and
+    // signalled only if still listed after, when the pidfd surely names the
+    // member.
+    let listed = || -> Option<HashSet<u32>> {
+        let procs = fs::read_to_string(first.join("cgroup.procs")).ok()?;
+        Some(
+            procs
+                .lines()
+                .filter_map(|line| line.trim().parse().ok())
+                .collect(),
+        )
+    };
+    let mut killed = HashSet::new();
     for _ in 0..8 {
-        let Ok(procs) = fs::read_to_string(first.join("cgroup.procs")) else {
+        let Some(members) = listed() else {
             return;
         };
-        let fresh: Vec<libc::pid_t> = procs
-            .lines()
-            .filter_map(|line| line.trim().parse().ok())
+        let fresh: Vec<u32> = members
+            .into_iter()
             .filter(|pid| killed.insert(*pid))
             .collect();
         if fresh.is_empty() {
             return;
         }
-        for pid in fresh {
-            // SAFETY: kill only sends a signal.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-            }
+        let opened: Vec<Pidfd> = fresh
+            .into_iter()
+            .filter_map(|pid| Pidfd::open(pid).ok())
+            .collect();
+        let still = listed().unwrap_or_default();
+        for member in opened.iter().filter(|member| still.contains(&member.pid())) {
+            let _ = member.signal(libc::SIGKILL);
         }
     }
 }

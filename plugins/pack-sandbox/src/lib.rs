@@ -17,6 +17,7 @@
 
 mod cgroup;
 mod helper;
+mod pidfd;
 mod policy;
 mod python;
 mod report;
@@ -32,6 +33,7 @@ use std::{
 
 pub use cgroup::Cgroup;
 pub use helper::{LANDLOCK_ABI, SETUP_FAILED, SETUP_FAILED_PREFIX, run_if_invoked};
+pub use pidfd::Pidfd;
 pub use policy::{Limits, Mode, Network, Opened, Policy, check_settings};
 pub use python::Python;
 pub use report::Report;
