@@ -84,7 +84,7 @@ pub fn grep(
 
     let mut matches = Vec::new();
     let mut truncated = false;
-    let walk = WalkBuilder::new(&root)
+    let walk = WalkBuilder::new(root)
         // Projects need not be git repositories; their .gitignore still says
         // what is generated.
         .require_git(false)
