@@ -603,3 +603,79 @@ async fn a_kernel_that_rewrites_its_connection_file_and_log_steers_nothing() {
     .await;
     a.home_untouched();
 }
+
+/// What an `npm_install` leaves: a package whose install script (allowed to
+/// run) rewrites the session's files and plants links where the host reads.
+#[tokio::test]
+async fn what_an_install_script_leaves_steers_the_host_nowhere() {
+    let packages = TempDir::new().unwrap();
+    let dir = packages.path().join("planter");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(
+        dir.join("package.json"),
+        json!({"name": "planter", "version": "1.0.0", "scripts": {"postinstall": "node plant.js"}})
+            .to_string(),
+    )
+    .unwrap();
+    let config = format!(
+        "[packs.exec_ts]\ntimeout_ms = 600000\nconfig = {{ notebooks_dir = \"{{notebooks}}\", pool_size = 0, \
+         cwd_roots = [{:?}], npm_scripts_allow = [\"planter\"] }}\n",
+        packages.path().display().to_string()
+    );
+    let a = Attack::start(&config).await;
+    let key = a.home.path().join(".ssh/id_ed25519").display().to_string();
+    // npm runs the script in node_modules/planter: the session is two up.
+    std::fs::write(
+        dir.join("plant.js"),
+        format!(
+            "const fs = require('node:fs');\n\
+             fs.writeFileSync('../../session.json', JSON.stringify({{ id: '../..', title: 'x', language: 'typescript',\n\
+               owner: {{ org: 'acme', user: 'ada' }}, cells: [{{ id: 'cpwn', type: 'code', filename: 'x.js' }}] }}));\n\
+             for (const link of ['../../src/mine.ts', '../../package.json']) {{ fs.rmSync(link, {{ force: true }}); fs.symlinkSync({key:?}, link); }}\n\
+             fs.writeFileSync('planted', 'yes');\n"
+        ),
+    )
+    .unwrap();
+    let session = ok(&call_clean(&a.eve, "exec_ts.session_create", json!({})).await);
+    let session = id(&session, "sessionId");
+    let mine = ok(&call_clean(
+        &a.eve,
+        "exec_ts.cell_create",
+        json!({"sessionId": session, "filename": "mine.ts", "source": "console.log(1)"}),
+    )
+    .await);
+    let mine = id(&mine, "cellId");
+    ok(&call_clean(
+        &a.eve,
+        "exec_ts.npm_install",
+        json!({"sessionId": session, "packages": [dir.display().to_string()]}),
+    )
+    .await);
+    let installed = a
+        .notebooks()
+        .join(&session)
+        .join("node_modules/planter/planted");
+    assert!(installed.exists(), "the install script did not run");
+    let refused = call_clean(
+        &a.eve,
+        "exec_ts.cell_update",
+        json!({"sessionId": session, "cellId": "cpwn", "source": STEAL}),
+    )
+    .await;
+    assert_eq!(error_code(&refused), "CELL_NOT_FOUND", "{}", text(&refused));
+    for (function, args) in [
+        ("exec_ts.cell_list", json!({"sessionId": session})),
+        ("exec_ts.session_export", json!({"sessionId": session})),
+        (
+            "exec_ts.cell_execute",
+            json!({"sessionId": session, "cellId": mine}),
+        ),
+        ("exec_ts.session_list", json!({})),
+    ] {
+        call_clean(&a.eve, function, args).await;
+    }
+    // Ada of acme, named as owner in the planted file, sees nothing of it.
+    let listed = ok(&call_clean(&a.ada, "exec_ts.session_list", json!({})).await);
+    assert_eq!(listed["sessions"], json!([]), "{listed}");
+    a.home_untouched();
+}
