@@ -1051,3 +1051,81 @@ async fn the_host_follows_no_link_a_cell_plants_in_its_session() {
         "export const key = 'hunter2';\n"
     );
 }
+
+/// With `network` a list of hosts, code reaches those hosts, through the
+/// egress proxy its environment names, and nothing else: not loopback, not
+/// a private or metadata address, not a host off the list, not directly.
+#[tokio::test]
+async fn code_reaches_only_the_hosts_its_network_lists() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let nb = Notebooks::new();
+    let host = nb.host_with(", network = [\"registry.npmjs.org\"]").await;
+    // A CONNECT through the proxy, then (when it opens) TLS with the
+    // system's certificates and a GET of a package's metadata; or a plain
+    // connection.
+    let code = format!(
+        "import fs from 'node:fs';\n\
+         import net from 'node:net';\n\
+         import tls from 'node:tls';\n\
+         const proxy = new URL(process.env.HTTPS_PROXY);\n\
+         const tunnel = (target) => new Promise((done) => {{\n\
+           const s = net.connect(Number(proxy.port), proxy.hostname, () => s.write(`CONNECT ${{target}} HTTP/1.1\\r\\nHost: ${{target}}\\r\\n\\r\\n`));\n\
+           s.once('data', (d) => done([d.toString().split('\\r\\n')[0], s]));\n\
+           s.on('error', (e) => done([e.code, s]));\n\
+         }});\n\
+         const direct = (host, port) => new Promise((done) => {{\n\
+           const s = net.connect(port, host, () => {{ s.destroy(); done('connected'); }});\n\
+           s.on('error', (e) => done(e.code));\n\
+         }});\n\
+         const out = {{}};\n\
+         for (const target of ['127.0.0.1:{port}', '10.255.255.1:80', '169.254.169.254:80', 'example.com:443']) {{\n\
+           const [line, s] = await tunnel(target); s.destroy(); out['proxy ' + target] = line;\n\
+         }}\n\
+         out['direct loopback'] = await direct('127.0.0.1', {port});\n\
+         const [line, socket] = await tunnel('registry.npmjs.org:443');\n\
+         out['proxy registry'] = line;\n\
+         out['registry'] = await new Promise((done) => {{\n\
+           const t = tls.connect({{ socket, servername: 'registry.npmjs.org', ca: fs.readFileSync('/etc/ssl/certs/ca-certificates.crt') }}, () =>\n\
+             t.write('GET /is-number HTTP/1.1\\r\\nHost: registry.npmjs.org\\r\\nConnection: close\\r\\n\\r\\n'));\n\
+           t.once('data', (d) => {{ done(d.toString().split('\\r\\n')[0]); t.destroy(); }});\n\
+           t.on('error', (e) => done(e.code));\n\
+         }});\n\
+         JSON.stringify(out)"
+    );
+    let output = ok(&execute(
+        &host,
+        json!({"code": code, "language": "javascript", "timeout": 60000}),
+    )
+    .await);
+    let got: Value = serde_json::from_str(output["result"].as_str().unwrap_or("{}"))
+        .unwrap_or_else(|_| panic!("{output}"));
+    for target in [
+        "127.0.0.1",
+        "10.255.255.1",
+        "169.254.169.254",
+        "example.com",
+    ] {
+        let key = got
+            .as_object()
+            .unwrap()
+            .keys()
+            .find(|k| k.contains(target))
+            .unwrap_or_else(|| panic!("{target}: {got}"));
+        assert!(got[key].as_str().unwrap().contains("403"), "{key}: {got}");
+    }
+    assert_eq!(got["direct loopback"], "EACCES", "{got}");
+    assert!(
+        got["proxy registry"].as_str().unwrap().contains("200"),
+        "{got}"
+    );
+    assert!(
+        got["registry"].as_str().unwrap().starts_with("HTTP/1.1 "),
+        "{got}"
+    );
+    assert!(
+        listener.accept().is_err(),
+        "something reached the loopback listener"
+    );
+}

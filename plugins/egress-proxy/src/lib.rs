@@ -119,9 +119,11 @@ impl Drop for Proxy {
 
 impl Proxy {
     /// A proxy on `127.0.0.1:<free port>`, served on the current tokio
-    /// runtime until dropped.
-    pub async fn start(allow: Allow, bounds: Bounds) -> io::Result<Self> {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+    /// runtime (call it inside one) until dropped.
+    pub fn start(allow: Allow, bounds: Bounds) -> io::Result<Self> {
+        let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+        listener.set_nonblocking(true)?;
+        let listener = TcpListener::from_std(listener)?;
         let port = listener.local_addr()?.port();
         let rules = Arc::new(Rules {
             allow,
@@ -384,7 +386,7 @@ mod tests {
             ["localhost", "10.1.2.3", "169.254.169.254", "::1"].map(String::from),
             [80, 443],
         );
-        Proxy::start(allow, bounds).await.unwrap()
+        Proxy::start(allow, bounds).unwrap()
     }
 
     /// Send `request` and read the answer to its end.

@@ -17,6 +17,7 @@
 //! `cell_list`, `cell_delete`, `cell_execute`; `npm_install`.
 
 pub mod answer;
+pub mod network;
 pub mod node;
 pub mod notebook;
 pub mod npm;
@@ -34,7 +35,7 @@ use std::{
 };
 
 use beneath::Links;
-use pack_process::{EnvAllowList, Limits, Mode, Network, Sandbox};
+use pack_process::{EnvAllowList, Limits, Mode, Sandbox};
 use pack_sdk::{
     Context, Empty, Function, Host, LogLevel, PackDef, PackError, codes, json,
     owned::{self, Ownership, Share},
@@ -43,6 +44,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::{
+    network::CodeNetwork,
     node::{Confinement, ExecOutput, Runner, Tools},
     notebook::{CellKind, CellMeta, Language, Notebooks, SessionMeta, cell_not_found},
     npm::Npm,
@@ -117,10 +119,13 @@ pub struct Config {
     /// its own fresh folder). Default false.
     #[serde(default)]
     pub cwd_writable: bool,
-    /// Whether code (`execute`, `cell_execute`) may use the network.
-    /// Default false: no sockets at all.
+    /// What code (`execute`, `cell_execute`) may reach: `false` (the
+    /// default) no sockets at all; `true` everything the host can reach;
+    /// a list of host names those only, on ports 443 and 80, through an
+    /// egress proxy (`HTTPS_PROXY`/`HTTP_PROXY` in code's environment)
+    /// that refuses loopback, private and metadata addresses.
     #[serde(default)]
-    pub network: bool,
+    pub network: CodeNetwork,
     /// Whether `npm_install` may reach `npm_registry`, through an egress
     /// proxy that reaches nothing else (local packages install without).
     /// Default true; false: no network.
@@ -201,6 +206,8 @@ pub struct State {
     typecheck: bool,
     notebooks: Notebooks,
     npm: Npm,
+    /// Code's way out when `network` lists hosts.
+    _code_proxy: Option<egress_proxy::Proxy>,
     cwd_roots: Vec<PathBuf>,
     cwd_writable: bool,
     /// Held around every read-modify-write of a session's metadata.
@@ -258,14 +265,15 @@ impl State {
         )
         .map_err(PackError::invalid_argument)?;
         let tools = Tools::find(&config.node);
+        let egress = config
+            .network
+            .start()
+            .map_err(PackError::invalid_argument)?;
         let confinement = Confinement {
             sandbox: Arc::new(sandbox),
             limits: config.limits,
-            code_network: if config.network {
-                Network::Full
-            } else {
-                Network::None
-            },
+            code_network: egress.network,
+            code_env: egress.env,
         };
         let runner = Runner::new(
             tools,
@@ -280,6 +288,7 @@ impl State {
             typecheck: config.typecheck,
             notebooks,
             npm,
+            _code_proxy: egress.proxy,
             cwd_roots: config.cwd_roots,
             cwd_writable: config.cwd_writable,
             lock: Mutex::new(()),
@@ -1201,7 +1210,7 @@ async fn npm_install(
     })
     .await?;
     // The proxy serves until this call ends, when it is dropped.
-    let (network, proxy) = state.npm.egress().await.map_err(|e| {
+    let (network, proxy) = state.npm.egress().map_err(|e| {
         let message = format!("cannot start npm's egress proxy: {e}");
         PackError::internal(message.clone()).with_result(&ExecOutput::refused(message))
     })?;

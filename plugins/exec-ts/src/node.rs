@@ -275,6 +275,8 @@ pub struct Confinement {
     pub limits: Limits,
     /// The network of code (`execute`, `cell_execute`).
     pub code_network: Network,
+    /// What code's environment says of it (the egress proxy's address).
+    pub code_env: BTreeMap<String, String>,
 }
 
 /// An idle `node --input-type=module` in its own fresh folder, the only one
@@ -330,6 +332,7 @@ impl Launcher {
             .stderr(Stdio::piped());
         channel.pass_to(&mut confined.command);
         let mut env = tmpdir(dir.path());
+        env.extend(self.confinement.code_env.clone());
         env.extend(extra.clone());
         self.env.apply(&mut confined.command, &env);
         let group = ProcessGroup::spawn(confined)?;
@@ -457,7 +460,9 @@ impl Runner {
         args.extend(["--import".into(), loader.into(), entry.into()]);
         let channel = ChannelPair::new().map_err(|e| spawn_error(node, e))?;
         let policy = self.code_policy(dir);
-        let group = self.spawn(node, &args, dir, &policy, extra, Some(&channel))?;
+        let mut env = self.confinement.code_env.clone();
+        env.extend(extra.clone());
+        let group = self.spawn(node, &args, dir, &policy, &env, Some(&channel))?;
         let channel = channel.into_ours().map_err(|e| spawn_error(node, e))?;
         Ok(self
             .finish(group, None, Some((channel, ctx)), timeout, started)

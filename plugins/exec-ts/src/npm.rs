@@ -57,11 +57,11 @@ impl Npm {
 
     /// The network of one call, and the proxy that is its way out (it
     /// serves until dropped, so keep it for the call).
-    pub async fn egress(&self) -> io::Result<(Network, Option<Proxy>)> {
+    pub fn egress(&self) -> io::Result<(Network, Option<Proxy>)> {
         let Some(allow) = &self.egress else {
             return Ok((Network::None, None));
         };
-        let proxy = Proxy::start(allow.clone(), Bounds::default()).await?;
+        let proxy = Proxy::start(allow.clone(), Bounds::default())?;
         Ok((Network::Proxy(proxy.port()), Some(proxy)))
     }
 
