@@ -456,7 +456,7 @@ async fn a_folder_swapped_with_a_link_to_home_never_leads_there() {
     }
     // A local package: npm copies it into the session; a leak would copy
     // HOME (and its key) instead.
-    for _ in 0..tries.div_ceil(10) {
+    for _ in 0..tries {
         call_clean(
             &a.eve,
             "exec_ts.npm_install",
