@@ -6,17 +6,17 @@
 
 use std::{
     ffi::OsString,
-    fs::File,
+    fs::{File, OpenOptions},
     os::{
         fd::{FromRawFd, OwnedFd},
-        unix::process::CommandExt,
+        unix::{fs::OpenOptionsExt, process::CommandExt},
     },
     path::{Path, PathBuf},
 };
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, PathBeneath, PathFd,
-    Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, PathBeneath, Ruleset,
+    RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
 };
 use serde::{Deserialize, Serialize};
 
@@ -156,6 +156,35 @@ fn drop_capabilities() -> Result<(), String> {
     Ok(())
 }
 
+/// A rule granting what `fd` is (read, or everything with `write`), and
+/// all beneath it when it is a folder.
+fn beneath(
+    created: RulesetCreated,
+    fd: OwnedFd,
+    write: bool,
+    what: impl std::fmt::Display,
+) -> Result<RulesetCreated, String> {
+    let abi = LANDLOCK_ABI;
+    let is_dir = File::from(fd.try_clone().map_err(|e| format!("{what}: {e}"))?)
+        .metadata()
+        .map_err(|e| format!("{what}: {e}"))?
+        .is_dir();
+    let access = if write {
+        AccessFs::from_all(abi)
+    } else {
+        AccessFs::from_read(abi)
+    };
+    let access = if is_dir {
+        access
+    } else {
+        access & AccessFs::from_file(abi)
+    };
+    created
+        .set_compatibility(CompatLevel::HardRequirement)
+        .add_rule(PathBeneath::new(fd, access))
+        .map_err(|e| format!("Landlock rule for {what}: {e}"))
+}
+
 /// Files only where they are named; the network as the policy says; no
 /// signal to and no abstract socket of any process outside the sandbox.
 /// Also sets `no_new_privs`, so set-uid binaries are inert.
@@ -163,7 +192,6 @@ fn landlock(launch: &Launch) -> Result<(), String> {
     let policy = &launch.policy;
     let abi = LANDLOCK_ABI;
     let failed = |e: landlock::RulesetError| format!("Landlock (ABI {}): {e}", abi as i32);
-    let read = AccessFs::from_read(abi);
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(AccessFs::from_all(abi))
@@ -176,49 +204,29 @@ fn landlock(launch: &Launch) -> Result<(), String> {
             .map_err(failed)?;
     }
     let mut created = ruleset.create().map_err(failed)?;
-    for (paths, dir_access) in [
-        (&policy.read, read),
-        (&policy.write, AccessFs::from_all(abi)),
-    ] {
+    for (paths, write) in [(&policy.read, false), (&policy.write, true)] {
         for path in paths {
             // What is not there grants nothing.
-            let Ok(fd) = PathFd::new(path) else { continue };
-            let access = if path.is_dir() {
-                dir_access
-            } else {
-                dir_access & AccessFs::from_file(abi)
+            let Ok(file) = OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_PATH | libc::O_CLOEXEC)
+                .open(path)
+            else {
+                continue;
             };
-            created = created
-                .set_compatibility(CompatLevel::HardRequirement)
-                .add_rule(PathBeneath::new(fd, access))
-                .map_err(|e| format!("Landlock rule for {}: {e}", path.display()))?;
+            created = beneath(created, file.into(), write, path.display())?;
         }
     }
     for granted in &launch.granted {
         // SAFETY: the pack passed this descriptor for us alone; it is
         // closed here, so the program never holds it.
         let fd = unsafe { OwnedFd::from_raw_fd(granted.fd) };
-        let is_dir = File::from(
-            fd.try_clone()
-                .map_err(|e| format!("granted descriptor {}: {e}", granted.fd))?,
-        )
-        .metadata()
-        .map_err(|e| format!("granted descriptor {}: {e}", granted.fd))?
-        .is_dir();
-        let access = if granted.write {
-            AccessFs::from_all(abi)
-        } else {
-            read
-        };
-        let access = if is_dir {
-            access
-        } else {
-            access & AccessFs::from_file(abi)
-        };
-        created = created
-            .set_compatibility(CompatLevel::HardRequirement)
-            .add_rule(PathBeneath::new(fd, access))
-            .map_err(|e| format!("Landlock rule for descriptor {}: {e}", granted.fd))?;
+        created = beneath(
+            created,
+            fd,
+            granted.write,
+            format_args!("descriptor {}", granted.fd),
+        )?;
     }
     let ports = match &policy.network {
         Network::Listen(ports) => ports.iter().map(|&p| (p, AccessNet::BindTcp)).collect(),
