@@ -2,10 +2,11 @@
 //!
 //! The file is parsed by `toml` first, so a bad value or an unknown key is
 //! reported with the file, line and column; figment then layers the
-//! environment on top (`PACKHOST_SERVER__TIMEOUT_MS=5000`).
+//! environment on top (`PACKHOST_SERVER__TIMEOUT_MS=5000`); a variable of a
+//! pack the file does not declare is ignored with a warning.
 
 use std::{
-    collections::BTreeMap,
+    collections::{BTreeMap, BTreeSet},
     fmt,
     path::{Path, PathBuf},
 };
@@ -387,6 +388,7 @@ pub fn load(file: Option<&Path>) -> Result<Loaded, ConfigError> {
     let file = file.map(|p| resolve(&cwd, &p));
     let mut figment = Figment::from(Serialized::defaults(Config::default()));
     let mut file_aliases = BTreeMap::new();
+    let mut declared = BTreeSet::new();
     if let Some(path) = &file {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ConfigError(format!("cannot read `{}`: {e}", path.display())))?;
@@ -395,14 +397,34 @@ pub fn load(file: Option<&Path>) -> Result<Loaded, ConfigError> {
         let from_file = toml::from_str::<Config>(&text).map_err(|e| {
             ConfigError(format!("{}: {}", path.display(), e.to_string().trim_end()))
         })?;
+        declared = from_file.packs.keys().cloned().collect();
         figment = figment.merge(Serialized::defaults(from_file));
         file_aliases = aliases_in(&text);
     }
-    let figment = figment.merge(
+    let sections = || {
         Env::prefixed("PACKHOST_")
             // Sections only: `PACKHOST_SERVER__TIMEOUT_MS`. Single-word
             // variables such as `PACKHOST_LOG` are the CLI's own.
             .filter(|key| key.as_str().contains("__"))
+    };
+    // A pack's variables configure it only where the file loads it: set for
+    // one config (`./dev run` sets exec_ts's), they must not add the pack to
+    // every other.
+    for (key, _) in sections().lowercase(false).iter() {
+        if let Some(pack) = undeclared_pack(key.as_str(), &declared) {
+            let file = file.as_ref().map_or("none was found".to_owned(), |f| {
+                format!("`{}`", f.display())
+            });
+            tracing::warn!(
+                "`PACKHOST_{key}` is ignored: it configures pack `{pack}`, which the config \
+                 file ({file}) does not load; add `[packs.{pack}]` to it to load the pack, \
+                 and the variable applies"
+            );
+        }
+    }
+    let figment = figment.merge(
+        sections()
+            .filter(move |key| undeclared_pack(key.as_str(), &declared).is_none())
             .split("__"),
     );
     let mut config: Config = figment.extract().map_err(|e| {
@@ -433,6 +455,16 @@ pub fn load(file: Option<&Path>) -> Result<Loaded, ConfigError> {
         file,
         alias_lines,
     })
+}
+
+/// The pack a section variable (`PACKS__EXEC_TS__CONFIG__TYPESCRIPT`, its
+/// prefix stripped) configures when the file does not declare it.
+fn undeclared_pack(key: &str, declared: &BTreeSet<String>) -> Option<String> {
+    let mut parts = key.split("__");
+    let section = parts.next()?;
+    // As figment names it: lowercased.
+    let pack = parts.next()?.to_ascii_lowercase();
+    (section.eq_ignore_ascii_case("packs") && !declared.contains(&pack)).then_some(pack)
 }
 
 /// Each alias `text` sets, with its value and line: the config keeps no
@@ -976,6 +1008,21 @@ mod tests {
             ],
             "{message}"
         );
+    }
+
+    #[test]
+    fn only_a_variable_of_an_undeclared_pack_is_set_aside() {
+        let declared = BTreeSet::from(["exec_ts".to_owned()]);
+        let undeclared = |key| undeclared_pack(key, &declared);
+        assert_eq!(undeclared("PACKS__EXEC_TS__CONFIG__TYPESCRIPT"), None);
+        assert_eq!(undeclared("packs__exec_ts__timeout_ms"), None);
+        assert_eq!(
+            undeclared("PACKS__JUPYTER__CONFIG__PYTHON").as_deref(),
+            Some("jupyter")
+        );
+        assert_eq!(undeclared("PACKS__JUPYTER").as_deref(), Some("jupyter"));
+        assert_eq!(undeclared("SERVER__TIMEOUT_MS"), None);
+        assert_eq!(undeclared("ALIASES__PL"), None);
     }
 
     #[test]

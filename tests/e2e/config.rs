@@ -358,3 +358,48 @@ fn an_environment_variable_reaches_into_a_packs_config() {
         .unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
 }
+
+#[test]
+fn a_pack_variable_configures_only_a_pack_the_file_declares() {
+    // `./dev run` sets this one for the shipped packs.toml; it must not load
+    // exec_ts into a config that does not.
+    let variable = "PACKHOST_PACKS__EXEC_TS__CONFIG__TYPESCRIPT";
+    let missing = "/nonexistent/typescript";
+    let undeclared = "[packs.proj]\n\n[projects]\nhere = \".\"\n";
+    let run = |config: &str, args: &[&str]| {
+        let (_dir, mut command) = command_in(config);
+        command.env(variable, missing).args(args).output().unwrap()
+    };
+    let output = run(undeclared, &["check"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(!stdout(&output).contains("exec_ts"), "{}", stdout(&output));
+    let warning = stderr(&output);
+    assert!(
+        warning.contains(&format!(
+            "`{variable}` is ignored: it configures pack `exec_ts`, which"
+        )) && warning.contains("add `[packs.exec_ts]`"),
+        "{warning}"
+    );
+    // Other sections still take variables.
+    let (_dir, mut command) = command_in(undeclared);
+    let output = command
+        .env(variable, missing)
+        .env("PACKHOST_ALIASES__PL", "proj.list")
+        .args(["call", "pl()"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).contains("\"here\""), "{}", stdout(&output));
+
+    // Declared, the variable applies: exec_ts is given the missing compiler.
+    let notebooks = TempDir::new().unwrap();
+    let declared = format!(
+        "[packs.exec_ts]\nconfig = {{ notebooks_dir = {:?} }}\n",
+        notebooks.path().display().to_string()
+    );
+    let output = run(&declared, &["check"]);
+    let shown = stdout(&output) + &stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{shown}");
+    assert!(shown.contains(missing), "{shown}");
+    assert!(!shown.contains("is ignored"), "{shown}");
+}

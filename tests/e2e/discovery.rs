@@ -131,7 +131,7 @@ async fn a_caller_sees_only_what_its_token_allows_in_every_description() {
         .expect("run is allowed");
     let description = run.description.as_deref().unwrap_or_default();
     assert!(description.contains("hello.greet("), "{description}");
-    for hidden in ["proj.", "hello.echo", "exec_py.run(", "projects ="] {
+    for hidden in ["proj.", "hello.echo", "exec_py.run(", "projects="] {
         assert!(
             !description.contains(hidden),
             "`run` mentions {hidden}: {description}"
@@ -184,6 +184,44 @@ async fn the_run_description_stays_small_with_hundreds_of_tools() {
     assert!(many.contains("packhost.search"), "{many}");
     assert!(many.contains("- saas: "), "{many}");
     assert!(!many.contains("saas.github_create_issue("), "{many}");
+}
+
+#[tokio::test]
+async fn a_summarised_run_description_keeps_the_aliases_the_caller_may_call() {
+    let notebooks = TempDir::new().unwrap();
+    let config = config(&notebooks, "", "").replace(
+        "[aliases]\n",
+        "[aliases]\nissue = \"saas.github_create_issue\"\n",
+    ) + &catalog_section("saas", None);
+    let (all, all_entry) = token("ada", "acme", &[]);
+    let (some, some_entry) = token("eve", "acme", &["run", "saas.*"]);
+    let host = HttpHost::start(&format!("{config}\n{all_entry}\n{some_entry}\n"), &[]).await;
+    let mut described = Vec::new();
+    for token in [&all, &some] {
+        let client = host.client(Some(token)).await.unwrap();
+        let tools = client.list_all_tools().await.unwrap();
+        let run = tools.into_iter().find(|t| t.name == "run").unwrap();
+        let description = run.description.unwrap().to_string();
+        // Summarised, and still within the budget.
+        assert!(description.contains("- saas: "), "{description}");
+        assert!(
+            description.len() <= 1800,
+            "{} characters",
+            description.len()
+        );
+        described.push(description);
+    }
+    let [all, some] = &described[..] else {
+        unreachable!()
+    };
+    assert!(all.contains("issue=saas.github_create_issue"), "{all}");
+    assert!(all.contains("projects=proj.list"), "{all}");
+    assert!(some.contains("issue=saas.github_create_issue"), "{some}");
+    // An alias to what eve may not call is not hers to know.
+    assert!(
+        !some.contains("projects") && !some.contains("proj."),
+        "{some}"
+    );
 }
 
 #[tokio::test]

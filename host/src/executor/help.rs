@@ -11,7 +11,7 @@ use super::{
     Executor, RUN_TOOL, ToolInfo,
     registry::{Function, Registry, Visible},
 };
-use crate::{identity::Identity, render::list};
+use crate::identity::Identity;
 
 impl Executor {
     /// The `run` tool, as a caller without an allow-list sees it.
@@ -79,10 +79,7 @@ impl Executor {
             })
             .filter(|(_, _, functions)| !functions.is_empty())
             .collect();
-        let aliases: Vec<String> = visible
-            .aliases()
-            .map(|(a, t)| format!("{a} = {t}"))
-            .collect();
+        let aliases: Vec<(&str, &str)> = visible.aliases().collect();
         let full = full_listing(&packs, &aliases, &self.front.snippets);
         if text.len() + full.len() <= RUN_DESCRIPTION_BUDGET {
             text.push_str(&full);
@@ -95,9 +92,12 @@ impl Executor {
              (from `run`, Python or TypeScript alike).\nPacks:\n",
             packs.len()
         ));
+        // Aliases are names a model cannot guess: they stay, in at most a
+        // quarter of the budget so that the packs keep the rest.
+        let aliases = alias_line(&aliases, RUN_DESCRIPTION_BUDGET / 4);
         for (shown, (name, description, functions)) in packs.iter().enumerate() {
             let line = format!("- {name}: {description} ({} functions)\n", functions.len());
-            if text.len() + line.len() + 60 > RUN_DESCRIPTION_BUDGET {
+            if text.len() + line.len() + 60 + aliases.len() > RUN_DESCRIPTION_BUDGET {
                 text.push_str(&format!(
                     "- … {} more: `packhost.packs()`\n",
                     packs.len() - shown
@@ -106,6 +106,7 @@ impl Executor {
             }
             text.push_str(&line);
         }
+        text.push_str(&aliases);
         text
     }
 }
@@ -118,16 +119,14 @@ const RUN_DESCRIPTION_BUDGET: usize = 1_800;
 /// Every signature, alias and snippet.
 fn full_listing(
     packs: &[(&str, &str, Vec<&Function>)],
-    aliases: &[String],
+    aliases: &[(&str, &str)],
     snippets: &BTreeMap<String, Snippet>,
 ) -> String {
     let mut text = String::from("\nFunctions:\n");
     for f in packs.iter().flat_map(|(_, _, functions)| functions) {
         text.push_str(&format!("- {}\n", f.signature));
     }
-    if !aliases.is_empty() {
-        text.push_str(&format!("\nAliases: {}\n", list(aliases)));
-    }
+    text.push_str(&alias_line(aliases, usize::MAX));
     if !snippets.is_empty() {
         text.push_str("\nSnippets:\n");
         for (name, snippet) in snippets {
@@ -147,4 +146,61 @@ fn full_listing(
         }
     }
     text
+}
+
+/// `\nAliases: pl=proj.list, tree=proj.ls\n` in at most `room` bytes (given
+/// room for the note): those that do not fit are counted and
+/// `packhost.packs()` named; empty without aliases.
+fn alias_line(aliases: &[(&str, &str)], room: usize) -> String {
+    if aliases.is_empty() {
+        return String::new();
+    }
+    let entries: Vec<String> = aliases
+        .iter()
+        .map(|(alias, target)| format!("{alias}={target}"))
+        .collect();
+    let line = |shown: usize| {
+        let mut listed = entries[..shown].to_vec();
+        let left = entries.len() - shown;
+        if left > 0 {
+            listed.push(format!("…and {left} more; `packhost.packs()` lists them"));
+        }
+        format!("\nAliases: {}\n", listed.join(", "))
+    };
+    let all = line(entries.len());
+    if all.len() <= room {
+        return all;
+    }
+    let fit = (1..entries.len())
+        .take_while(|&shown| line(shown).len() <= room)
+        .last()
+        .unwrap_or(0);
+    line(fit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aliases_are_listed_compactly_and_cut_to_their_room() {
+        let aliases = [("pl", "proj.list"), ("tree", "proj.ls"), ("r", "proj.read")];
+        let all = "\nAliases: pl=proj.list, tree=proj.ls, r=proj.read\n";
+        assert_eq!(alias_line(&aliases, usize::MAX), all);
+        assert_eq!(alias_line(&aliases, all.len()), all);
+        assert_eq!(alias_line(&[], usize::MAX), "");
+        let names: Vec<String> = (0..40).map(|i| format!("alias{i}")).collect();
+        let many: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "proj.list")).collect();
+        let cut = alias_line(&many, 200);
+        assert!(cut.len() <= 200, "{} bytes: {cut}", cut.len());
+        let shown = cut.matches("=proj.list").count();
+        assert!(shown > 3, "{cut}");
+        assert!(
+            cut.ends_with(&format!(
+                ", …and {} more; `packhost.packs()` lists them\n",
+                40 - shown
+            )),
+            "{cut}"
+        );
+    }
 }
