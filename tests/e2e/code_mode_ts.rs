@@ -276,7 +276,8 @@ async fn cells_call_packs_too() {
         .call(
             "exec_ts.cell_create",
             json!({"sessionId": session, "filename": "a.ts",
-                   "source": "const r = await hello.greet({ name: 'cell' });\nconsole.log(r.text);\n"}),
+                   "source": "const r = await hello.greet({ name: 'cell' });\nconsole.log(r.text);\n\
+                              try { nosuchpack } catch (e) { console.log(String(e)) }\n"}),
         )
         .await)["cellId"]
         .as_str()
@@ -288,7 +289,14 @@ async fn cells_call_packs_too() {
             json!({"sessionId": session, "cellId": cell}),
         )
         .await);
-    assert_eq!(out["stdout"], "hello, cell\n", "{out}");
+    // A caught unknown name says what exists in a cell too.
+    assert!(
+        out["stdout"]
+            .as_str()
+            .unwrap()
+            .starts_with("hello, cell\nReferenceError: nosuchpack is not defined; packs: "),
+        "{out}"
+    );
 }
 
 #[tokio::test]
