@@ -61,6 +61,13 @@ async fn packs_are_namespaces_and_the_last_expression_is_the_result() {
     assert_eq!(shown["resultRepr"], "Map(1) { 1 => 'a' }", "{shown}");
     assert!(shown.get("result").is_none(), "{shown}");
     assert!(ts(&host, "const x = 1;").await.get("result").is_none());
+    // null is a value, from execute and from a `run` block alike.
+    for out in [
+        ts(&host, "const x = 1;\nnull").await,
+        ok(&host.run("```ts\nconst x = 1;\nnull\n```").await),
+    ] {
+        assert_eq!(out.get("result"), Some(&Value::Null), "{out}");
+    }
 }
 
 #[tokio::test]
@@ -96,6 +103,96 @@ async fn a_failed_call_throws_a_pack_error_the_code_can_catch() {
     let stderr = output["stderr"].as_str().unwrap();
     assert!(stderr.contains("PackError: "), "{stderr}");
     assert!(stderr.contains(":2:"), "the call's line: {stderr}");
+}
+
+/// The uncaught error of `code`: its stderr.
+async fn stderr_of(host: &TestHost, code: &str) -> String {
+    let failed = host.call("exec_ts.execute", json!({ "code": code })).await;
+    assert!(is_error(&failed), "{}", text(&failed));
+    structured(&failed)["stderr"].as_str().unwrap().to_owned()
+}
+
+/// Nothing of the prelude (its `data:` URL) or of node's internals.
+#[track_caller]
+fn only_the_codes_frames(stack: &str) {
+    for foreign in ["data:", "node:internal", "packhost:prelude"] {
+        assert!(!stack.contains(foreign), "{foreign} in:\n{stack}");
+    }
+}
+
+#[tokio::test]
+async fn errors_show_the_codes_own_frames_only() {
+    let notebooks = TempDir::new().unwrap();
+    let host = host(&notebooks).await;
+    // An uncaught PackError: the line that made the call, shown and in the stack.
+    let stderr = stderr_of(
+        &host,
+        "const a = 1;\nawait proj.read({ name: 'nope', path: 'x' });\n",
+    )
+    .await;
+    only_the_codes_frames(&stderr);
+    assert!(stderr.contains("PackError: "), "{stderr}");
+    assert!(
+        stderr.contains("await proj.read({ name: 'nope', path: 'x' })"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("[eval1]:2:"), "the call's line: {stderr}");
+    assert!(stderr.len() < 1000, "{} bytes:\n{stderr}", stderr.len());
+    // Through packhost.call, from a function of the code's, caught.
+    let caught = ts(
+        &host,
+        "async function f() {\n  return await packhost.call('hello.greet', {});\n}\n\
+         let stack;\ntry { await f(); } catch (e) { stack = e.stack; }\nstack",
+    )
+    .await;
+    let stack = caught["result"].as_str().unwrap();
+    only_the_codes_frames(stack);
+    assert!(
+        stack.starts_with("PackError: ")
+            && stack.contains("at f (")
+            && stack.contains("[eval1]:2:"),
+        "{stack}"
+    );
+    // What the prelude throws (an unknown function) and the code's own errors.
+    for (code, line) in [
+        ("const a = 1;\nawait proj.lst();\n", "await proj.lst()"),
+        (
+            "function f() { [1].map(() => { throw new Error('boom'); }); }\nf();\n",
+            "function f()",
+        ),
+    ] {
+        let stderr = stderr_of(&host, code).await;
+        only_the_codes_frames(&stderr);
+        assert!(stderr.contains(line), "{stderr}");
+    }
+}
+
+#[tokio::test]
+async fn a_caught_unknown_pack_names_what_exists_too() {
+    let notebooks = TempDir::new().unwrap();
+    let host = host(&notebooks).await;
+    let uncaught = stderr_of(&host, "await nosuchpack.list()").await;
+    let out = ts(
+        &host,
+        "let caught;\n\
+         try { await nosuchpack.list() } catch (e) { caught = { text: String(e), reference: e instanceof ReferenceError, stack: e.stack } }\n\
+         ({ ...caught, typeOf: typeof nosuchpack, globals: typeof setTimeout + typeof toString + typeof proj })",
+    )
+    .await;
+    let caught = out["result"]["text"].as_str().unwrap();
+    assert!(
+        caught.starts_with("ReferenceError: nosuchpack is not defined; packs: ")
+            && caught.contains("aliases: projects"),
+        "{out}"
+    );
+    assert!(uncaught.contains(caught), "{caught}\nnot in:\n{uncaught}");
+    assert!(
+        out["result"]["stack"].as_str().unwrap().starts_with(caught),
+        "{out}"
+    );
+    assert_eq!(out["result"]["reference"], true, "{out}");
+    assert_eq!(out["result"]["typeOf"], "undefined", "{out}");
+    assert_eq!(out["result"]["globals"], "functionfunctionobject", "{out}");
 }
 
 #[tokio::test]
@@ -179,7 +276,8 @@ async fn cells_call_packs_too() {
         .call(
             "exec_ts.cell_create",
             json!({"sessionId": session, "filename": "a.ts",
-                   "source": "const r = await hello.greet({ name: 'cell' });\nconsole.log(r.text);\n"}),
+                   "source": "const r = await hello.greet({ name: 'cell' });\nconsole.log(r.text);\n\
+                              try { nosuchpack } catch (e) { console.log(String(e)) }\n"}),
         )
         .await)["cellId"]
         .as_str()
@@ -191,7 +289,14 @@ async fn cells_call_packs_too() {
             json!({"sessionId": session, "cellId": cell}),
         )
         .await);
-    assert_eq!(out["stdout"], "hello, cell\n", "{out}");
+    // A caught unknown name says what exists in a cell too.
+    assert!(
+        out["stdout"]
+            .as_str()
+            .unwrap()
+            .starts_with("hello, cell\nReferenceError: nosuchpack is not defined; packs: "),
+        "{out}"
+    );
 }
 
 #[tokio::test]

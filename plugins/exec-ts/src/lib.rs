@@ -16,7 +16,7 @@
 //! `session_export`, `session_import`; `cell_create`, `cell_update`,
 //! `cell_list`, `cell_delete`, `cell_execute`; `npm_install`.
 
-pub mod answer;
+pub mod instrument;
 pub mod network;
 pub mod node;
 pub mod notebook;
@@ -428,7 +428,7 @@ async fn execute(
             }
         },
     };
-    let js = answer::answer_last_expression(&js).unwrap_or(js);
+    let js = instrument::instrument(&js, true);
     let env = args.env.unwrap_or_default();
     state
         .runner
@@ -918,7 +918,7 @@ fn build(
             },
         };
         let path = src.join(filename);
-        notebook::write(&dir, &path, &js)?;
+        notebook::write(&dir, &path, &instrument::instrument(&js, false))?;
         if c.id == cell.id {
             entry = Some(dir.join(path));
         }

@@ -72,7 +72,8 @@ pub struct ExecOutput {
     /// Wall time of the call in milliseconds.
     pub execution_time: u64,
     /// The value of the code's last expression (awaited when it is a
-    /// promise), when it ends with one and the value is JSON.
+    /// promise), when it ends with one and the value is JSON: `null` is a
+    /// value, absent is none (no last expression, or `undefined`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,
     /// The value shown by `util.inspect` when it is not JSON (a function, a
@@ -172,10 +173,17 @@ impl ExecOutput {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Answer {
-    #[serde(default)]
+    /// Present when there is a value, `null` included.
+    #[serde(default, deserialize_with = "present")]
     result: Option<Value>,
     #[serde(default)]
     result_repr: Option<String>,
+}
+
+/// A field that is there, even as `null` (which `Option` alone reads as
+/// absent).
+fn present<'de, D: serde::Deserializer<'de>>(field: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(field).map(Some)
 }
 
 /// Where `node` and `npm` are, or why not.

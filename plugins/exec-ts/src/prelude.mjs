@@ -11,7 +11,25 @@ import { inspect } from 'node:util';
 const channel = new net.Socket({ fd: 3, readable: true, writable: true });
 channel.setEncoding('utf8');
 
-const waiting = new Map(); // call id -> { resolve, reject, site }
+// Stacks show the code's own frames only: not the prelude's (named
+// `packhost:prelude` by the `sourceURL` at the end of this file, else its
+// whole data: URL would show) nor node's internals.
+const PRELUDE = 'packhost:prelude';
+const ownFrame = (frame) => {
+  const file = frame.getScriptNameOrSourceURL() ?? '';
+  return file !== PRELUDE && !file.startsWith('node:');
+};
+Error.prepareStackTrace = (error, frames) =>
+  [Error.prototype.toString.call(error), ...frames.filter(ownFrame).map((frame) => `    at ${frame}`)].join('\n');
+
+// `error`, thrown for the code's call of `fn`: its stack, and the line node
+// shows when nothing catches it, start where the code called `fn`.
+function thrownAt(fn, error) {
+  Error.captureStackTrace(error, fn);
+  return error;
+}
+
+const waiting = new Map(); // call id -> { resolve, reject, error }
 let nextId = 0;
 let buffered = '';
 let onLine;
@@ -32,13 +50,20 @@ channel.unref();
 
 /** A pack function failed: `code` is its stable error code, `help` what would be right. */
 class PackError extends Error {
-  constructor({ code, message, help, data }) {
-    super(message);
+  constructor(failure = {}) {
+    super('');
     this.name = 'PackError';
-    this.code = code;
-    if (help !== undefined) this.help = help;
-    if (data !== undefined) this.data = data;
+    failed(this, failure);
   }
+}
+
+// What the pack said, on `error`.
+function failed(error, { code, message = '', help, data }) {
+  error.message = message;
+  error.code = code;
+  if (help !== undefined) error.help = help;
+  if (data !== undefined) error.data = data;
+  return error;
 }
 
 onLine = (line) => {
@@ -47,25 +72,21 @@ onLine = (line) => {
   if (!call) return;
   waiting.delete(reply.id);
   if (waiting.size === 0) channel.unref();
-  if (!('error' in reply)) {
-    call.resolve(reply.ok);
-    return;
-  }
-  const error = new PackError(reply.error);
-  // Where the code made the call, not where the reply arrived.
-  error.stack = `${error.name}: ${error.message}${call.site.stack.slice(call.site.stack.indexOf('\n'))}`;
-  call.reject(error);
+  if ('error' in reply) call.reject(failed(call.error, reply.error));
+  else call.resolve(reply.ok);
 };
 
-function call(tool, args) {
+// Tool `tool` called by the code through `caller`.
+function request(tool, args, caller) {
   if (args !== undefined && (args === null || typeof args !== 'object' || Array.isArray(args))) {
-    throw new TypeError(`${tool} takes one object of named arguments, as in ${tool}({ name: value }); got ${args === null ? 'null' : Array.isArray(args) ? 'an array' : typeof args}`);
+    throw thrownAt(caller, new TypeError(`${tool} takes one object of named arguments, as in ${tool}({ name: value }); got ${args === null ? 'null' : Array.isArray(args) ? 'an array' : typeof args}`));
   }
-  const site = {};
-  Error.captureStackTrace(site, call);
+  // Made now, filled in if the call fails: where the code made the call,
+  // not where the reply arrived.
+  const error = thrownAt(caller, new PackError());
   return new Promise((resolve, reject) => {
     const id = ++nextId;
-    waiting.set(id, { resolve, reject, site });
+    waiting.set(id, { resolve, reject, error });
     if (waiting.size === 1) channel.ref();
     channel.write(`${JSON.stringify({ type: 'call', id, tool, args: [], kwargs: args ?? {} })}\n`);
   });
@@ -74,7 +95,7 @@ function call(tool, args) {
 const packs = {};
 for (const tool of bindings.tools) {
   const name = `${tool.pack}.${tool.function}`;
-  const bound = (args) => call(name, args);
+  const bound = (args) => request(name, args, bound);
   Object.defineProperty(bound, 'name', { value: tool.function });
   bound.signature = tool.signature;
   bound.description = tool.description;
@@ -84,13 +105,14 @@ for (const tool of bindings.tools) {
 
 function namespace(pack, functions) {
   const listed = Object.keys(functions).join(', ');
-  return new Proxy(functions, {
+  const traps = {
     get(target, key) {
       // `await pack` and serialisers probe these: absent, not an error.
       if (typeof key === 'symbol' || key in target || key === 'then' || key === 'toJSON') return target[key];
-      throw new TypeError(`pack \`${pack}\` has no function \`${key}\`; functions: ${listed || '(none)'}`);
+      throw thrownAt(traps.get, new TypeError(`pack \`${pack}\` has no function \`${key}\`; functions: ${listed || '(none)'}`));
     },
-  });
+  };
+  return new Proxy(functions, traps);
 }
 
 const taken = [];
@@ -113,7 +135,9 @@ globalThis.PackError = PackError;
 globalThis.packhost = Object.freeze({
   ...own,
   /** Any tool by its full name: `packhost.call("proj.list", {})`. */
-  call,
+  call: function call(tool, args) {
+    return request(tool, args, call);
+  },
   /** Every pack's functions, including packs whose names a global already had. */
   packs: Object.fromEntries(Object.entries(others).map(([pack, functions]) => [pack, namespace(pack, functions)])),
   projects: bindings.projects ?? {},
@@ -122,15 +146,20 @@ if (taken.length) {
   process.emitWarning(`packs or aliases named like a global are only reachable as packhost.packs.<name>: ${taken.join(', ')}`);
 }
 
-// An unknown name says what exists.
+// An unknown name says what exists, whether nothing catches it or a `catch`
+// clause of the code does (the pack starts each with a call of this).
 const known = `packs: ${Object.keys(packs).join(', ') || '(none)'}${aliases.length ? `; aliases: ${aliases.join(', ')}` : ''}`;
-process.on('uncaughtExceptionMonitor', (error) => {
+function named(error) {
   if (error instanceof ReferenceError && / is not defined$/.test(error.message)) {
+    // Read first: formatted later, the stack would already have the new message.
+    const { stack } = error;
     const first = `${error.name}: ${error.message}`;
     error.message += `; ${known}`;
-    error.stack = error.stack.replace(first, `${error.name}: ${error.message}`);
+    error.stack = stack.replace(first, `${error.name}: ${error.message}`);
   }
-});
+}
+process.on('uncaughtExceptionMonitor', named);
+globalThis[Symbol.for('packhost.caught')] = named;
 
 // Whether a value comes back as JSON unchanged: no Map, class instance,
 // function or cycle that JSON.stringify would quietly turn into `{}`.
@@ -148,6 +177,7 @@ function isJson(value, depth = 0) {
 globalThis[Symbol.for('packhost.answer')] = async (value) => {
   value = await value;
   const answer = { type: 'value' };
+  // `undefined` is no value; `null` is one.
   if (value !== undefined) {
     const text = isJson(value) ? JSON.stringify(value) : undefined;
     if (text !== undefined && Buffer.byteLength(text) <= maxResultBytes) answer.result = value;
@@ -158,3 +188,4 @@ globalThis[Symbol.for('packhost.answer')] = async (value) => {
   }
   channel.write(`${JSON.stringify(answer)}\n`);
 };
+//# sourceURL=packhost:prelude
