@@ -214,7 +214,7 @@ fn endpoint(pack: &PackConfig) -> Endpoint {
             command: command.first().cloned().unwrap_or_default(),
             args: command.iter().skip(1).cloned().collect(),
             env: pack.env.clone(),
-            // The section is the host admin's: its arguments are trusted.
+            // The section is the host admin's: its `PATH` and program are trusted.
             confinement: Confinement {
                 mode: pack.sandbox,
                 read: pack.read.clone(),

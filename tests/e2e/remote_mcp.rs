@@ -42,7 +42,7 @@ fn org_dir(org: &str, database: Option<&str>, extra: &str) -> TempDir {
 }
 
 /// What the test servers need to read besides the system: an
-/// organisation's command line never makes anything readable, the pack's
+/// organisation's program path never makes its folder readable, the pack's
 /// `read` does.
 pub(crate) fn servers_read() -> Vec<String> {
     let fixture_folder = fixture_mcp_bin().parent().expect("a folder").to_owned();
@@ -805,5 +805,79 @@ async fn an_integration_the_sandbox_refuses_says_why() {
         &execute(&host, &id, "echo", json!({"text": "x"})).await,
         "UPSTREAM_ERROR",
         &["the sandbox refused to start it: cannot set the open_files bound"],
+    );
+}
+
+/// A dependency-free MCP server (newline-delimited JSON-RPC on stdio) with
+/// one tool, `greet`, that also tells its first argument.
+const TINY_SERVER: &str = r#"import { createInterface } from 'node:readline';
+const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\n');
+for await (const line of createInterface({ input: process.stdin })) {
+  const { id, method, params } = JSON.parse(line);
+  if (id === undefined) continue;
+  if (method === 'initialize') {
+    send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'tiny', version: '1.0.0' } } });
+  } else if (method === 'tools/list') {
+    send({ id, result: { tools: [{ name: 'greet', inputSchema: { type: 'object', properties: { name: { type: 'string' } } } }] } });
+  } else if (method === 'tools/call') {
+    send({ id, result: { content: [{ type: 'text', text: `hello ${params.arguments.name} (${process.argv[2]})` }] } });
+  } else {
+    send({ id, error: { code: -32601, message: `no method ${method}` } });
+  }
+}
+"#;
+
+#[tokio::test]
+async fn a_stdio_integration_reads_the_script_it_runs() {
+    // The script lives outside node's install folder and the pack's `read`.
+    let scripts = TempDir::new().expect("temp dir");
+    let script = scripts.path().join("server.mjs");
+    std::fs::write(&script, TINY_SERVER).expect("write the script");
+    let dir = org_dir("acme", None, "");
+    let command = ["node", &script.display().to_string(), "stdio"].map(str::to_owned);
+    let id = add_stdio(dir.path(), "acme", "tiny", &command);
+    let host = TestHost::start_in(dir).await;
+    let tools = host
+        .call("remote_mcp.list_tools", json!({"integrationId": id}))
+        .await;
+    assert!(
+        !is_error(&tools) && text(&tools).contains("greet"),
+        "{}",
+        text(&tools)
+    );
+    let greeted = ok(&execute(&host, &id, "greet", json!({"name": "ada"})).await);
+    assert_eq!(greeted["content"][0]["text"], "hello ada (stdio)");
+}
+
+#[tokio::test]
+async fn a_server_that_dies_at_start_says_why_without_its_secrets() {
+    let dir = org_dir("acme", None, "");
+    let node_e = |code: &str| ["node", "-e", code].map(str::to_owned);
+    let boom = add_stdio(
+        dir.path(),
+        "acme",
+        "boom",
+        // Split, so that the command line (in the error too) does not say it.
+        &node_e("console.error('boom: missing ' + 'config X'); process.exit(1)"),
+    );
+    let mut command = vec!["add", "--org", "acme", "--name", "leaky", "--env"];
+    command.extend(["TOKEN=s3cr3t", "--", "node", "-e"]);
+    command.push("console.error('starting with token ' + process.env.TOKEN); process.exit(1)");
+    let leaky = integrations(dir.path(), &command, &[]);
+    let host = TestHost::start_in(dir).await;
+    failed(
+        &execute(&host, &boom, "echo", json!({})).await,
+        "UPSTREAM_ERROR",
+        &["boom: missing config X"],
+    );
+    let said = failed(
+        &execute(&host, &leaky, "echo", json!({})).await,
+        "UPSTREAM_ERROR",
+        &["starting with token ***"],
+    );
+    let everything_said = format!("{said}{}", host.stderr());
+    assert!(
+        !everything_said.contains("s3cr3t"),
+        "a secret leaked: {everything_said}"
     );
 }

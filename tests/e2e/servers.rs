@@ -237,6 +237,23 @@ async fn a_server_down_at_start_up_comes_back_when_it_answers() {
 }
 
 #[tokio::test]
+async fn a_server_that_dies_at_start_up_says_why_in_the_log_without_its_secrets() {
+    // Split, so that the command line (in the log too) does not say it.
+    let code =
+        "console.error('boom: missing ' + 'config X, token ' + process.env.TOKEN); process.exit(1)";
+    let command = ["node", "-e", code].map(str::to_owned);
+    let section = stdio_section("boom", &command) + "env = { TOKEN = \"s3cr3t\" }\n";
+    let host = TestHost::start(&section).await;
+    let log = host.stderr();
+    assert!(
+        log.lines().any(|l| l.contains("is not answering")
+            && l.contains("its stderr ends: boom: missing config X, token ***")),
+        "{log}"
+    );
+    assert!(!log.contains("s3cr3t"), "a secret leaked: {log}");
+}
+
+#[tokio::test]
 async fn tools_whose_names_normalise_alike_are_both_served() {
     // The fixture lists `get-sum`, then `get_sum`.
     let fixture = vec![fixture_mcp_bin().display().to_string(), "--twins".into()];

@@ -4,10 +4,9 @@
 //! A server gets the network (most call out), the system runtime, its
 //! program's install folder, a fresh scratch folder of its own (its `HOME`,
 //! `TMPDIR` and working directory, removed when it ends), and the folders
-//! the config names. A server pack's command line is the host admin's, so
-//! the folders of its absolute-path arguments are readable too (`node
-//! /srv/x/node_modules/server/dist/index.js`); an integration's command line
-//! is an organisation's and never widens what is readable.
+//! the config names, and the folders of its absolute-path arguments (`node
+//! /srv/x/node_modules/server/dist/index.js`: a server must read the script
+//! it runs), for server packs and integrations alike.
 
 use std::{
     collections::BTreeMap,
@@ -29,12 +28,11 @@ pub struct Confinement {
     pub write: Vec<PathBuf>,
     /// The server's bounds (it and everything it starts).
     pub limits: Limits,
-    /// The command line is the host admin's (a server pack's section): its
-    /// absolute-path arguments make their folders readable, and the program
-    /// is looked up on the `PATH` its `env` gives. An organisation's
-    /// (an integration): neither; the program is looked up on the host's
-    /// `PATH`, so the organisation cannot choose which folders become
-    /// readable.
+    /// The command line is the host admin's (a server pack's section): the
+    /// program is looked up on the `PATH` its `env` gives, and a program
+    /// given by path makes its install folder readable. An organisation's
+    /// (an integration): the program is looked up on the host's `PATH`, and
+    /// one given by path must be readable already.
     pub trusted: bool,
 }
 
@@ -69,13 +67,11 @@ pub(crate) fn plan(
     } else {
         Vec::new()
     };
-    if confinement.trusted {
-        read.extend(
-            args.iter()
-                .filter(|arg| arg.starts_with('/'))
-                .filter_map(|arg| argument_folder(Path::new(arg), home)),
-        );
-    }
+    read.extend(
+        args.iter()
+            .filter(|arg| arg.starts_with('/'))
+            .filter_map(|arg| argument_folder(Path::new(arg), home)),
+    );
     read.extend(confinement.read.iter().cloned());
     let policy = Policy::new(read, scratch)
         .write(confinement.write.iter().cloned())
@@ -232,27 +228,23 @@ mod tests {
     }
 
     #[test]
-    fn an_organisations_command_line_widens_nothing() {
+    fn arguments_widen_reading_for_everyone_an_env_path_for_the_admin_only() {
         let dir = tempfile::tempdir().unwrap();
-        let secret = dir.path().canonicalize().unwrap().join("secret");
-        std::fs::create_dir(&secret).unwrap();
-        let args = vec![secret.display().to_string()];
-        let env = BTreeMap::from([("PATH".to_owned(), secret.display().to_string())]);
+        let folder = dir.path().canonicalize().unwrap().join("server");
+        std::fs::create_dir(&folder).unwrap();
+        let args = vec![folder.display().to_string()];
+        let env = BTreeMap::from([("PATH".to_owned(), folder.display().to_string())]);
         let scratch = Path::new("/tmp/scratch");
         let organisation = Confinement::default();
         let plan = plan(&organisation, "env", &args, &env, scratch).unwrap();
-        assert!(
-            !plan.policy.read.contains(&secret),
-            "{:?}",
-            plan.policy.read
-        );
+        assert!(plan.policy.read.contains(&folder), "{:?}", plan.policy.read);
         assert!(plan.program.ends_with("bin/env"), "{:?}", plan.program);
         let admin = Confinement {
             trusted: true,
             ..Confinement::default()
         };
         let plan = plan_of(&admin, &args, scratch);
-        assert!(plan.policy.read.contains(&secret), "{:?}", plan.policy.read);
+        assert!(plan.policy.read.contains(&folder), "{:?}", plan.policy.read);
         assert_eq!(plan.policy.network, Network::Full);
         assert!(plan.policy.write.contains(&scratch.to_path_buf()));
     }

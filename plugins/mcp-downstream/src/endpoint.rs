@@ -56,6 +56,21 @@ impl Endpoint {
     }
 }
 
+impl Endpoint {
+    /// What must never be shown from what the server says: its environment
+    /// and header values, longest first (a value that holds another is
+    /// replaced whole).
+    pub(crate) fn secrets(&self) -> Vec<String> {
+        let values = match self {
+            Endpoint::Stdio { env, .. } => env.values(),
+            Endpoint::Http { headers, .. } => headers.values(),
+        };
+        let mut secrets: Vec<String> = values.filter(|v| !v.is_empty()).cloned().collect();
+        secrets.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        secrets
+    }
+}
+
 /// Loopback, private, link-local and other non-public addresses: what an
 /// SSRF guard keeps a server from reaching (the egress proxy's rule).
 pub fn is_private(ip: IpAddr) -> bool {

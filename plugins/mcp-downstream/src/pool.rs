@@ -8,7 +8,7 @@
 //! sent twice: the tool may have run.
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::{BTreeMap, HashMap, VecDeque},
     future::Future,
     io,
     os::unix::process::ExitStatusExt as _,
@@ -128,9 +128,57 @@ struct Connection {
     /// HTTP: there only a request rmcp never queued counts as unsent, as
     /// any POST that was started may have reached the server.
     ledger: Option<Arc<Ledger>>,
+    /// The end of a stdio server's stderr: why it died.
+    stderr: Option<Arc<StderrTail>>,
     /// A confined server's own folder; removed after its process is killed
     /// (fields drop in order).
     _scratch: Option<TempDir>,
+}
+
+/// The last lines a stdio server wrote to stderr, its secrets already
+/// replaced: what an error about a server that would not start or died
+/// says of why (the server's own reason: a missing setting, a crash).
+#[derive(Default)]
+struct StderrTail(Mutex<VecDeque<String>>);
+
+impl StderrTail {
+    const LINES: usize = 5;
+    const CHARS: usize = 600;
+
+    fn push(&self, line: String) {
+        let mut lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if lines.len() == Self::LINES {
+            lines.pop_front();
+        }
+        lines.push_back(line);
+    }
+
+    /// `"; its stderr ends: …"` (lines joined by ` | `, at most
+    /// [`Self::CHARS`] characters, the last ones), or nothing.
+    fn said(&self) -> String {
+        let lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let joined = lines
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(" | ");
+        let count = joined.chars().count();
+        match count {
+            0 => String::new(),
+            _ if count <= Self::CHARS => format!("; its stderr ends: {joined}"),
+            _ => {
+                let last: String = joined.chars().skip(count - Self::CHARS).collect();
+                format!("; its stderr ends: …{last}")
+            }
+        }
+    }
+}
+
+/// `line` with each of `secrets` (longest first) replaced by `***`.
+fn scrub(line: &str, secrets: &[String]) -> String {
+    secrets.iter().fold(line.to_owned(), |line, secret| {
+        line.replace(secret.as_str(), "***")
+    })
 }
 
 impl Connection {
@@ -517,9 +565,13 @@ impl Pool {
         } else {
             None
         };
+        let said = match &connection.stderr {
+            Some(tail) if dead => tail.said(),
+            _ => String::new(),
+        };
         let reason = match (error, bound) {
-            (_, Some(bound)) => format!("the server passed {bound} and was ended"),
-            _ if dead => "the server closed the connection (it may have crashed)".to_owned(),
+            (_, Some(bound)) => format!("the server passed {bound} and was ended{said}"),
+            _ if dead => format!("the server closed the connection (it may have crashed){said}"),
             (ServiceError::UnexpectedResponse, _) => {
                 "the server sent a malformed response".to_owned()
             }
@@ -623,10 +675,13 @@ impl Pool {
                 else {
                     return Err(format!("{describe}: its pipes could not be opened"));
                 };
+                let tail = Arc::new(StderrTail::default());
                 let stderr = tokio::spawn(forward_stderr(
                     key.to_owned(),
                     stderr,
                     Arc::clone(&self.settings.log),
+                    endpoint.secrets(),
+                    Arc::clone(&tail),
                 ));
                 let ledger = Arc::new(Ledger::default());
                 let transport = StdioTransport {
@@ -636,11 +691,11 @@ impl Pool {
                 let service = match ().serve(transport).await {
                     Ok(service) => service,
                     Err(e) => {
-                        return Err(match refusal(&mut group, stderr).await {
+                        return Err(match ended(&mut group, stderr).await {
                             Some(why) => {
                                 format!("{describe}: the sandbox refused to start it: {why}")
                             }
-                            None => handshake_failed(&e),
+                            None => format!("{}{}", handshake_failed(&e), tail.said()),
                         });
                     }
                 };
@@ -648,6 +703,7 @@ impl Pool {
                     service,
                     child: Some(Mutex::new(group)),
                     ledger: Some(ledger),
+                    stderr: Some(tail),
                     _scratch: scratch,
                 })
             }
@@ -674,6 +730,7 @@ impl Pool {
                     service,
                     child: None,
                     ledger: None,
+                    stderr: None,
                     _scratch: None,
                 })
             }
@@ -761,18 +818,18 @@ fn sweep_scratch() {
     }
 }
 
-/// Why the sandbox's helper refused to start a server whose handshake
-/// failed: its exit code says it refused, its first stderr line says why.
-async fn refusal(
+/// Wait a little for a server whose handshake failed to end and its stderr
+/// to be read to its end (for its last lines); the reason the sandbox's
+/// helper refused to start it, if it did: its exit code says it refused,
+/// its first stderr line says why.
+async fn ended(
     group: &mut ProcessGroup,
     stderr: tokio::task::JoinHandle<Option<String>>,
 ) -> Option<String> {
     let grace = Duration::from_secs(1);
     let status = tokio::time::timeout(grace, group.wait()).await.ok()?.ok()?;
-    if status.code() != Some(pack_sandbox::SETUP_FAILED) {
-        return None;
-    }
-    tokio::time::timeout(grace, stderr).await.ok()?.ok()?
+    let refusal = tokio::time::timeout(grace, stderr).await.ok()?.ok()?;
+    refusal.filter(|_| status.code() == Some(pack_sandbox::SETUP_FAILED))
 }
 
 fn no_answer(endpoint: &Endpoint, timeout: Duration) -> Failure {
@@ -805,25 +862,30 @@ fn root_cause(error: &dyn std::error::Error) -> String {
     cause.to_string()
 }
 
-/// A stdio server's stderr, line by line, into the log (lines capped: a
-/// server cannot make the host hold a huge line). Returns the sandbox's
-/// reason when its first line is the helper refusing to start the server.
+/// A stdio server's stderr, line by line, into the log and its `tail`,
+/// `secrets` replaced (before lines are capped, so no part of one is left;
+/// capped so a server cannot make the host hold a huge line). Returns the
+/// sandbox's reason when its first line is the helper refusing to start
+/// the server.
 async fn forward_stderr(
     key: String,
     stderr: tokio::process::ChildStderr,
     log: Log,
+    secrets: Vec<String>,
+    tail: Arc<StderrTail>,
 ) -> Option<String> {
     const MAX_LINE: usize = 2000;
     let mut lines = BufReader::new(stderr).lines();
     let mut refusal = None;
     let mut first = true;
     while let Ok(Some(line)) = lines.next_line().await {
-        let line: String = line.chars().take(MAX_LINE).collect();
+        let line: String = scrub(&line, &secrets).chars().take(MAX_LINE).collect();
         if first && let Some(why) = line.strip_prefix(pack_sandbox::SETUP_FAILED_PREFIX) {
             refusal = Some(why.to_owned());
         }
         first = false;
         log(Level::Debug, &format!("`{key}` stderr: {line}"));
+        tail.push(line);
     }
     refusal
 }
@@ -861,6 +923,35 @@ async fn close_idle(pool: Weak<Pool>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stderr_keeps_its_last_lines_capped_and_without_secrets() {
+        let endpoint = Endpoint::Stdio {
+            command: "server".to_owned(),
+            args: Vec::new(),
+            env: BTreeMap::from([
+                ("SHORT".to_owned(), "abc".to_owned()),
+                ("LONG".to_owned(), "abcdef".to_owned()),
+                ("EMPTY".to_owned(), String::new()),
+            ]),
+            confinement: Confinement::default(),
+        };
+        let secrets = endpoint.secrets();
+        assert_eq!(scrub("key abcdef, abc", &secrets), "key ***, ***");
+        let tail = StderrTail::default();
+        assert_eq!(tail.said(), "");
+        for n in 0..7 {
+            tail.push(format!("line {n}"));
+        }
+        assert_eq!(
+            tail.said(),
+            "; its stderr ends: line 2 | line 3 | line 4 | line 5 | line 6"
+        );
+        tail.push("x".repeat(2 * StderrTail::CHARS));
+        let said = tail.said();
+        assert!(said.ends_with(&"x".repeat(StderrTail::CHARS)), "{said}");
+        assert!(said.len() < 3 * StderrTail::CHARS, "{said}");
+    }
 
     #[test]
     fn the_ledger_tells_unsent_requests_from_maybe_sent_ones() {

@@ -19,8 +19,9 @@
 //!
 //! A stdio integration's server runs in the sandbox under this pack's
 //! policy (`sandbox`, `read`, `write`, `limits` in its config): the host's
-//! admin sets it, never the organisation that added the integration, whose
-//! command line cannot make anything more readable.
+//! admin sets it, never the organisation that added the integration. Its
+//! absolute-path arguments are readable (a server reads the script it
+//! runs), as a server pack's; its program is looked up on the host's `PATH`.
 
 use std::{path::PathBuf, sync::Arc, time::Duration, time::Instant};
 
