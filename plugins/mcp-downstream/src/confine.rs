@@ -147,6 +147,9 @@ fn install_folders(program: &Path, home: Option<&Path>) -> Vec<PathBuf> {
 /// when that folder is too wide to hand out. Nothing when it does not exist.
 fn argument_folder(arg: &Path, home: Option<&Path>) -> Option<PathBuf> {
     let real = arg.canonicalize().ok()?;
+    if private(&real, home) {
+        return None;
+    }
     let node_modules = real
         .ancestors()
         .filter(|a| a.file_name() == Some(OsStr::new("node_modules")))
@@ -165,11 +168,25 @@ fn argument_folder(arg: &Path, home: Option<&Path>) -> Option<PathBuf> {
 
 /// Folders never handed out by a rule, only by name in `read`: `/` and the
 /// folders right under it (`/etc` holds `/etc/shadow`), the home folder and
-/// its parents, and the folders right under it (`~/.local/share` holds
-/// packhost's integrations database, `~/.cargo` a registry token).
+/// its parents, the folders right under it (`~/.cargo` holds a registry
+/// token), and those that hold packhost's own ([`PRIVATE`]).
 fn wide(folder: &Path, home: Option<&Path>) -> bool {
     folder.components().count() <= 2
-        || home.is_some_and(|home| home.starts_with(folder) || folder.parent() == Some(home))
+        || home.is_some_and(|home| {
+            home.starts_with(folder)
+                || folder.parent() == Some(home)
+                || PRIVATE.iter().any(|own| home.join(own).starts_with(folder))
+        })
+}
+
+/// packhost's own folders under the host user's home: the integrations
+/// database (every organisation's credentials), notebooks, packs.
+const PRIVATE: &[&str] = &[".local/share/packhost", ".packhost"];
+
+/// Whether `path` is in one of packhost's own folders: an argument there
+/// makes nothing readable, not even itself.
+fn private(path: &Path, home: Option<&Path>) -> bool {
+    home.is_some_and(|home| PRIVATE.iter().any(|own| path.starts_with(home.join(own))))
 }
 
 #[cfg(test)]
@@ -196,6 +213,16 @@ mod tests {
         assert!(!wide(Path::new("/etc/ssl"), Some(home)));
         assert!(!wide(&home.join(".nvm/versions/node/v22"), Some(home)));
         assert!(!wide(Path::new("/opt/node"), Some(home)));
+        // Nothing of packhost's own: the folders that hold it are too wide,
+        // and an argument inside grants nothing.
+        assert!(wide(&home.join(".local/share"), Some(home)));
+        assert!(wide(&home.join(".local/share/packhost"), Some(home)));
+        assert!(private(
+            &home.join(".local/share/packhost/integrations.db"),
+            Some(home)
+        ));
+        assert!(private(&home.join(".packhost/notebooks/s1"), Some(home)));
+        assert!(!private(&home.join("mcp/server.mjs"), Some(home)));
     }
 
     #[test]
