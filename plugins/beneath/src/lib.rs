@@ -101,14 +101,8 @@ impl Dir {
     }
 
     /// The path `rel` is shown as in messages.
-    pub fn join(&self, rel: impl AsRef<Path>) -> PathBuf {
+    fn join(&self, rel: impl AsRef<Path>) -> PathBuf {
         self.path.join(rel)
-    }
-
-    /// Where the directory really is now (the kernel's name for the open
-    /// descriptor), for a result that shows it.
-    pub fn real_path(&self) -> io::Result<PathBuf> {
-        fs::read_link(self.proc_path())
     }
 
     fn proc_path(&self) -> PathBuf {
@@ -201,7 +195,7 @@ impl Dir {
     }
 
     /// `rel` emptied or created, for writing.
-    pub fn create_file(&self, rel: impl AsRef<Path>) -> io::Result<File> {
+    fn create_file(&self, rel: impl AsRef<Path>) -> io::Result<File> {
         let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOCTTY;
         self.open_at(rel.as_ref(), flags, 0o644).map(File::from)
     }
@@ -224,11 +218,6 @@ impl Dir {
     /// Replace `rel`'s content (creating it).
     pub fn write(&self, rel: impl AsRef<Path>, content: impl AsRef<[u8]>) -> io::Result<()> {
         self.create_file(rel)?.write_all(content.as_ref())
-    }
-
-    /// What the directory itself is.
-    pub fn metadata(&self) -> io::Result<fs::Metadata> {
-        File::from(self.fd.try_clone()?).metadata()
     }
 
     /// Its entries. Through the descriptor's `/proc` name, which is this
@@ -502,7 +491,6 @@ mod tests {
         symlink(outside.path(), root.path().join("a")).unwrap();
         // The descriptor is still the folder that was opened.
         assert_eq!(a.read_to_string("b/f").unwrap(), "x");
-        assert!(a.real_path().unwrap().ends_with("moved"));
         assert!(dir.read_to_string("a/secret").is_err());
     }
 
