@@ -470,6 +470,9 @@ async fn a_function_outside_the_allow_list_answers_as_one_that_does_not_exist() 
     // bob the same without `exec_py.run` (so `pl()` is no call of Python's).
     let config = format!(
         "[packs.proj]\n[packs.exec_py]\n{}[aliases]\npl = \"proj.list\"\nhi = \"hello.greet\"\n\
+         [snippets.listing]\nbody = \"proj.list()\"\n\
+         [snippets.greeting]\nbody = \"hello.greet({{{{ who | tojson }}}})\"\n\
+         [snippets.greeting.params]\nwho = {{ description = \"whom\" }}\n\
          [projects]\nhere = \".\"\n",
         hello_section("")
     );
@@ -511,6 +514,8 @@ async fn a_function_outside_the_allow_list_answers_as_one_that_does_not_exist() 
             "qqqqqq",
         ),
         (run("pl()"), run("pm()"), "pl", "pm"),
+        // A snippet that calls a hidden function is no snippet of theirs.
+        (run("$listing"), run("$zzzzzzz"), "listing", "zzzzzzz"),
         (python("proj.lst()"), python("zzzz.lst()"), "proj", "zzzz"),
         (
             python("hello.whoami(1, 2, 3, 4, 5)"),
@@ -532,7 +537,9 @@ async fn a_function_outside_the_allow_list_answers_as_one_that_does_not_exist() 
     ];
     // Hidden names as the host writes names: whole words, and `list` (an
     // English word too, in describe's help) where it names a function.
-    let hidden_words = ["proj", "whoami", "pl", "read", "path", "ls", "grep"];
+    let hidden_words = [
+        "proj", "whoami", "pl", "read", "path", "ls", "grep", "listing",
+    ];
     let hidden_list = ["`list`", "list,", ", list", "has: list", ".list"];
     let mut leaks = Vec::new();
     let each = [("eve", &eve), ("bob", &bob)]
@@ -566,6 +573,14 @@ async fn a_function_outside_the_allow_list_answers_as_one_that_does_not_exist() 
         if !named.is_empty() {
             leaks.push(format!("{asked}: the answer names {named:?}: {unknown}"));
         }
+    }
+    // `run`'s description lists the snippets they may use, and only those.
+    for client in [&eve, &bob] {
+        let tools = client.list_all_tools().await.unwrap();
+        let run = tools.iter().find(|t| t.name == "run").unwrap();
+        let description = run.description.as_deref().unwrap_or_default();
+        assert!(description.contains("$greeting"), "{description}");
+        assert!(!description.contains("$listing"), "{description}");
     }
     assert!(leaks.is_empty(), "{}", leaks.join("\n\n"));
 }

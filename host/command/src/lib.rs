@@ -54,16 +54,23 @@ pub enum Plan {
 impl Front {
     /// Turns a `run` command into a plan (see the crate docs for the steps).
     pub fn interpret(&self, command: &str) -> Result<Plan, FrontError> {
-        self.interpret_with(command, |name| self.aliases.get(name).map(String::as_str))
+        self.interpret_with(
+            command,
+            |name| self.aliases.get(name).map(String::as_str),
+            |_| true,
+        )
     }
 
     /// [`Self::interpret`] with `alias` (a name → its target) in place of
-    /// [`Self::aliases`]: the aliases one caller may use. A name it gives no
-    /// target is no alias, so `name()` is code.
+    /// [`Self::aliases`] and `snippet` saying which snippets are there: the
+    /// aliases and snippets one caller may use. A name `alias` gives no
+    /// target is no alias, so `name()` is code; a snippet `snippet` refuses
+    /// is unknown.
     pub fn interpret_with<'a>(
         &self,
         command: &str,
         alias: impl Fn(&str) -> Option<&'a str>,
+        snippet: impl Fn(&Snippet) -> bool,
     ) -> Result<Plan, FrontError> {
         let (text, language) = strip_code(command)?;
         if language != Language::Python {
@@ -73,7 +80,7 @@ impl Front {
             return Err(bang(rest));
         }
         let text = if text.starts_with('$') {
-            snippet::expand(&self.snippets, &text)?
+            snippet::expand(&self.snippets, snippet, &text)?
         } else {
             text
         };

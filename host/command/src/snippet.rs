@@ -42,8 +42,15 @@ type Given = BTreeMap<String, Value>;
 /// Expands `text` (which starts with `$`) into the snippet's rendered body.
 pub(crate) fn expand(
     snippets: &BTreeMap<String, Snippet>,
+    visible: impl Fn(&Snippet) -> bool,
     text: &str,
 ) -> Result<String, FrontError> {
+    // A snippet the caller may not use is not there, as one never configured.
+    let snippets: BTreeMap<&str, &Snippet> = snippets
+        .iter()
+        .filter(|(_, snippet)| visible(snippet))
+        .map(|(name, snippet)| (name.as_str(), snippet))
+        .collect();
     let name_len = text[1..]
         .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
         .unwrap_or(text.len() - 1);
@@ -51,7 +58,7 @@ pub(crate) fn expand(
     if name.is_empty() {
         return Err(FrontError::invalid(format!(
             "expected a snippet name right after `$`, as in `$name key=value`; {}",
-            available(snippets)
+            available(&snippets)
         )));
     }
     let mut cur = Cursor::new(text);
@@ -67,7 +74,7 @@ pub(crate) fn expand(
         FrontError::not_found(format!(
             "unknown snippet `{}`; {}",
             excerpt(name),
-            available(snippets)
+            available(&snippets)
         ))
     })?;
 
@@ -78,13 +85,7 @@ pub(crate) fn expand(
         inline(&mut cur, name)?
     };
     let context = context(name, snippet, given)?;
-
-    let mut env = Environment::new();
-    env.set_undefined_behavior(UndefinedBehavior::Strict);
-    let rendered = env
-        .render_str(&snippet.body, &context)
-        .map_err(|e| FrontError::invalid(format!("snippet `{name}` failed to render: {e}")))?;
-    let rendered = tidy(&rendered);
+    let rendered = render(name, snippet, &context)?;
     if rendered.is_empty() {
         return Err(FrontError::invalid(format!(
             "snippet `{name}` rendered to empty text; its body produces no command"
@@ -93,11 +94,39 @@ pub(crate) fn expand(
     Ok(rendered)
 }
 
-fn available(snippets: &BTreeMap<String, Snippet>) -> String {
+/// The body rendered with `context`, tidied.
+fn render(name: &str, snippet: &Snippet, context: &Given) -> Result<String, FrontError> {
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    let rendered = env
+        .render_str(&snippet.body, context)
+        .map_err(|e| FrontError::invalid(format!("snippet `{name}` failed to render: {e}")))?;
+    Ok(tidy(&rendered))
+}
+
+impl Snippet {
+    /// What it calls, when its body renders to a call (with its defaults,
+    /// and a placeholder for each parameter without one): `pack.function`
+    /// or an alias, before the alias is applied. `None` for code.
+    pub fn target(&self) -> Option<String> {
+        let context = self
+            .params
+            .iter()
+            .map(|(name, param)| {
+                let value = param.default.clone().unwrap_or_else(|| Value::from("x"));
+                (name.clone(), value)
+            })
+            .collect();
+        let rendered = render("", self, &context).ok()?;
+        crate::parse_call(&rendered).ok()?.map(|call| call.target)
+    }
+}
+
+fn available(snippets: &BTreeMap<&str, &Snippet>) -> String {
     if snippets.is_empty() {
         "no snippets are configured".to_owned()
     } else {
-        let names: Vec<&str> = snippets.keys().map(String::as_str).collect();
+        let names: Vec<&str> = snippets.keys().copied().collect();
         format!("available: {}", names.join(", "))
     }
 }

@@ -3,7 +3,7 @@
 use pack_api::Annotations;
 use serde_json::json;
 
-use std::{collections::BTreeMap, sync::Arc};
+use std::sync::Arc;
 
 use packhost_command::Snippet;
 
@@ -80,7 +80,14 @@ impl Executor {
             .filter(|(_, _, functions)| !functions.is_empty())
             .collect();
         let aliases: Vec<(&str, &str)> = visible.aliases().collect();
-        let full = full_listing(&packs, &aliases, &self.front.snippets);
+        let snippets: Vec<(&str, &Snippet)> = self
+            .front
+            .snippets
+            .iter()
+            .filter(|(_, snippet)| visible.snippet(snippet))
+            .map(|(name, snippet)| (name.as_str(), snippet))
+            .collect();
+        let full = full_listing(&packs, &aliases, &snippets);
         if text.len() + full.len() <= RUN_DESCRIPTION_BUDGET {
             text.push_str(&full);
             return text;
@@ -120,7 +127,7 @@ const RUN_DESCRIPTION_BUDGET: usize = 1_800;
 fn full_listing(
     packs: &[(&str, &str, Vec<&Function>)],
     aliases: &[(&str, &str)],
-    snippets: &BTreeMap<String, Snippet>,
+    snippets: &[(&str, &Snippet)],
 ) -> String {
     let mut text = String::from("\nFunctions:\n");
     for f in packs.iter().flat_map(|(_, _, functions)| functions) {

@@ -274,7 +274,11 @@ impl Executor {
         let visible = self.visible(&caller.identity);
         let plan = self
             .front
-            .interpret_with(command, |name| visible.alias(name))
+            .interpret_with(
+                command,
+                |name| visible.alias(name),
+                |snippet| visible.snippet(snippet),
+            )
             .map_err(CallError::Command)?;
         match plan {
             Plan::Call(call) => self.call_bound(call, caller).await,

@@ -11,6 +11,7 @@ use std::{
 
 use abi_stable::std_types::RString;
 use pack_api::{Annotations, Catalog, CatalogTool, FunctionSpec, Owner, projects::Project};
+use packhost_command::Snippet;
 use serde_json::Value;
 
 use super::RUN_TOOL;
@@ -163,6 +164,17 @@ impl<'a> Visible<'a> {
         aliases
             .keys()
             .filter_map(|name| Some((name.as_str(), self.alias(name)?)))
+    }
+
+    /// Whether the caller may use `snippet`: it renders to code, or to a
+    /// call of what the caller may call (a snippet's name and its error
+    /// would otherwise tell of a function it may not see).
+    pub(super) fn snippet(&self, snippet: &Snippet) -> bool {
+        match snippet.target() {
+            Some(target) if target.contains('.') => self.may_call(&target),
+            Some(target) => self.aliases.get(&target).is_none() || self.alias(&target).is_some(),
+            None => true,
+        }
     }
 
     /// Pack `name`, when the caller may call one of its functions; while its

@@ -57,7 +57,7 @@ fn an_alias_the_caller_may_not_use_is_no_alias() {
     let front = front();
     // This caller may use `p.l` only: `ws` is a plain name to it, so code.
     let only = |name: &str| (name == "p.l").then_some("proj.list");
-    let interpret = |command: &str| front.interpret_with(command, only).unwrap();
+    let interpret = |command: &str| front.interpret_with(command, only, |_| true).unwrap();
     assert_eq!(
         interpret("p.l()"),
         Plan::Call(call("proj.list", vec![], vec![]))
