@@ -107,6 +107,30 @@ fn id(value: &Value, key: &str) -> String {
     value[key].as_str().expect(key).to_owned()
 }
 
+/// A new cell `filename` of `source` in `session`, run once: its id and
+/// what the run answered.
+async fn run_new_cell(
+    client: &Client,
+    session: &str,
+    filename: &str,
+    source: &str,
+) -> (String, CallToolResult) {
+    let created = ok(&call_clean(
+        client,
+        "exec_ts.cell_create",
+        json!({"sessionId": session, "filename": filename, "source": source}),
+    )
+    .await);
+    let cell = id(&created, "cellId");
+    let ran = call_clean(
+        client,
+        "exec_ts.cell_execute",
+        json!({"sessionId": session, "cellId": cell}),
+    )
+    .await;
+    (cell, ran)
+}
+
 /// A cell that rewrites its session's `session.json` (as the host wrote it
 /// before #23, or from nothing) to name `target` as its id and a cell
 /// `cpwn` of file `x.js`.
@@ -154,19 +178,8 @@ async fn a_rewritten_session_file_steers_the_host_nowhere() {
         theirs.clone(),
     ];
     for (n, target) in targets.iter().enumerate() {
-        let cell = ok(&call_clean(
-            &a.eve,
-            "exec_ts.cell_create",
-            json!({"sessionId": mine, "source": rewrite_cell(target, &home), "filename": format!("rewrite-{n}.ts")}),
-        )
-        .await);
-        let cell = id(&cell, "cellId");
-        let ran = call_clean(
-            &a.eve,
-            "exec_ts.cell_execute",
-            json!({"sessionId": mine, "cellId": cell}),
-        )
-        .await;
+        let name = format!("rewrite-{n}.ts");
+        let (_, ran) = run_new_cell(&a.eve, &mine, &name, &rewrite_cell(target, &home)).await;
         assert!(text(&ran).contains("rewritten"), "{target}: {}", text(&ran));
         // The host follows its own table: there is no cell `cpwn`.
         for (function, args) in [
@@ -289,19 +302,7 @@ async fn links_code_leaves_in_its_session_are_never_followed() {
         ssh = ssh.display().to_string(),
         export = format!("{session}.src.md"),
     );
-    let cell = ok(&call_clean(
-        &a.eve,
-        "exec_ts.cell_create",
-        json!({"sessionId": session, "filename": "plant.ts", "source": plant}),
-    )
-    .await);
-    let cell = id(&cell, "cellId");
-    let ran = call_clean(
-        &a.eve,
-        "exec_ts.cell_execute",
-        json!({"sessionId": session, "cellId": cell}),
-    )
-    .await;
+    let (cell, ran) = run_new_cell(&a.eve, &session, "plant.ts", &plant).await;
     assert!(text(&ran).contains("planted"), "{}", text(&ran));
     // Each function that reads or writes the session refuses the link.
     for (function, args) in [

@@ -45,12 +45,16 @@ pub(crate) fn expand(
     visible: impl Fn(&Snippet) -> bool,
     text: &str,
 ) -> Result<String, FrontError> {
-    // A snippet the caller may not use is not there, as one never configured.
-    let snippets: BTreeMap<&str, &Snippet> = snippets
-        .iter()
-        .filter(|(_, snippet)| visible(snippet))
-        .map(|(name, snippet)| (name.as_str(), snippet))
-        .collect();
+    // A snippet the caller may not use is not there, as one never configured
+    // (each is rendered to tell: only the one asked for, or all to list them).
+    let listing = || {
+        let names: Vec<&str> = snippets
+            .iter()
+            .filter(|(_, snippet)| visible(snippet))
+            .map(|(name, _)| name.as_str())
+            .collect();
+        available(&names)
+    };
     let name_len = text[1..]
         .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
         .unwrap_or(text.len() - 1);
@@ -58,7 +62,7 @@ pub(crate) fn expand(
     if name.is_empty() {
         return Err(FrontError::invalid(format!(
             "expected a snippet name right after `$`, as in `$name key=value`; {}",
-            available(&snippets)
+            listing()
         )));
     }
     let mut cur = Cursor::new(text);
@@ -70,13 +74,16 @@ pub(crate) fn expand(
             cur.at(cur.pos)
         )));
     }
-    let snippet = snippets.get(name).ok_or_else(|| {
-        FrontError::not_found(format!(
-            "unknown snippet `{}`; {}",
-            excerpt(name),
-            available(&snippets)
-        ))
-    })?;
+    let snippet = snippets
+        .get(name)
+        .filter(|snippet| visible(snippet))
+        .ok_or_else(|| {
+            FrontError::not_found(format!(
+                "unknown snippet `{}`; {}",
+                excerpt(name),
+                listing()
+            ))
+        })?;
 
     let first_line = text[cur.pos..].split('\n').next().unwrap_or_default();
     let given = if first_line.trim().is_empty() {
@@ -122,11 +129,10 @@ impl Snippet {
     }
 }
 
-fn available(snippets: &BTreeMap<&str, &Snippet>) -> String {
-    if snippets.is_empty() {
+fn available(names: &[&str]) -> String {
+    if names.is_empty() {
         "no snippets are configured".to_owned()
     } else {
-        let names: Vec<&str> = snippets.keys().copied().collect();
         format!("available: {}", names.join(", "))
     }
 }

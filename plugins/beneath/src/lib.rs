@@ -65,12 +65,6 @@ impl AsFd for Dir {
     }
 }
 
-impl From<Dir> for OwnedFd {
-    fn from(dir: Dir) -> Self {
-        dir.fd
-    }
-}
-
 impl Dir {
     /// Open the directory `path` by name: a root the caller trusts (from its
     /// config, or one it made), never one code can replace.
@@ -110,39 +104,9 @@ impl Dir {
     }
 
     /// Open `rel` beneath this directory with `flags` (and `mode` when
-    /// creating); `""` and `.` are the directory itself.
+    /// creating), a refusal explained; `""` and `.` are the directory itself.
     fn open_at(&self, rel: &Path, flags: libc::c_int, mode: libc::mode_t) -> io::Result<OwnedFd> {
-        let name = if rel.as_os_str().is_empty() {
-            c".".to_owned()
-        } else {
-            c_path(rel)?
-        };
-        // SAFETY: open_how is plain integers; all zero is "no flags".
-        let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-        how.flags = (flags | libc::O_CLOEXEC) as u64;
-        if flags & libc::O_CREAT != 0 {
-            how.mode = u64::from(mode);
-        }
-        how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
-        if self.links == Links::Refused {
-            how.resolve |= libc::RESOLVE_NO_SYMLINKS;
-        }
-        // SAFETY: openat2 reads the path and the struct we pass and returns
-        // a new descriptor (owned below) or -1.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_openat2,
-                self.fd.as_raw_fd(),
-                name.as_ptr(),
-                &how as *const libc::open_how,
-                std::mem::size_of::<libc::open_how>(),
-            )
-        };
-        if fd < 0 {
-            return Err(self.explain(rel, io::Error::last_os_error()));
-        }
-        // SAFETY: a fresh descriptor nothing else owns.
-        Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
+        openat2(&self.fd, rel, flags, mode, self.links).map_err(|e| self.explain(rel, e))
     }
 
     /// A refusal says why: EXDEV and ELOOP alone read like kernel riddles.
@@ -293,19 +257,12 @@ impl Dir {
         self.unlink(name, libc::AT_REMOVEDIR)
     }
 
-    /// The directory entry `name` of this one, following no link at all.
+    /// The directory entry `name` of this one, following no link at all;
+    /// the kernel's own error (ENOTDIR, ELOOP) for anything else.
     fn open_child_dir(&self, name: &CStr) -> io::Result<Dir> {
-        let refused = Dir {
-            fd: self.fd.try_clone()?,
-            path: self.path.clone(),
-            links: Links::Refused,
-        };
         let rel = Path::new(OsStr::from_bytes(name.to_bytes()));
-        let fd = refused.open_at(
-            rel,
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
-            0,
-        )?;
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+        let fd = openat2(&self.fd, rel, flags, 0, Links::Refused)?;
         Ok(Dir {
             fd,
             path: self.path.join(rel),
@@ -337,6 +294,48 @@ impl Dir {
             .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
         Ok((self.open_dir(parent)?, name))
     }
+}
+
+/// `openat2` of `rel` beneath `dir`: never through a magic link, and with
+/// [`Links::Refused`] through no link at all.
+fn openat2(
+    dir: &OwnedFd,
+    rel: &Path,
+    flags: libc::c_int,
+    mode: libc::mode_t,
+    links: Links,
+) -> io::Result<OwnedFd> {
+    let name = if rel.as_os_str().is_empty() {
+        c".".to_owned()
+    } else {
+        c_path(rel)?
+    };
+    // SAFETY: open_how is plain integers; all zero is "no flags".
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (flags | libc::O_CLOEXEC) as u64;
+    if flags & libc::O_CREAT != 0 {
+        how.mode = u64::from(mode);
+    }
+    how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
+    if links == Links::Refused {
+        how.resolve |= libc::RESOLVE_NO_SYMLINKS;
+    }
+    // SAFETY: openat2 reads the path and the struct we pass and returns a
+    // new descriptor (owned below) or -1.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
 }
 
 /// The folder `path` when it is beneath one of `roots` (with the links

@@ -256,15 +256,10 @@ impl Notebooks {
 
     /// The ids of the sessions `caller` may use, sorted.
     pub fn ids(&self, caller: &Owner) -> Vec<String> {
-        let mut ids: Vec<String> = self
-            .all_ids()
-            .filter(|id| {
-                self.read_meta(id)
-                    .is_ok_and(|meta| self.allowed(&meta, caller))
-            })
-            .collect();
-        ids.sort();
-        ids
+        self.sessions(caller)
+            .into_iter()
+            .map(|meta| meta.id)
+            .collect()
     }
 
     /// Every session's id, whoever owns it.
@@ -328,12 +323,16 @@ impl Notebooks {
         }
     }
 
-    /// The sessions `caller` may use, by id (unreadable ones left out).
+    /// The sessions `caller` may use, by id (unreadable ones left out):
+    /// each metadata file read once.
     pub fn sessions(&self, caller: &Owner) -> Vec<SessionMeta> {
-        let ids = self.ids(caller);
-        ids.iter()
-            .filter_map(|id| self.load(id, caller).ok())
-            .collect()
+        let mut sessions: Vec<SessionMeta> = self
+            .all_ids()
+            .filter_map(|id| self.read_meta(&id).ok())
+            .filter(|meta| self.allowed(meta, caller))
+            .collect();
+        sessions.sort_by(|a, b| a.id.cmp(&b.id));
+        sessions
     }
 
     /// Write session metadata (atomically: a crash never leaves half a file).
