@@ -74,7 +74,7 @@ impl Endpoint {
 /// Loopback, private, link-local and other non-public addresses: what an
 /// SSRF guard keeps a server from reaching (the egress proxy's rule).
 pub fn is_private(ip: IpAddr) -> bool {
-    egress_proxy::address::refused(ip).is_some()
+    egress::address::refused(ip).is_some()
 }
 
 /// Refuse a URL whose host is a private address literal (names are checked

@@ -13,7 +13,7 @@ use pack_process::{
     TRUNCATED_MARKER, WarmPool, live_members,
 };
 
-#[path = "../../../tests/support/bystander.rs"]
+#[path = "../../../../tests/support/bystander.rs"]
 mod bystander;
 use bystander::Bystander;
 

@@ -4,7 +4,7 @@
 
 use std::{collections::BTreeMap, ffi::OsString, io, path::Path};
 
-use egress_proxy::{Allow, Bounds, Proxy};
+use egress::{Allow, Bounds, Proxy};
 use pack_process::Network;
 
 use crate::{node::ExecOutput, notebook};

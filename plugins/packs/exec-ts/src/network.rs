@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use egress_proxy::{Allow, Bounds, Proxy};
+use egress::{Allow, Bounds, Proxy};
 use pack_process::Network;
 use serde::Deserialize;
 

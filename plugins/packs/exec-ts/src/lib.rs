@@ -207,7 +207,7 @@ pub struct State {
     notebooks: Notebooks,
     npm: Npm,
     /// Code's way out when `network` lists hosts.
-    _code_proxy: Option<egress_proxy::Proxy>,
+    _code_proxy: Option<egress::Proxy>,
     cwd_roots: Vec<PathBuf>,
     cwd_writable: bool,
     /// Held around every read-modify-write of a session's metadata.

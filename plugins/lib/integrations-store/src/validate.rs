@@ -93,7 +93,7 @@ fn stdio(command: &str, args: &[String], env: &BTreeMap<String, String>) -> Resu
 }
 
 fn http(url: &str, headers: &BTreeMap<String, String>) -> Result<(), StoreError> {
-    downstream_url::check_url(url)
+    egress::downstream::check_url(url)
         .map_err(|e| StoreError::Invalid(format!("integration url: {e}")))?;
     let mut seen: Vec<String> = Vec::new();
     for (header, value) in headers {

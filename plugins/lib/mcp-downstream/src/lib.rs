@@ -20,7 +20,7 @@ mod endpoint;
 mod pool;
 
 pub use confine::Confinement;
-pub use downstream_url::check_url;
+pub use egress::downstream::check_url;
 pub use endpoint::{Endpoint, is_private};
 pub use pack_process::{Limits, Mode};
 pub use pool::{Failure, Level, Log, Pool, PoolSettings};

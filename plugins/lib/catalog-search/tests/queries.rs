@@ -11,7 +11,10 @@ use pack_api::CatalogTool;
 use serde_json::Value;
 
 fn fixture(name: &str) -> Value {
-    let path = format!("{}/../../tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/../../../tests/fixtures/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {path}: {e}"))
 }

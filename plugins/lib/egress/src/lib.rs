@@ -1,7 +1,11 @@
-//! An egress proxy for confined children: the one way out of a sandbox
-//! that may connect to its loopback port and nothing else.
+//! Traffic that leaves the host: which addresses are not public
+//! ([`address`]), what a downstream MCP server's URL may be
+//! ([`downstream`]), and the egress proxy for confined children, the one
+//! way out of a sandbox that may connect to its loopback port and nothing
+//! else.
 //!
-//! It listens on `127.0.0.1:<free port>` on the runtime that starts it and
+//! The proxy
+//! listens on `127.0.0.1:<free port>` on the runtime that starts it and
 //! serves HTTP `CONNECT` tunnels and plain-HTTP requests in absolute form
 //! (one per connection), to the [`Allow`]ed host names and ports only. It
 //! resolves the name itself, refuses when any address is one of the machine
@@ -12,6 +16,7 @@
 #![deny(missing_docs)]
 
 pub mod address;
+pub mod downstream;
 mod head;
 
 use std::{

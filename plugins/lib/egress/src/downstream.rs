@@ -1,9 +1,8 @@
 //! [`check_url`], the rule for a downstream MCP server's URL. Who it is
 //! for: `integrations-store` (an integration's URL when it is added) and
 //! `mcp-downstream` (a server pack's `url` and every HTTP connection; it
-//! re-exports [`check_url`]). A crate of its own so that the store checks a
-//! URL without linking the MCP client and its HTTP stack.
-#![deny(missing_docs)]
+//! re-exports [`check_url`]). Here, beside the address rule, so that the
+//! store checks a URL without linking the MCP client and its HTTP stack.
 
 /// The one rule for a downstream URL (an integration's when it is stored, a
 /// server pack's when the config is read): absolute `http` or `https` with a
