@@ -1,10 +1,10 @@
 //! `packhost integrations ...`: an admin's view of the integrations the
 //! `remote_mcp` pack serves, in the same database the pack uses.
 
-use std::{collections::BTreeMap, process::ExitCode};
+use std::{collections::BTreeMap, path::PathBuf, process::ExitCode};
 
 use clap::{Args, Subcommand};
-use integrations_store::{Auth, NewIntegration, Transport};
+use integrations_store::{Auth, Integration, Mode, NewIntegration, Sandbox, Transport};
 
 use crate::{config::Config, exit::Error};
 
@@ -60,6 +60,21 @@ enum Action {
         /// Time limit of one call to this server.
         #[arg(long)]
         timeout_ms: Option<u64>,
+        /// A stdio server may also read this absolute path (beyond the
+        /// pack's `read`); repeatable.
+        #[arg(long = "read", value_name = "PATH", conflicts_with = "url")]
+        read: Vec<PathBuf>,
+        /// A stdio server may also write this absolute path; repeatable.
+        #[arg(long = "write", value_name = "PATH", conflicts_with = "url")]
+        write: Vec<PathBuf>,
+        /// Limits replacing the pack's for this server:
+        /// `memory_mb=512,processes=64` (names as in the pack's `limits`).
+        #[arg(long, value_name = "NAME=N,...", value_parser = limits, conflicts_with = "url")]
+        limits: Option<BTreeMap<String, u64>>,
+        /// `off` runs this server unconfined, with every right of the host's
+        /// user (logged as a warning).
+        #[arg(long, value_name = "on|off", value_parser = mode, conflicts_with = "url")]
+        sandbox: Option<Mode>,
         /// A stdio server's program and arguments.
         #[arg(last = true, value_name = "COMMAND")]
         command: Vec<String>,
@@ -105,6 +120,40 @@ fn pair(text: &str) -> Result<(String, String), String> {
         .ok_or_else(|| format!("`{text}` is not NAME=VALUE"))
 }
 
+fn limits(text: &str) -> Result<BTreeMap<String, u64>, String> {
+    text.split(',')
+        .map(|pair| {
+            let (name, value) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("`{pair}` is not NAME=NUMBER (e.g. `memory_mb=512`)"))?;
+            let value = value.trim().parse().map_err(|_| {
+                format!("the limit `{name}` is `{value}`; give a whole number (e.g. `{name}=64`)")
+            })?;
+            Ok((name.trim().to_owned(), value))
+        })
+        .collect()
+}
+
+fn mode(text: &str) -> Result<Mode, String> {
+    match text {
+        "on" => Ok(Mode::On),
+        "off" => Ok(Mode::Off),
+        _ => Err(format!("`{text}` is no sandbox mode; give `on` or `off`")),
+    }
+}
+
+/// [`Integration::summary`] and, for the admin only, a stdio server's own
+/// sandbox rules when it has any.
+fn admin_summary(integration: &Integration) -> serde_json::Value {
+    let mut summary = integration.summary();
+    if let Transport::Stdio { sandbox, .. } = &integration.transport
+        && *sandbox != Sandbox::default()
+    {
+        summary["sandbox"] = serde_json::json!(sandbox);
+    }
+    summary
+}
+
 fn secret_from(var: &str) -> Result<String, Error> {
     std::env::var(var).map_err(|_| format!("environment variable `{var}` is not set").into())
 }
@@ -128,6 +177,10 @@ impl IntegrationsCommand {
                 auth_header,
                 auth_value_env,
                 timeout_ms,
+                read,
+                write,
+                limits,
+                sandbox,
                 command,
             } => {
                 let transport = match (url, command.split_first()) {
@@ -139,6 +192,12 @@ impl IntegrationsCommand {
                         command: program.clone(),
                         args: args.to_vec(),
                         env: env.into_iter().collect::<BTreeMap<_, _>>(),
+                        sandbox: Sandbox {
+                            mode: sandbox.unwrap_or_default(),
+                            read,
+                            write,
+                            limits: limits.unwrap_or_default(),
+                        },
                     },
                     _ => {
                         return Err("give the server as `--url URL` or as a command after `--` \
@@ -165,13 +224,20 @@ impl IntegrationsCommand {
                         timeout_ms,
                     })
                     .await?;
+                if sandbox == Some(Mode::Off) {
+                    eprintln!(
+                        "warning: integration `{}` runs unconfined (`--sandbox off`), with every \
+                         right of the host's user",
+                        added.name
+                    );
+                }
                 println!("{}", added.id);
             }
             Action::List { org, json } => {
                 let all = store.list(&org).await?;
                 if json {
                     for integration in &all {
-                        println!("{}", integration.summary());
+                        println!("{}", admin_summary(integration));
                     }
                 } else if all.is_empty() {
                     println!("organisation `{org}` has no integrations");

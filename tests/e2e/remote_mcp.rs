@@ -5,6 +5,7 @@
 
 use std::{
     path::{Path, PathBuf},
+    process::Output,
     time::Duration,
 };
 
@@ -809,8 +810,10 @@ async fn an_integration_the_sandbox_refuses_says_why() {
 }
 
 /// A dependency-free MCP server (newline-delimited JSON-RPC on stdio) with
-/// one tool, `greet`, that also tells its first argument.
+/// one tool, `greet`, that also tells its first argument, or reads the file
+/// `path` when given one.
 const TINY_SERVER: &str = r#"import { createInterface } from 'node:readline';
+import { readFileSync } from 'node:fs';
 const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\n');
 for await (const line of createInterface({ input: process.stdin })) {
   const { id, method, params } = JSON.parse(line);
@@ -820,7 +823,12 @@ for await (const line of createInterface({ input: process.stdin })) {
   } else if (method === 'tools/list') {
     send({ id, result: { tools: [{ name: 'greet', inputSchema: { type: 'object', properties: { name: { type: 'string' } } } }] } });
   } else if (method === 'tools/call') {
-    send({ id, result: { content: [{ type: 'text', text: `hello ${params.arguments.name} (${process.argv[2]})` }] } });
+    const { name, path } = params.arguments;
+    let text = `hello ${name} (${process.argv[2]})`;
+    if (path) {
+      try { text = `read: ${readFileSync(path, 'utf8')}`; } catch (e) { text = `denied: ${e.code}`; }
+    }
+    send({ id, result: { content: [{ type: 'text', text }] } });
   } else {
     send({ id, error: { code: -32601, message: `no method ${method}` } });
   }
@@ -847,6 +855,67 @@ async fn a_stdio_integration_reads_the_script_it_runs() {
     );
     let greeted = ok(&execute(&host, &id, "greet", json!({"name": "ada"})).await);
     assert_eq!(greeted["content"][0]["text"], "hello ada (stdio)");
+}
+
+#[tokio::test]
+async fn an_integrations_own_sandbox_rules_widen_its_packs() {
+    let scripts = TempDir::new().expect("temp dir");
+    let script = scripts.path().join("server.mjs");
+    std::fs::write(&script, TINY_SERVER).expect("write the script");
+    let data = TempDir::new().expect("temp dir");
+    let file = data.path().join("data.txt");
+    std::fs::write(&file, "only for reader").expect("write the data");
+    let dir = org_dir("acme", None, "");
+    let script = script.display().to_string();
+    let folder = data.path().display().to_string();
+    let add = |name: &str, rules: &[&str]| {
+        let mut args = vec!["add", "--org", "acme", "--name", name];
+        args.extend(rules);
+        args.extend(["--", "node", &script, "stdio"]);
+        integrations_output(dir.path(), &args, &[])
+    };
+    let id_of = |output: Output| {
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    };
+    let plain = id_of(add("plain", &[]));
+    let reader = id_of(add("reader", &["--read", &folder, "--limits", "processes=64"]));
+    let unconfined = add("free", &["--sandbox", "off"]);
+    let warned = String::from_utf8_lossy(&unconfined.stderr).into_owned();
+    assert!(warned.contains("runs unconfined"), "{warned}");
+    let free = id_of(unconfined);
+    for (rules, said) in [
+        (
+            &["--limits", "memory_mb=0"][..],
+            "`limits.memory_mb` is 0, which would refuse every child",
+        ),
+        (&["--limits", "memory=1"], "unknown field `memory`"),
+        (&["--read", "data"], "`--read data` is not an absolute path"),
+        (&["--sandbox", "maybe"], "give `on` or `off`"),
+    ] {
+        let output = add("bad", rules);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success() && stderr.contains(said), "{rules:?}: {stderr}");
+    }
+    let listed = integrations(dir.path(), &["list", "--org", "acme", "--json"], &[]);
+    assert!(listed.contains(&format!("\"read\":[{folder:?}]")), "{listed}");
+    let host = TestHost::start_in(dir).await;
+    let read = async |id: &str| {
+        let result = ok(&execute(&host, id, "greet", json!({"path": file})).await);
+        result["content"][0]["text"].as_str().unwrap_or_default().to_owned()
+    };
+    assert_eq!(read(&plain).await, "denied: EACCES");
+    assert_eq!(read(&reader).await, "read: only for reader");
+    assert_eq!(read(&free).await, "read: only for reader");
+    read(&free).await;
+    let log = host.stderr();
+    let warnings = log
+        .lines()
+        .filter(|line| line.contains("`free`") && line.contains("its server runs unconfined"));
+    assert_eq!(warnings.count(), 1, "{log}");
+    // The organisation sees its integrations, not the host's paths.
+    let listed = text(&host.call("remote_mcp.list_integrations", json!({})).await);
+    assert!(listed.contains(&reader) && !listed.contains(&folder), "{listed}");
 }
 
 #[tokio::test]

@@ -65,7 +65,8 @@ use std::{
 };
 
 pub use error::StoreError;
-pub use model::{Auth, Integration, NewIntegration, Transport};
+pub use model::{Auth, Integration, NewIntegration, Sandbox, Transport};
+pub use pack_sandbox::Mode;
 pub use sql::{PostgresRepository, SqliteRepository};
 
 /// Where integrations are stored. Object safe: held as

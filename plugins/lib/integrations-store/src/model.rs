@@ -1,6 +1,8 @@
 //! The integration types, and what of them may be shown.
 
-use std::{collections::BTreeMap, fmt};
+use std::{collections::BTreeMap, fmt, path::PathBuf};
+
+use pack_sandbox::Mode;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -26,6 +28,9 @@ pub enum Transport {
         /// (listings show the names only).
         #[serde(default)]
         env: BTreeMap<String, String>,
+        /// Its own sandbox rules beyond its pack's.
+        #[serde(default)]
+        sandbox: Sandbox,
     },
     /// A Streamable HTTP MCP endpoint.
     Http {
@@ -46,6 +51,25 @@ impl Transport {
             Transport::Http { .. } => "http",
         }
     }
+}
+
+/// A stdio integration's own sandbox rules, the host admin's (`packhost
+/// integrations add --read/--write/--limits/--sandbox`), on top of its
+/// pack's `sandbox`, `read`, `write` and `limits`. Not in
+/// [`Integration::summary`]: host paths are the admin's business, not the
+/// organisation's.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Sandbox {
+    /// `off`: its server runs unconfined (a warning is logged when it
+    /// starts), whatever the pack's mode.
+    pub mode: Mode,
+    /// Also readable (absolute paths).
+    pub read: Vec<PathBuf>,
+    /// Also writable (absolute paths).
+    pub write: Vec<PathBuf>,
+    /// Limits that replace the pack's, by name (`memory_mb` → 512).
+    pub limits: BTreeMap<String, u64>,
 }
 
 /// The credentials sent to an integration, stored server-side and never
@@ -128,7 +152,9 @@ impl Integration {
         });
         let fields = summary.as_object_mut().expect("a JSON object");
         match &self.transport {
-            Transport::Stdio { command, args, env } => {
+            Transport::Stdio {
+                command, args, env, ..
+            } => {
                 fields.insert("command".into(), json!(command));
                 fields.insert("args".into(), json!(args));
                 fields.insert("env".into(), json!(env.keys().collect::<Vec<_>>()));
@@ -176,11 +202,17 @@ impl fmt::Debug for KeysOnly<'_> {
 impl fmt::Debug for Transport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Transport::Stdio { command, args, env } => f
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                sandbox,
+            } => f
                 .debug_struct("Stdio")
                 .field("command", command)
                 .field("args", args)
                 .field("env", &KeysOnly(env))
+                .field("sandbox", sandbox)
                 .finish(),
             Transport::Http { url, headers } => f
                 .debug_struct("Http")

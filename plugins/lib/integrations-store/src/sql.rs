@@ -18,8 +18,8 @@ use sqlx::{
 };
 
 use crate::{
-    Auth, Integration, IntegrationRepository, NewIntegration, StoreError, Transport, clock,
-    validate,
+    Auth, Integration, IntegrationRepository, NewIntegration, Sandbox, StoreError, Transport,
+    clock, validate,
 };
 
 /// Connections per pool: the store sees a few requests at a time.
@@ -32,27 +32,41 @@ const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// `(version, description, sql)` of each migration, oldest first.
 type Migrations = &'static [(i64, &'static str, &'static str)];
 
-const SQLITE_MIGRATIONS: Migrations = &[(
-    1,
-    "integrations",
-    include_str!("../migrations/sqlite/0001_integrations.sql"),
-)];
-const POSTGRES_MIGRATIONS: Migrations = &[(
-    1,
-    "integrations",
-    include_str!("../migrations/postgres/0001_integrations.sql"),
-)];
+const SQLITE_MIGRATIONS: Migrations = &[
+    (
+        1,
+        "integrations",
+        include_str!("../migrations/sqlite/0001_integrations.sql"),
+    ),
+    (
+        2,
+        "sandbox",
+        include_str!("../migrations/sqlite/0002_sandbox.sql"),
+    ),
+];
+const POSTGRES_MIGRATIONS: Migrations = &[
+    (
+        1,
+        "integrations",
+        include_str!("../migrations/postgres/0001_integrations.sql"),
+    ),
+    (
+        2,
+        "sandbox",
+        include_str!("../migrations/postgres/0002_sandbox.sql"),
+    ),
+];
 
 macro_rules! columns {
     () => {
         "id, organization_id, name, enabled, transport, command, args, env, url, headers, \
-         auth, timeout_ms, created_at, updated_at"
+         auth, timeout_ms, created_at, updated_at, sandbox"
     };
 }
 const INSERT: &str = concat!(
     "INSERT INTO integrations (",
     columns!(),
-    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
 );
 const GET: &str = concat!("SELECT ", columns!(), " FROM integrations WHERE id = $1");
 const LIST: &str = concat!(
@@ -83,6 +97,7 @@ struct Columns {
     timeout_ms: Option<i64>,
     created_at: String,
     updated_at: String,
+    sandbox: Option<String>,
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> String {
@@ -91,17 +106,28 @@ fn to_json<T: serde::Serialize>(value: &T) -> String {
 
 impl Columns {
     fn of(integration: &Integration) -> Columns {
-        let (command, args, env, url, headers) = match &integration.transport {
-            Transport::Stdio { command, args, env } => (
+        let (command, args, env, sandbox, url, headers) = match &integration.transport {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                sandbox,
+            } => (
                 Some(command.clone()),
                 Some(to_json(args)),
                 Some(to_json(env)),
+                (*sandbox != Sandbox::default()).then(|| to_json(sandbox)),
                 None,
                 None,
             ),
-            Transport::Http { url, headers } => {
-                (None, None, None, Some(url.clone()), Some(to_json(headers)))
-            }
+            Transport::Http { url, headers } => (
+                None,
+                None,
+                None,
+                None,
+                Some(url.clone()),
+                Some(to_json(headers)),
+            ),
         };
         Columns {
             id: integration.id.clone(),
@@ -119,6 +145,7 @@ impl Columns {
             timeout_ms: integration.timeout_ms.map(|ms| ms as i64),
             created_at: integration.created_at.clone(),
             updated_at: integration.updated_at.clone(),
+            sandbox,
         }
     }
 
@@ -151,6 +178,10 @@ impl Columns {
                 args: serde_json::from_str(self.args.as_deref().unwrap_or("[]"))
                     .map_err(|e| bad_json("args", e))?,
                 env: json_map("env", self.env)?,
+                sandbox: match self.sandbox {
+                    Some(text) => serde_json::from_str(&text).map_err(|e| bad_json("sandbox", e))?,
+                    None => Sandbox::default(),
+                },
             },
             "http" => Transport::Http {
                 url: self
@@ -224,6 +255,7 @@ macro_rules! repository {
                         timeout_ms: row.try_get("timeout_ms")?,
                         created_at: row.try_get("created_at")?,
                         updated_at: row.try_get("updated_at")?,
+                        sandbox: row.try_get("sandbox")?,
                     })
                 })()
                 .map_err(|e| failed("read an integration", e))?;
@@ -263,6 +295,7 @@ macro_rules! repository {
                     .bind(columns.timeout_ms)
                     .bind(columns.created_at)
                     .bind(columns.updated_at)
+                    .bind(columns.sandbox)
                     .execute(&self.pool)
                     .await
                     .map_err(|e| match e.as_database_error() {

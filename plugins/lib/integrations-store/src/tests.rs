@@ -56,6 +56,12 @@ fn stdio(organization_id: &str, name: &str) -> NewIntegration {
                 "@modelcontextprotocol/server-everything".into(),
             ],
             env: map(&[("API_KEY", "env-secret-value")]),
+            sandbox: Sandbox {
+                mode: Mode::On,
+                read: vec!["/srv/mcp".into()],
+                write: vec![],
+                limits: BTreeMap::from([("memory_mb".to_owned(), 512)]),
+            },
         },
         auth: Some(Auth::Header {
             name: "X-Api-Key".into(),
@@ -276,6 +282,7 @@ async fn invalid_integrations_are_refused(database: String) {
             command: command.into(),
             args: vec![],
             env: map(env),
+            sandbox: Sandbox::default(),
         },
         ..bare("acme", "x")
     };
@@ -283,7 +290,37 @@ async fn invalid_integrations_are_refused(database: String) {
         auth: Some(auth),
         ..http("acme", "x")
     };
+    let with_sandbox = |sandbox: Sandbox| NewIntegration {
+        transport: Transport::Stdio {
+            command: "node".into(),
+            args: vec![],
+            env: BTreeMap::new(),
+            sandbox,
+        },
+        ..bare("acme", "x")
+    };
     let cases: Vec<(NewIntegration, &str)> = vec![
+        (
+            with_sandbox(Sandbox {
+                read: vec!["srv/mcp".into()],
+                ..Sandbox::default()
+            }),
+            "`--read srv/mcp` is not an absolute path; give the folder or file from `/`",
+        ),
+        (
+            with_sandbox(Sandbox {
+                limits: BTreeMap::from([("memory".to_owned(), 512)]),
+                ..Sandbox::default()
+            }),
+            "limits: unknown field `memory`, expected one of `memory_mb`",
+        ),
+        (
+            with_sandbox(Sandbox {
+                limits: BTreeMap::from([("processes".to_owned(), 0)]),
+                ..Sandbox::default()
+            }),
+            "`limits.processes` is 0",
+        ),
         (bare("", "x"), "the organization id must not be empty"),
         (bare("  ", "x"), "the organization id must not be empty"),
         (bare("acme", ""), "the integration name must not be empty"),
@@ -784,7 +821,8 @@ fn transport_and_auth_serialize_with_a_type_tag() {
         Transport::Stdio {
             command: "uvx".into(),
             args: vec![],
-            env: BTreeMap::new()
+            env: BTreeMap::new(),
+            sandbox: Sandbox::default(),
         }
     );
     let auth = Auth::Header {

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::{Auth, NewIntegration, StoreError, Transport};
+use pack_sandbox::Limits;
+
+use crate::{Auth, NewIntegration, Sandbox, StoreError, Transport};
 
 /// The longest integration name.
 pub(crate) const MAX_NAME_LEN: usize = 64;
@@ -13,7 +15,15 @@ pub(crate) fn new_integration(new: &NewIntegration) -> Result<(), StoreError> {
     organization_id(&new.organization_id)?;
     name(&new.name)?;
     match &new.transport {
-        Transport::Stdio { command, args, env } => stdio(command, args, env)?,
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            sandbox,
+        } => {
+            stdio(command, args, env)?;
+            self::sandbox(sandbox)?;
+        }
         Transport::Http { url, headers } => http(url, headers)?,
     }
     if let Some(auth) = &new.auth {
@@ -90,6 +100,21 @@ fn stdio(command: &str, args: &[String], env: &BTreeMap<String, String>) -> Resu
         }
     }
     Ok(())
+}
+
+fn sandbox(sandbox: &Sandbox) -> Result<(), StoreError> {
+    for (what, paths) in [("read", &sandbox.read), ("write", &sandbox.write)] {
+        if let Some(path) = paths.iter().find(|path| !path.is_absolute()) {
+            return invalid(format!(
+                "`--{what} {}` is not an absolute path; give the folder or file from `/`",
+                path.display()
+            ));
+        }
+    }
+    Limits::default()
+        .overlaid(&sandbox.limits)
+        .map(drop)
+        .map_err(StoreError::Invalid)
 }
 
 fn http(url: &str, headers: &BTreeMap<String, String>) -> Result<(), StoreError> {

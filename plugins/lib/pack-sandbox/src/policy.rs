@@ -2,6 +2,7 @@
 //! and the settings a pack's config gives it.
 
 use std::{
+    collections::BTreeMap,
     os::fd::OwnedFd,
     path::{Path, PathBuf},
     sync::Arc,
@@ -59,6 +60,20 @@ impl Default for Limits {
 }
 
 impl Limits {
+    /// These limits with the ones `over` names replaced (an integration's
+    /// own over its pack's), checked as a config's are.
+    pub fn overlaid(&self, over: &BTreeMap<String, u64>) -> Result<Limits, String> {
+        let mut fields = match serde_json::to_value(self) {
+            Ok(serde_json::Value::Object(fields)) => fields,
+            _ => unreachable!("limits serialize as an object of numbers"),
+        };
+        fields.extend(over.iter().map(|(name, limit)| (name.clone(), (*limit).into())));
+        let limits: Limits = serde_json::from_value(fields.into())
+            .map_err(|e| format!("limits: {e}; give NAME=NUMBER pairs"))?;
+        limits.validate()?;
+        Ok(limits)
+    }
+
     /// A limit of 0 would refuse every child: refused when the config loads.
     pub fn validate(&self) -> Result<(), String> {
         let zero = [
@@ -249,6 +264,22 @@ impl Eq for Opened {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn overlaid_limits_replace_only_what_they_name() {
+        let pack = Limits {
+            memory_mb: 4096,
+            ..Limits::default()
+        };
+        let over = BTreeMap::from([("processes".to_owned(), 16)]);
+        let limits = pack.overlaid(&over).unwrap();
+        assert_eq!((limits.memory_mb, limits.processes), (4096, 16));
+        let unknown = pack.overlaid(&BTreeMap::from([("memory".to_owned(), 1)]));
+        let unknown = unknown.unwrap_err();
+        assert!(unknown.contains("unknown field `memory`") && unknown.contains("memory_mb"));
+        let zero = pack.overlaid(&BTreeMap::from([("open_files".to_owned(), 0)]));
+        assert!(zero.unwrap_err().contains("`limits.open_files` is 0"));
+    }
 
     #[test]
     fn a_zero_limit_is_refused_by_name() {

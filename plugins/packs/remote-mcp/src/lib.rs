@@ -18,12 +18,19 @@
 //! `mcp-downstream`).
 //!
 //! A stdio integration's server runs in the sandbox under this pack's
-//! policy (`sandbox`, `read`, `write`, `limits` in its config): the host's
-//! admin sets it, never the organisation that added the integration. Its
-//! absolute-path arguments are readable (a server reads the script it
-//! runs), as a server pack's; its program is looked up on the host's `PATH`.
+//! policy (`sandbox`, `read`, `write`, `limits` in its config) and its own
+//! rules on top (`packhost integrations add --read/--write/--limits/
+//! --sandbox`): the host's admin sets both, never the organisation that
+//! uses the integration. Its absolute-path arguments are readable (a server
+//! reads the script it runs), as a server pack's; its program is looked up
+//! on the host's `PATH`.
 
-use std::{path::PathBuf, sync::Arc, time::Duration, time::Instant};
+use std::{
+    collections::HashSet,
+    path::PathBuf,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
 
 use integrations_store::{Auth, Integration, IntegrationRepository, Transport};
 use mcp_downstream::{
@@ -110,6 +117,8 @@ pub struct State {
     call_timeout: Duration,
     /// Of every stdio integration.
     confinement: Confinement,
+    /// The integrations whose `--sandbox off` has been logged.
+    warned_unconfined: Mutex<HashSet<String>>,
     host: Host,
 }
 
@@ -152,6 +161,7 @@ impl State {
                 limits: config.limits,
                 trusted: false,
             },
+            warned_unconfined: Mutex::default(),
             host,
         })
     }
@@ -207,6 +217,32 @@ impl State {
     }
 }
 
+impl State {
+    /// [`endpoint`], warning once per integration whose own rule turns off
+    /// the sandbox the pack has on.
+    fn endpoint(&self, integration: &Integration) -> Result<Endpoint, PackError> {
+        if let Transport::Stdio { sandbox, .. } = &integration.transport
+            && sandbox.mode == Mode::Off
+            && self.confinement.mode != Mode::Off
+            && lock(&self.warned_unconfined).insert(integration.id.clone())
+        {
+            self.host.log(
+                LogLevel::Warn,
+                &format!(
+                    "integration `{}` (`{}`) of `{}`: sandbox = \"off\": its server runs \
+                     unconfined, with every right of the host's user",
+                    integration.name, integration.id, integration.organization_id
+                ),
+            );
+        }
+        endpoint(integration, &self.confinement)
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn database_error(e: integrations_store::StoreError) -> PackError {
     PackError::internal(format!("integrations database: {e}"))
 }
@@ -229,13 +265,36 @@ fn organisation(ctx: &Context) -> Result<String, PackError> {
     Ok(org)
 }
 
-fn endpoint(integration: &Integration, confinement: &Confinement) -> Endpoint {
-    match &integration.transport {
-        Transport::Stdio { command, args, env } => Endpoint::Stdio {
+/// How to reach `integration`: a stdio server confined by its pack's rules
+/// and its own (`packhost integrations add --read/--write/--limits/--sandbox`).
+fn endpoint(integration: &Integration, pack: &Confinement) -> Result<Endpoint, PackError> {
+    Ok(match &integration.transport {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            sandbox,
+        } => Endpoint::Stdio {
             command: command.clone(),
             args: args.clone(),
             env: env.clone(),
-            confinement: confinement.clone(),
+            confinement: Confinement {
+                mode: if sandbox.mode == Mode::Off {
+                    Mode::Off
+                } else {
+                    pack.mode
+                },
+                read: [&pack.read[..], &sandbox.read[..]].concat(),
+                write: [&pack.write[..], &sandbox.write[..]].concat(),
+                limits: pack.limits.overlaid(&sandbox.limits).map_err(|e| {
+                    PackError::internal(format!(
+                        "integration `{}` has sandbox limits this pack refuses: {e}",
+                        integration.name
+                    ))
+                    .with_help("an admin removes it and adds it again with valid `--limits`")
+                })?,
+                trusted: false,
+            },
         },
         Transport::Http { url, headers } => {
             let mut headers = headers.clone();
@@ -253,7 +312,7 @@ fn endpoint(integration: &Integration, confinement: &Confinement) -> Endpoint {
                 headers,
             }
         }
-    }
+    })
 }
 
 /// Arguments of `remote_mcp.execute_tool`.
@@ -353,7 +412,7 @@ async fn execute(
         .await
         .call_tool(
             &integration.id,
-            &endpoint(&integration, &state.confinement),
+            &state.endpoint(&integration)?,
             &args.tool_name,
             args.parameters.clone().unwrap_or_default(),
             timeout,
@@ -422,7 +481,7 @@ async fn list_tools(
         .await
         .list_tools(
             &integration.id,
-            &endpoint(&integration, &state.confinement),
+            &state.endpoint(&integration)?,
             state.call_timeout,
         )
         .await
