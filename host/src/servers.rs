@@ -21,7 +21,7 @@ use abi_stable::{
 };
 use async_ffi::{FfiFuture, FutureExt as _};
 use mcp_downstream::{
-    CallToolResult, Endpoint, Failure as Downstream, Level, Pool, PoolSettings, Tool,
+    CallToolResult, DownstreamError as Downstream, Endpoint, Level, Pool, PoolSettings, Tool,
 };
 use pack_api::{
     Annotations, CallContextBox, CallResult, ContentResult, FunctionSpec, Manifest, Pack, Pack_TO,
