@@ -430,3 +430,84 @@ fn a_relative_file_argument_is_made_absolute() {
         "{message}"
     );
 }
+
+#[test]
+fn a_pack_section_is_parsed_into_what_serves_it() {
+    let loaded = load_text(
+        "[packs.lib]\nconfig = { a = 1 }\n\
+         [packs.stdio]\nkind = \"mcp\"\ncommand = [\"srv\", \"--flag\"]\nenv = { K = \"v\" }\n\
+         [packs.web]\nkind = \"mcp\"\nurl = \"https://h.example/mcp\"\n\
+         headers = { Authorization = \"Bearer t\" }\n",
+    )
+    .unwrap();
+    let config = loaded.config;
+    assert_eq!(library(&config, "lib").config, serde_json::json!({"a": 1}));
+    assert_eq!(config.packs["lib"].server(), None);
+    let (command, confinement) = stdio(&config, "stdio");
+    assert_eq!(command, ["srv", "--flag"]);
+    // A server pack's program and PATH are the host admin's.
+    assert!(confinement.trusted);
+    assert_eq!(confinement.mode, Mode::default());
+    assert_eq!(
+        config.packs["web"].server(),
+        Some(&Endpoint::Http {
+            url: "https://h.example/mcp".to_owned(),
+            headers: [("Authorization".to_owned(), "Bearer t".to_owned())].into(),
+        })
+    );
+    assert!(config.packs["web"].library().is_none());
+}
+
+#[test]
+fn a_server_pack_with_a_library_config_is_refused() {
+    let message = refused(
+        "[packs.s]\nkind = \"mcp\"\nurl = \"http://h/mcp\"\nconfig = { a = 1 }\n",
+        &[],
+    );
+    assert_eq!(
+        message,
+        "`packs.s.config` is handed to a library pack's constructor, and `packs.s` is \
+         `kind = \"mcp\"`; remove `config`: a server pack is set up by its `command` or `url`"
+    );
+}
+
+#[test]
+fn every_problem_has_a_code_and_the_fix_apart() {
+    let (_dir, path) = file(
+        "[server]\ntimeout_ms = 0\n[packs.a-b]\n[packs.p]\nurl = \"http://h/mcp\"\n\
+         [aliases]\nx = \"y\"\n",
+    );
+    let error = load(Some(&path)).unwrap_err();
+    let found: Vec<(ConfigCode, Option<&str>)> = error
+        .problems()
+        .iter()
+        .map(|p| (p.code(), p.fix()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (ConfigCode::Name, None),
+            (ConfigCode::Alias, None),
+            (ConfigCode::Value, None),
+            (
+                ConfigCode::PackSource,
+                Some("add `kind = \"mcp\"` to the section, or remove `url`")
+            ),
+        ]
+    );
+    // Shown as before: the file once, then one problem a line.
+    let shown = error.to_string();
+    assert!(shown.starts_with(&format!("{}: `packs.a-b`", path.display())));
+    assert!(shown.ends_with(
+        "`packs.p.url` is for MCP server packs; add `kind = \"mcp\"` to the section, or \
+         remove `url`"
+    ));
+    let missing = load(Some(&path.with_file_name("nope.toml"))).unwrap_err();
+    assert_eq!(missing.problems()[0].code(), ConfigCode::File);
+    assert_eq!(
+        missing.problems()[0].fix(),
+        Some("pass a TOML file to --config")
+    );
+    let syntax = load_text("[server\n").unwrap_err();
+    assert_eq!(syntax.problems()[0].code().as_str(), "CONFIG_SYNTAX");
+}

@@ -200,3 +200,65 @@ fn layout_errors(report: &str) -> String {
     errors.truncate(3);
     errors.join("; ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(reason: LoadReason) -> LoadError {
+        LoadError {
+            pack: "mine".to_owned(),
+            file: Some(PathBuf::from("/p/libmine.so")),
+            reason,
+        }
+    }
+
+    #[test]
+    fn each_reason_has_a_code_and_shows_its_fix_after_the_sentence() {
+        let missing = LoadError {
+            file: None,
+            ..error(LoadReason::NotInPackDirs {
+                file: "libmine.so".to_owned(),
+                searched: vec!["/a".to_owned(), "/b".to_owned()],
+            })
+        };
+        assert_eq!(missing.code(), "PACK_NOT_FOUND");
+        assert_eq!(
+            missing.to_string(),
+            "pack `mine`: `libmine.so` not found in the pack directories (/a, /b); set `path` \
+             in `[packs.mine]` or add its directory to `server.pack_dirs`"
+        );
+        let abi = error(LoadReason::AbiVersion {
+            pack: "0.1".to_owned(),
+            host: "0.2".to_owned(),
+        });
+        assert_eq!(abi.code(), "PACK_ABI_MISMATCH");
+        assert_eq!(abi.help().as_deref(), Some(REBUILD));
+        assert_eq!(
+            abi.to_string(),
+            format!(
+                "pack `mine` (/p/libmine.so): built against pack ABI 0.1, this host speaks 0.2; \
+                 {REBUILD}"
+            )
+        );
+        let refused = error(LoadReason::Constructor("INVALID_ARGUMENT: no".to_owned()));
+        assert_eq!(refused.code(), "PACK_CONSTRUCTOR_FAILED");
+        assert_eq!(refused.help(), None);
+        assert!(
+            refused
+                .to_string()
+                .ends_with(": its constructor failed: INVALID_ARGUMENT: no")
+        );
+    }
+
+    #[test]
+    fn a_layout_report_is_cut_to_its_error_blocks() {
+        let report = "header\nError: mismatched package\n  Expected: pack-api\n  Found: other\n\n\
+                      Error: second\n";
+        assert_eq!(
+            layout_errors(report),
+            "mismatched package Expected: pack-api Found: other; second"
+        );
+        assert_eq!(layout_errors("nothing"), "no detail given");
+    }
+}
