@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use super::{Config, RawPack};
 use crate::{
     error::{ConfigCode, ConfigError, ConfigProblem},
-    tool_name::{ToolName, is_identifier},
+    tool_name::{HOST_PACK, ToolName, is_identifier},
 };
 
 impl Config<RawPack> {
@@ -24,7 +24,7 @@ impl Config<RawPack> {
                     name.replace('-', "_")
                 )));
             }
-            if name == crate::builtin::PACK {
+            if name == HOST_PACK {
                 problems.push(
                     name_problem(format!(
                         "`packs.{name}`: `{name}` is the host's own pack (search, describe)"
