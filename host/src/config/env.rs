@@ -14,13 +14,18 @@ use figment::{
 use super::{Config, RawPack};
 use crate::error::{ConfigCode, ConfigError, ConfigProblem};
 
-/// `layers` (defaults, then the file) with the variables on top, read into
-/// the raw config; `declared` are the packs the file has a section for.
+/// The defaults, then what the file set (`from_file`, already checked by
+/// `toml`), then the variables, read into the raw config.
 pub(super) fn overlay(
-    layers: Figment,
-    declared: BTreeSet<String>,
+    from_file: Option<Config<RawPack>>,
     file: Option<&Path>,
 ) -> Result<Config<RawPack>, ConfigError> {
+    let mut layers = Figment::from(Serialized::defaults(Config::<RawPack>::default()));
+    let mut declared = BTreeSet::new();
+    if let Some(from_file) = from_file {
+        declared = from_file.packs.keys().cloned().collect();
+        layers = layers.merge(Serialized::defaults(from_file));
+    }
     let sections = || {
         Env::prefixed("PACKHOST_")
             // Sections only: `PACKHOST_SERVER__TIMEOUT_MS`. Single-word
@@ -59,11 +64,6 @@ pub(super) fn overlay(
                     .collect(),
             )
         })
-}
-
-/// The defaults as figment's first layer.
-pub(super) fn defaults() -> Figment {
-    Figment::from(Serialized::defaults(Config::<RawPack>::default()))
 }
 
 /// The pack a section variable (`PACKS__EXEC_TS__CONFIG__TYPESCRIPT`, its

@@ -15,7 +15,7 @@ mod server;
 mod tests;
 
 use std::{
-    collections::{BTreeMap, BTreeSet},
+    collections::BTreeMap,
     path::{Path, PathBuf},
 };
 
@@ -129,9 +129,8 @@ pub fn load(file: Option<&Path>) -> Result<Loaded, ConfigError> {
     // Not canonicalised: relative paths follow a symlinked config's own folder.
     let cwd = std::env::current_dir().unwrap_or_default();
     let file = file.map(|p| resolve(&cwd, &p));
-    let mut layers = env::defaults();
     let mut file_aliases = BTreeMap::new();
-    let mut declared = BTreeSet::new();
+    let mut from_file = None;
     if let Some(path) = &file {
         let text = std::fs::read_to_string(path).map_err(|e| {
             ConfigError::one(ConfigProblem::new(
@@ -141,18 +140,17 @@ pub fn load(file: Option<&Path>) -> Result<Loaded, ConfigError> {
         })?;
         // Parsed by `toml` alone: it reports the line and column that figment
         // loses, and figment's own TOML parser is a version behind.
-        let from_file = toml::from_str::<Config<RawPack>>(&text).map_err(|e| {
+        let parsed = toml::from_str::<Config<RawPack>>(&text).map_err(|e| {
             ConfigError::one(ConfigProblem::new(
                 ConfigCode::Syntax,
                 e.to_string().trim_end(),
             ))
             .in_file(Some(path))
         })?;
-        declared = from_file.packs.keys().cloned().collect();
-        layers = layers.merge(figment::providers::Serialized::defaults(from_file));
+        from_file = Some(parsed);
         file_aliases = aliases_in(&text);
     }
-    let mut raw = env::overlay(layers, declared, file.as_deref())?;
+    let mut raw = env::overlay(from_file, file.as_deref())?;
     let base = file
         .as_deref()
         .and_then(Path::parent)
