@@ -2,8 +2,8 @@
 //!
 //! The file is parsed by `toml` first, so a bad value or an unknown key is
 //! reported with the file, line and column; figment then layers the
-//! environment on top ([`env`]); paths are resolved ([`paths`]), then the
-//! raw sections are checked and parsed into types ([`rules`], [`packs`]:
+//! environment on top (`env`); paths are resolved (`paths`), then the
+//! raw sections are checked and parsed into types (`rules`, `packs`:
 //! a pack's source is a library or a server, never a bag of both).
 
 mod env;

@@ -7,7 +7,7 @@
 //!   not start.
 //! - [`LoadError`] ([`LoadReason`], codes `PACK_…`): one pack did not load;
 //!   it is reported and skipped, the others serve.
-//! - [`CallError`]: the host refused or ended one call (codes of
+//! - `CallError`: the host refused or ended one call (codes of
 //!   `pack_api::codes`).
 //!
 //! What a caller sees of a failed call is one shape, [`crate::failure::Failure`]
