@@ -26,7 +26,7 @@ use crate::{
 };
 
 /// The pack's call name.
-pub const PACK: &str = "packhost";
+pub use crate::tool_name::HOST_PACK as PACK;
 
 /// Its functions that find the others: listed whatever `expose` says.
 pub const DISCOVERY: [&str; 3] = ["search", "describe", "packs"];

@@ -1,5 +1,8 @@
 //! The one shape of a failed tool call, whoever failed: the host (unknown
-//! tool, bad arguments, timeout) or the pack (its own `PackError`).
+//! tool, bad arguments, timeout: a `crate::error::CallError`), the pack (its
+//! own `PackError`), or a server pack's server (`mcp_downstream::
+//! DownstreamError`). The host's other errors (`crate::error`) stop the host
+//! or a pack's loading, never a call.
 
 use pack_api::{WireError, codes};
 use serde_json::{Value, json};

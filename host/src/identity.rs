@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::tool_name::ToolName;
+use crate::tool_name::{HOST_PACK, ToolName};
 
 /// A caller: the identity packs see, and the tools it may use.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -38,7 +38,7 @@ impl Identity {
     /// host's own `packhost` functions are everyone's: they only show what
     /// the caller may call.
     pub fn may_call(&self, tool: &str) -> bool {
-        let own = ToolName::parse(tool).is_some_and(|name| name.pack == crate::builtin::PACK);
+        let own = ToolName::parse(tool).is_some_and(|name| name.pack == HOST_PACK);
         own || self
             .allowed
             .as_ref()

@@ -163,7 +163,7 @@ impl IntegrationsCommand {
     pub async fn run(self, config: &Config) -> Result<ExitCode, Error> {
         let database = self.database.unwrap_or_else(|| {
             let pack = config.packs.get(integrations_store::PACK);
-            integrations_store::database_in(pack.map(|pack| &pack.config))
+            integrations_store::database_in(pack.and_then(|pack| pack.library()).map(|l| &l.config))
         });
         let store = integrations_store::open(&database).await?;
         match self.action {

@@ -6,8 +6,9 @@
 //!   [`servers`]: other MCP servers as packs (`kind = "mcp"`);
 //! - [`executor`]: the one path of every call (resolve, validate, time limit,
 //!   cancellation, errors as results); the `run` command front is the
-//!   `packhost-command` crate, and the host's own reasons a call fails are
-//!   `error::CallError`;
+//!   `packhost-command` crate;
+//! - [`error`]: the host's errors, one family (config, load, call), each
+//!   with a code and the fix;
 //! - [`mcp`]: the rmcp server over the executor; [`http`] serves it over
 //!   streamable HTTP with [`auth`];
 //! - [`cli`]: the subcommands, on top of everything (nothing imports it);
@@ -19,7 +20,7 @@ pub mod auth;
 pub mod builtin;
 pub mod cli;
 pub mod config;
-mod error;
+pub mod error;
 pub mod executor;
 pub mod exit;
 pub mod failure;

@@ -6,21 +6,23 @@
 //! keep working.
 
 use std::{
-    fmt,
     path::{Path, PathBuf},
     sync::Arc,
     time::Duration,
 };
 
 use abi_stable::{
-    library::{LibraryError, lib_header_from_path},
+    library::lib_header_from_path,
     sabi_trait::TD_Opaque,
     std_types::{RArc, RResult, RStr, RString},
 };
 use pack_api::{Host, Host_TO, LogLevel, Manifest, PackBox, PackModule_Ref};
 
+// `cli` names the error here.
+pub use crate::error::LoadError;
 use crate::{
-    config::{Config, PackConfig, PackKind},
+    config::{Config, Library},
+    error::LoadReason,
     failure::Failure,
 };
 
@@ -36,32 +38,6 @@ pub struct LoadedPack {
     pub instance: PackBox,
     /// Time limit of one call.
     pub timeout: Duration,
-}
-
-/// Why one pack did not load.
-#[derive(Debug, Clone)]
-pub struct LoadError {
-    /// The `[packs.<name>]` key.
-    pub pack: String,
-    /// The library file, once known.
-    pub file: Option<PathBuf>,
-    /// What went wrong and what would fix it.
-    pub reason: String,
-}
-
-impl fmt::Display for LoadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.file {
-            Some(file) => write!(
-                f,
-                "pack `{}` ({}): {}",
-                self.pack,
-                file.display(),
-                self.reason
-            ),
-            None => write!(f, "pack `{}`: {}", self.pack, self.reason),
-        }
-    }
 }
 
 /// Load every enabled library pack of `config`, in name order (server packs
@@ -81,21 +57,21 @@ pub fn load_all(config: &Config) -> (Vec<LoadedPack>, Vec<LoadError>) {
     let libraries = config
         .packs
         .iter()
-        .filter(|(_, p)| p.enabled && p.kind == PackKind::Library);
-    for (name, pack) in libraries {
-        let result = locate(name, pack, &config.server.pack_dirs).and_then(|path| {
+        .filter(|(_, p)| p.enabled)
+        .filter_map(|(name, p)| Some((name, p.library()?, p.timeout_ms)));
+    for (name, library, timeout_ms) in libraries {
+        let result = locate(name, library, &config.server.pack_dirs).and_then(|path| {
             if let Some((_, twin)) = loaded.iter().find(|(file, _)| same_file(file, &path)) {
                 return Err(error(
                     name,
                     Some(&path),
-                    format!(
-                        "this library is already loaded as pack `{}`; a library is loaded once, \
-                         remove one of the two sections",
-                        twin.name
-                    ),
+                    LoadReason::AlreadyLoaded {
+                        twin: twin.name.clone(),
+                    },
                 ));
             }
-            let pack = load_one(name, pack, &path, &projects, config.server.timeout_ms)?;
+            let timeout = Duration::from_millis(timeout_ms.unwrap_or(config.server.timeout_ms));
+            let pack = load_one(name, library, &path, &projects, timeout)?;
             Ok((path, pack))
         });
         match result {
@@ -112,26 +88,22 @@ fn same_file(a: &Path, b: &Path) -> bool {
         .is_some_and(|a| b.canonicalize().ok().is_some_and(|b| a == b))
 }
 
-fn error(pack: &str, file: Option<&Path>, reason: impl Into<String>) -> LoadError {
+fn error(pack: &str, file: Option<&Path>, reason: LoadReason) -> LoadError {
     LoadError {
         pack: pack.to_owned(),
         file: file.map(Path::to_path_buf),
-        reason: reason.into(),
+        reason,
     }
 }
 
 /// The library of pack `name`: its `path`, else `lib<name>.so` in the first
 /// pack directory that has it.
-fn locate(name: &str, pack: &PackConfig, dirs: &[PathBuf]) -> Result<PathBuf, LoadError> {
-    if let Some(path) = &pack.path {
+fn locate(name: &str, library: &Library, dirs: &[PathBuf]) -> Result<PathBuf, LoadError> {
+    if let Some(path) = &library.path {
         return if path.is_file() {
             Ok(path.clone())
         } else {
-            Err(error(
-                name,
-                Some(path),
-                "file not found; fix `path` or build the pack",
-            ))
+            Err(error(name, Some(path), LoadReason::NoFile))
         };
     }
     let file = format!("lib{name}.so");
@@ -139,33 +111,29 @@ fn locate(name: &str, pack: &PackConfig, dirs: &[PathBuf]) -> Result<PathBuf, Lo
         .map(|dir| dir.join(&file))
         .find(|path| path.is_file())
         .ok_or_else(|| {
-            let searched: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-            error(
-                name,
-                None,
-                format!(
-                    "`{file}` not found in the pack directories ({}); set `path` in `[packs.{name}]` \
-                     or add its directory to `server.pack_dirs`",
-                    searched.join(", ")
-                ),
-            )
+            let searched = dirs.iter().map(|d| d.display().to_string()).collect();
+            error(name, None, LoadReason::NotInPackDirs { file, searched })
         })
 }
 
 fn load_one(
     name: &str,
-    pack: &PackConfig,
+    library: &Library,
     path: &Path,
     projects: &Arc<str>,
-    default_timeout_ms: u64,
+    timeout: Duration,
 ) -> Result<LoadedPack, LoadError> {
-    let fail = |reason: String| error(name, Some(path), reason);
+    let fail = |reason: LoadReason| error(name, Some(path), reason);
     let module = lib_header_from_path(path)
         .and_then(|header| header.init_root_module::<PackModule_Ref>())
-        .map_err(|e| fail(explain(e)))?;
+        .map_err(|e| fail(e.into()))?;
     let manifest_json = module.manifest()();
-    let manifest: Manifest = serde_json::from_str(&manifest_json)
-        .map_err(|e| fail(format!("its manifest is not valid ({e}): {manifest_json}")))?;
+    let manifest: Manifest = serde_json::from_str(&manifest_json).map_err(|e| {
+        fail(LoadReason::BadManifest {
+            error: e.to_string(),
+            json: manifest_json.to_string(),
+        })
+    })?;
     let host = Host_TO::from_ptr(
         RArc::new(PackHost {
             pack: name.to_owned(),
@@ -173,13 +141,12 @@ fn load_one(
         }),
         TD_Opaque,
     );
-    let config = pack.config.to_string();
+    let config = library.config.to_string();
     let instance = match module.new()(RStr::from_str(&config), host) {
         RResult::ROk(instance) => instance,
         RResult::RErr(json) => {
-            return Err(fail(format!(
-                "its constructor failed: {}",
-                Failure::from_pack_json(&json).text()
+            return Err(fail(LoadReason::Constructor(
+                Failure::from_pack_json(&json).text(),
             )));
         }
     };
@@ -188,68 +155,8 @@ fn load_one(
         origin: path.display().to_string(),
         manifest,
         instance,
-        timeout: Duration::from_millis(pack.timeout_ms.unwrap_or(default_timeout_ms)),
+        timeout,
     })
-}
-
-/// One readable reason per failure kind; abi_stable's own layout report runs
-/// to thousands of lines, so only its head is shown.
-fn explain(e: LibraryError) -> String {
-    const REBUILD: &str = "rebuild the pack against this host's `pack-sdk`";
-    match e {
-        LibraryError::OpenError { err, .. } => format!("cannot load the library: {err}"),
-        LibraryError::GetSymbolError { .. } => {
-            "not a packhost pack: it exports no pack root module (a pack calls \
-             `pack_sdk::export_pack!`)"
-                .to_owned()
-        }
-        LibraryError::IncompatibleVersionNumber {
-            expected_version,
-            actual_version,
-            ..
-        } => format!(
-            "built against pack ABI {actual_version}, this host speaks {expected_version}; {REBUILD}"
-        ),
-        LibraryError::AbiInstability(report) => {
-            let report = report.to_string();
-            tracing::debug!(%report, "full pack ABI layout report");
-            format!(
-                "its pack ABI layout differs from this host's ({}); {REBUILD} (PACKHOST_LOG=debug \
-                 shows the whole layout report)",
-                layout_errors(&report)
-            )
-        }
-        LibraryError::InvalidAbiHeader(header) => {
-            format!("built with an incompatible abi_stable ({header:?}); {REBUILD}")
-        }
-        other => {
-            let text = other.to_string();
-            text.lines().take(6).collect::<Vec<_>>().join("\n")
-        }
-    }
-}
-
-/// The `Error:` blocks at the end of abi_stable's layout report, each on one
-/// line: "mismatched package Expected: pack-api Found: other".
-fn layout_errors(report: &str) -> String {
-    let mut errors = Vec::new();
-    let mut lines = report.lines().peekable();
-    while let Some(line) = lines.next() {
-        if let Some(first) = line.trim().strip_prefix("Error:") {
-            let mut block = vec![first.trim().to_owned()];
-            while let Some(next) =
-                lines.next_if(|l| !l.trim().is_empty() && !l.trim().starts_with("Error:"))
-            {
-                block.push(next.trim().to_owned());
-            }
-            errors.push(block.join(" "));
-        }
-    }
-    if errors.is_empty() {
-        return "no detail given".to_owned();
-    }
-    errors.truncate(3);
-    errors.join("; ")
 }
 
 /// The host as one pack sees it: its logs carry the pack's name.

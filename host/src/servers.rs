@@ -21,7 +21,7 @@ use abi_stable::{
 };
 use async_ffi::{FfiFuture, FutureExt as _};
 use mcp_downstream::{
-    CallToolResult, Confinement, Endpoint, Failure as Downstream, Level, Pool, PoolSettings, Tool,
+    CallToolResult, DownstreamError as Downstream, Endpoint, Level, Pool, PoolSettings, Tool,
 };
 use pack_api::{
     Annotations, CallContextBox, CallResult, ContentResult, FunctionSpec, Manifest, Pack, Pack_TO,
@@ -30,11 +30,7 @@ use pack_api::{
 use serde_json::{Value, json};
 
 use crate::{
-    config::{Config, PackConfig, PackKind},
-    executor::Executor,
-    failure::Failure,
-    loader::LoadedPack,
-    tool_name::identifier,
+    config::Config, executor::Executor, failure::Failure, loader::LoadedPack, tool_name::identifier,
 };
 
 /// How long start-up waits for a server's tool list before going on
@@ -82,10 +78,11 @@ struct ServerPack {
 /// most [`STARTUP_WAIT`]). Without server packs no pool is made: start-up
 /// pays nothing for them.
 pub async fn connect_all(config: &Config) -> (Vec<LoadedPack>, Servers) {
-    let servers: Vec<(&String, &PackConfig)> = config
+    let servers: Vec<(&String, &Endpoint, Option<u64>)> = config
         .packs
         .iter()
-        .filter(|(_, p)| p.enabled && p.kind == PackKind::Mcp)
+        .filter(|(_, p)| p.enabled)
+        .filter_map(|(name, p)| Some((name, p.server()?, p.timeout_ms)))
         .collect();
     if servers.is_empty() {
         return (
@@ -103,20 +100,22 @@ pub async fn connect_all(config: &Config) -> (Vec<LoadedPack>, Servers) {
         }),
         ..PoolSettings::default()
     });
-    for (name, pack) in &servers {
-        let limits = pack.limits.clone().unwrap_or_default();
-        if pack.command.is_some()
-            && let Ok(Some(warning)) =
-                pack_sandbox::check_settings(pack.sandbox, &limits, "the server runs")
+    for (name, endpoint, _) in &servers {
+        if let Endpoint::Stdio { confinement, .. } = endpoint
+            && let Ok(Some(warning)) = pack_sandbox::check_settings(
+                confinement.mode,
+                &confinement.limits,
+                "the server runs",
+            )
         {
             tracing::warn!(pack = %name, "{warning}");
         }
     }
-    let connecting = servers.into_iter().map(|(name, pack)| {
+    let connecting = servers.into_iter().map(|(name, endpoint, timeout_ms)| {
         let pool = Arc::clone(&pool);
-        let timeout = Duration::from_millis(pack.timeout_ms.unwrap_or(config.server.timeout_ms));
+        let timeout = Duration::from_millis(timeout_ms.unwrap_or(config.server.timeout_ms));
+        let endpoint = endpoint.clone();
         async move {
-            let endpoint = endpoint(pack);
             let tools =
                 tokio::time::timeout(STARTUP_WAIT, pool.list_tools(name, &endpoint, timeout))
                     .await
@@ -205,28 +204,6 @@ async fn retry(pending: Pending, executor: Weak<Executor>) {
             return;
         }
         delay = (delay * 2).min(MAX_RETRY_DELAY);
-    }
-}
-
-fn endpoint(pack: &PackConfig) -> Endpoint {
-    match (&pack.command, &pack.url) {
-        (Some(command), _) => Endpoint::Stdio {
-            command: command.first().cloned().unwrap_or_default(),
-            args: command.iter().skip(1).cloned().collect(),
-            env: pack.env.clone(),
-            // The section is the host admin's: its `PATH` and program are trusted.
-            confinement: Confinement {
-                mode: pack.sandbox,
-                read: pack.read.clone(),
-                write: pack.write.clone(),
-                limits: pack.limits.clone().unwrap_or_default(),
-                trusted: true,
-            },
-        },
-        (None, url) => Endpoint::Http {
-            url: url.clone().unwrap_or_default(),
-            headers: pack.headers.clone(),
-        },
     }
 }
 

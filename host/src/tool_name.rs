@@ -3,6 +3,14 @@
 
 use std::fmt;
 
+/// The call name of the host's own pack (search, describe): a name no
+/// `[packs.<name>]` may take. Here, beside the names, so that the config
+/// and identities check it without depending on the pack itself.
+pub const HOST_PACK: &str = "packhost";
+
+/// Name of the tool that takes a command as a model writes it.
+pub const RUN_TOOL: &str = "run";
+
 /// A pack function's tool name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ToolName {

@@ -403,3 +403,33 @@ fn a_pack_variable_configures_only_a_pack_the_file_declares() {
     assert!(shown.contains(missing), "{shown}");
     assert!(!shown.contains("is ignored"), "{shown}");
 }
+
+#[test]
+fn a_section_keeps_to_the_keys_of_its_kind_whoever_sets_them() {
+    // From the file: a server pack has no constructor `config`.
+    let output = packhost_cli(
+        "[packs.x]\nkind = \"mcp\"\nurl = \"http://h/mcp\"\nconfig = { a = 1 }\n",
+        &["check"],
+    );
+    refused(
+        &output,
+        &[
+            "/packs.toml: `packs.x.config` is handed to a library pack's constructor",
+            "remove `config`",
+        ],
+    );
+    // From the environment: a library pack has no `url`.
+    let (_dir, mut command) = command_in(&hello_section(""));
+    let output = command
+        .env("PACKHOST_PACKS__HELLO__URL", "http://h/mcp")
+        .arg("check")
+        .output()
+        .unwrap();
+    refused(
+        &output,
+        &[
+            "`packs.hello.url` is for MCP server packs",
+            "add `kind = \"mcp\"` to the section, or remove `url`",
+        ],
+    );
+}

@@ -15,7 +15,7 @@ use tokio::sync::watch;
 
 use super::{Executor, registry::PackEntry};
 use crate::{
-    config::{ConfigError, Loaded, PackConfig, PackKind},
+    config::{ConfigCode, ConfigError, ConfigProblem, Loaded, PackConfig},
     render::{did_you_mean, list},
     tool_name::ToolName,
 };
@@ -63,11 +63,14 @@ impl Executor {
             match verdict(&registry.packs, &loaded.config.packs, target) {
                 Verdict::Fine => {}
                 Verdict::Later => later.push(alias),
-                Verdict::Missing(reason) => problems.push(alias.problem(&reason)),
+                Verdict::Missing(reason) => problems.push(ConfigProblem::new(
+                    ConfigCode::Alias,
+                    alias.problem(&reason),
+                )),
             }
         }
         if !problems.is_empty() {
-            return Err(ConfigError::new(&problems));
+            return Err(ConfigError::new(problems));
         }
         for alias in &later {
             tracing::info!(
@@ -143,7 +146,7 @@ fn verdict(
     if names.clone().any(|name| name == function) {
         return Verdict::Fine;
     }
-    if pack.functions.is_empty() && section.is_some_and(|s| s.kind == PackKind::Mcp) {
+    if pack.functions.is_empty() && section.is_some_and(|s| s.server().is_some()) {
         return Verdict::Later;
     }
     Verdict::Missing(format!(

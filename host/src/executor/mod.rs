@@ -33,7 +33,7 @@ use crate::{
 };
 
 /// Name of the tool that takes a command as a model writes it.
-pub const RUN_TOOL: &str = "run";
+pub use crate::tool_name::RUN_TOOL;
 
 mod aliases;
 mod arguments;

@@ -11,8 +11,8 @@
 //!   and fails otherwise: a call is never sent twice), an idle one is
 //!   closed, an HTTP session the server forgot is re-initialised by rmcp's
 //!   client.
-//! - Every failure is sorted: [`Failure::Rejected`] is the server's own
-//!   answer (a JSON-RPC error), [`Failure::Upstream`] the connection's fault.
+//! - Every failure is sorted: [`DownstreamError::Rejected`] is the server's own
+//!   answer (a JSON-RPC error), [`DownstreamError::Upstream`] the connection's fault.
 #![deny(missing_docs)]
 
 mod confine;
@@ -23,7 +23,7 @@ pub use confine::Confinement;
 pub use egress::downstream::check_url;
 pub use endpoint::{Endpoint, is_private};
 pub use pack_process::{Limits, Mode};
-pub use pool::{Failure, Level, Log, Pool, PoolSettings};
+pub use pool::{DownstreamError, Level, Log, Pool, PoolSettings};
 pub use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 
 /// The text blocks of a tool result, one per line: what a failed tool said.

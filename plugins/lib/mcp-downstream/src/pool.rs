@@ -89,9 +89,11 @@ impl Default for PoolSettings {
     }
 }
 
-/// Why a downstream request gave no result.
+/// Why a downstream request gave no result. The host and `remote_mcp` turn
+/// it into their failed call: `Rejected` as the tool's own error,
+/// `Upstream` as `UPSTREAM_ERROR`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Failure {
+pub enum DownstreamError {
     /// The server answered with an error (a JSON-RPC error such as an
     /// unknown tool): its answer, to hand on as it is.
     Rejected(String),
@@ -454,7 +456,7 @@ impl Pool {
         tool: &str,
         arguments: JsonObject,
         timeout: Duration,
-    ) -> Result<CallToolResult, Failure> {
+    ) -> Result<CallToolResult, DownstreamError> {
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         self.request(key, endpoint, timeout, request, |result| match result {
@@ -470,7 +472,7 @@ impl Pool {
         key: &str,
         endpoint: &Endpoint,
         timeout: Duration,
-    ) -> Result<Vec<Tool>, Failure> {
+    ) -> Result<Vec<Tool>, DownstreamError> {
         let pages = async {
             let mut tools = Vec::new();
             let mut cursor = None;
@@ -511,7 +513,7 @@ impl Pool {
         timeout: Duration,
         request: ClientRequest,
         answer: fn(ServerResult) -> Option<T>,
-    ) -> Result<T, Failure> {
+    ) -> Result<T, DownstreamError> {
         let slot = self.slot(key, endpoint);
         // One time limit for the request, sent once or twice.
         let deadline = tokio::time::Instant::now() + timeout;
@@ -533,7 +535,7 @@ impl Pool {
                 Err(_) => return Err(no_answer(endpoint, timeout)),
             };
             if let ServiceError::McpError(error) = lost.error {
-                return Err(Failure::Rejected(error.message.into_owned()));
+                return Err(DownstreamError::Rejected(error.message.into_owned()));
             }
             // The connection is suspect: the next request starts a fresh one.
             let mut current = slot.connection.lock().await;
@@ -582,7 +584,7 @@ impl Pool {
             Level::Warn,
             &format!("`{key}` ({}): {reason}", endpoint.describe()),
         );
-        Err(Failure::Upstream(format!(
+        Err(DownstreamError::Upstream(format!(
             "{}: {reason}",
             endpoint.describe()
         )))
@@ -617,7 +619,7 @@ impl Pool {
         slot
     }
 
-    async fn connection(&self, key: &str, slot: &Slot) -> Result<Arc<Connection>, Failure> {
+    async fn connection(&self, key: &str, slot: &Slot) -> Result<Arc<Connection>, DownstreamError> {
         let mut current = slot.connection.lock().await;
         if let Some(connection) = current.as_ref().filter(|c| c.is_alive()) {
             return Ok(Arc::clone(connection));
@@ -629,9 +631,9 @@ impl Pool {
                 .await
             {
                 Ok(Ok(connection)) => Arc::new(connection),
-                Ok(Err(reason)) => return Err(Failure::Upstream(reason)),
+                Ok(Err(reason)) => return Err(DownstreamError::Upstream(reason)),
                 Err(_) => {
-                    return Err(Failure::Upstream(format!(
+                    return Err(DownstreamError::Upstream(format!(
                         "{} did not complete the MCP handshake within {} ms",
                         endpoint.describe(),
                         self.settings.connect_timeout.as_millis()
@@ -832,8 +834,8 @@ async fn ended(
     refusal.filter(|_| status.code() == Some(pack_sandbox::SETUP_FAILED))
 }
 
-fn no_answer(endpoint: &Endpoint, timeout: Duration) -> Failure {
-    Failure::Upstream(format!(
+fn no_answer(endpoint: &Endpoint, timeout: Duration) -> DownstreamError {
+    DownstreamError::Upstream(format!(
         "{} gave no answer within {} ms",
         endpoint.describe(),
         timeout.as_millis()

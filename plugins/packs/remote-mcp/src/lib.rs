@@ -34,7 +34,7 @@ use std::{
 
 use integrations_store::{Auth, Integration, IntegrationRepository, Transport};
 use mcp_downstream::{
-    Confinement, Endpoint, Failure, JsonObject, Level, Limits, Mode, Pool, PoolSettings,
+    Confinement, DownstreamError, Endpoint, JsonObject, Level, Limits, Mode, Pool, PoolSettings,
 };
 use pack_sdk::{
     Content, Context, Empty, Function, Host, LogLevel, PackDef, PackError, Value, codes,
@@ -419,8 +419,8 @@ async fn execute(
         )
         .await
         .map_err(|failure| match failure {
-            Failure::Rejected(message) => tool_failed(message),
-            Failure::Upstream(reason) => upstream(reason),
+            DownstreamError::Rejected(message) => tool_failed(message),
+            DownstreamError::Upstream(reason) => upstream(reason),
         })?;
     if result.is_error == Some(true) {
         let mut message = mcp_downstream::text_of(&result);
@@ -486,10 +486,10 @@ async fn list_tools(
         )
         .await
         .map_err(|failure| match failure {
-            Failure::Rejected(message) => {
+            DownstreamError::Rejected(message) => {
                 upstream(format!("the server refused tools/list: {message}"))
             }
-            Failure::Upstream(reason) => upstream(reason),
+            DownstreamError::Upstream(reason) => upstream(reason),
         })?;
     Ok(ToolList {
         tools: tools

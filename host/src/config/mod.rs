@@ -1,0 +1,191 @@
+//! `packs.toml`: built-in defaults < the file < `PACKHOST_*` environment.
+//!
+//! The file is parsed by `toml` first, so a bad value or an unknown key is
+//! reported with the file, line and column; figment then layers the
+//! environment on top (`env`); paths are resolved (`paths`), then the
+//! raw sections are checked and parsed into types (`rules`, `packs`:
+//! a pack's source is a library or a server, never a bag of both).
+
+mod env;
+mod packs;
+mod paths;
+mod rules;
+mod server;
+#[cfg(test)]
+mod tests;
+
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+};
+
+use pack_api::projects::Project;
+use packhost_command::Snippet;
+use serde::{Deserialize, Serialize};
+
+use self::{packs::RawPack, paths::resolve};
+pub use self::{
+    packs::{Library, PackConfig, PackSource},
+    server::{AuthConfig, Expose, HttpConfig, ServerConfig, TokenConfig},
+};
+pub use crate::error::{ConfigCode, ConfigError, ConfigProblem};
+use crate::identity::Identity;
+
+/// The whole configuration, with relative paths already resolved and every
+/// pack parsed; `Config<RawPack>` is the same sections as written, what
+/// figment layers before the rules are checked.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Config<P = PackConfig> {
+    /// Server-wide settings.
+    #[serde(default)]
+    pub server: ServerConfig,
+    /// Who is calling when the transport does not say (stdio).
+    #[serde(default)]
+    pub identity: Identity,
+    /// Packs to load, by call name.
+    #[serde(default)]
+    pub packs: BTreeMap<String, P>,
+    /// `alias = "pack.function"`.
+    #[serde(default)]
+    pub aliases: BTreeMap<String, String>,
+    /// Jinja templates that expand to a command.
+    #[serde(default)]
+    pub snippets: BTreeMap<String, Snippet>,
+    /// `name = "path"`, or `name = { path = "path", orgs = ["acme"] }` to
+    /// show it to those organisations only (`pack_api::projects`); relative
+    /// paths are relative to the config file.
+    #[serde(default)]
+    pub projects: BTreeMap<String, Project>,
+    /// The streamable HTTP transport (`packhost serve --http`).
+    #[serde(default)]
+    pub http: HttpConfig,
+    /// Who may call over HTTP.
+    #[serde(default)]
+    pub auth: AuthConfig,
+    /// Results too large to send whole: kept, previewed, read on by handle.
+    #[serde(default)]
+    pub results: crate::results::ResultsConfig,
+}
+
+impl<P> Default for Config<P> {
+    fn default() -> Self {
+        Self {
+            server: ServerConfig::default(),
+            identity: Identity::default(),
+            packs: BTreeMap::new(),
+            aliases: BTreeMap::new(),
+            snippets: BTreeMap::new(),
+            projects: BTreeMap::new(),
+            http: HttpConfig::default(),
+            auth: AuthConfig::default(),
+            results: crate::results::ResultsConfig::default(),
+        }
+    }
+}
+
+/// Where the config comes from.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The resolved configuration.
+    pub config: Config,
+    /// The file it was read from, if any.
+    pub file: Option<PathBuf>,
+    /// The line of each alias the file sets (and the environment leaves).
+    alias_lines: BTreeMap<String, usize>,
+}
+
+impl Loaded {
+    /// Where alias `name` is set: `file:line`, or the environment.
+    pub fn alias_place(&self, name: &str) -> String {
+        match (&self.file, self.alias_lines.get(name)) {
+            (Some(file), Some(line)) => format!("{}:{line}", file.display()),
+            _ => "PACKHOST_* environment".to_owned(),
+        }
+    }
+}
+
+/// Read `file` (when given it must exist), else `./packs.toml` when present,
+/// else only defaults; then apply `PACKHOST_*` variables.
+pub fn load(file: Option<&Path>) -> Result<Loaded, ConfigError> {
+    let file = match file {
+        Some(path) if !path.is_file() => {
+            let problem = if path.exists() {
+                "is not a file"
+            } else {
+                "does not exist"
+            };
+            return Err(ConfigError::one(
+                ConfigProblem::new(
+                    ConfigCode::File,
+                    format!("config file `{}` {problem}", path.display()),
+                )
+                .with_fix("pass a TOML file to --config"),
+            ));
+        }
+        Some(path) => Some(path.to_path_buf()),
+        None => Some(PathBuf::from("packs.toml")).filter(|p| p.is_file()),
+    };
+    // Not canonicalised: relative paths follow a symlinked config's own folder.
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let file = file.map(|p| resolve(&cwd, &p));
+    let mut file_aliases = BTreeMap::new();
+    let mut from_file = None;
+    if let Some(path) = &file {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            ConfigError::one(ConfigProblem::new(
+                ConfigCode::File,
+                format!("cannot read `{}`: {e}", path.display()),
+            ))
+        })?;
+        // Parsed by `toml` alone: it reports the line and column that figment
+        // loses, and figment's own TOML parser is a version behind.
+        let parsed = toml::from_str::<Config<RawPack>>(&text).map_err(|e| {
+            ConfigError::one(ConfigProblem::new(
+                ConfigCode::Syntax,
+                e.to_string().trim_end(),
+            ))
+            .in_file(Some(path))
+        })?;
+        from_file = Some(parsed);
+        file_aliases = aliases_in(&text);
+    }
+    let mut raw = env::overlay(from_file, file.as_deref())?;
+    let base = file
+        .as_deref()
+        .and_then(Path::parent)
+        .map_or(cwd, Path::to_path_buf);
+    let in_file = |e: ConfigError| e.in_file(file.as_deref());
+    raw.resolve_paths(&base).map_err(in_file)?;
+    let config = raw.validate().map_err(in_file)?;
+    let alias_lines = file_aliases
+        .into_iter()
+        .filter(|(name, (value, _))| config.aliases.get(name) == Some(value))
+        .map(|(name, (_, line))| (name, line))
+        .collect();
+    Ok(Loaded {
+        config,
+        file,
+        alias_lines,
+    })
+}
+
+/// Each alias `text` sets, with its value and line: the config keeps no
+/// places, and a target is only checked once the packs are loaded.
+fn aliases_in(text: &str) -> BTreeMap<String, (String, usize)> {
+    #[derive(Deserialize)]
+    struct Aliases {
+        #[serde(default)]
+        aliases: BTreeMap<String, toml::Spanned<String>>,
+    }
+    let Ok(file) = toml::from_str::<Aliases>(text) else {
+        return BTreeMap::new();
+    };
+    file.aliases
+        .into_iter()
+        .map(|(name, value)| {
+            let line = text[..value.span().start].matches('\n').count() + 1;
+            (name, (value.into_inner(), line))
+        })
+        .collect()
+}
