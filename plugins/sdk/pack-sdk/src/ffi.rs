@@ -22,7 +22,8 @@ use tokio_util::task::AbortOnDropHandle;
 
 use crate::{
     Context, Host, PackDef, PackError,
-    def::{Handler, Shutdown},
+    def::Shutdown,
+    function::Handler,
 };
 
 /// Each pack library holds its own copy of tokio, so it runs its own runtime:
