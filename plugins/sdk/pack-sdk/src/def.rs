@@ -16,6 +16,50 @@ type Init<S> = Box<dyn Fn(Value, Host) -> Result<S, PackError> + Send + Sync>;
 pub(crate) type Shutdown<S> = Arc<dyn Fn(Arc<S>) -> BoxFuture<()> + Send + Sync>;
 
 /// A whole pack: built by the function given to [`export_pack!`](crate::export_pack).
+///
+/// Its state (`S`) is made once from the pack's `config` table and shared by
+/// every call; [`Self::on_shutdown`] releases what it holds:
+///
+/// ```
+/// use std::{collections::BTreeMap, sync::{Arc, Mutex}};
+/// use pack_sdk::{Context, Empty, PackDef, PackError};
+///
+/// /// `[packs.counter] config = { start = 10 }`
+/// #[derive(serde::Deserialize)]
+/// #[serde(deny_unknown_fields)]
+/// struct Config {
+///     #[serde(default)]
+///     start: u64,
+/// }
+///
+/// struct Counter {
+///     start: u64,
+///     counts: Mutex<BTreeMap<String, u64>>,
+/// }
+///
+/// #[derive(serde::Serialize, schemars::JsonSchema)]
+/// struct Count {
+///     /// How many times this user has counted, plus the configured start.
+///     count: u64,
+/// }
+///
+/// async fn count(state: Arc<Counter>, _: Empty, ctx: Context) -> Result<Count, PackError> {
+///     let mut counts = state.counts.lock().unwrap();
+///     let n = counts.entry(ctx.user()).or_insert(state.start);
+///     *n += 1;
+///     Ok(Count { count: *n })
+/// }
+///
+/// fn counter() -> PackDef<Counter> {
+///     PackDef::new("counter", "Counts calls per user", |config: Config, _host| {
+///         Ok(Counter { start: config.start, counts: Mutex::default() })
+///     })
+///     .function("count", "Count one more call of yours", count)
+///     .on_shutdown(|state: Arc<Counter>| async move { state.counts.lock().unwrap().clear() })
+/// }
+///
+/// pack_sdk::export_pack!(counter);
+/// ```
 pub struct PackDef<S> {
     pub(crate) name: &'static str,
     pub(crate) description: &'static str,
