@@ -45,10 +45,19 @@ fn built_in_sdk() -> PathBuf {
 
 /// The files of a new pack: where each goes, and its template.
 const FILES: [(&str, &str); 4] = [
-    ("Cargo.toml", include_str!("../templates/pack/Cargo.toml.tmpl")),
+    (
+        "Cargo.toml",
+        include_str!("../templates/pack/Cargo.toml.tmpl"),
+    ),
     ("src/lib.rs", include_str!("../templates/pack/lib.rs.tmpl")),
-    ("README.md", include_str!("../templates/pack/README.md.tmpl")),
-    (".gitignore", include_str!("../templates/pack/gitignore.tmpl")),
+    (
+        "README.md",
+        include_str!("../templates/pack/README.md.tmpl"),
+    ),
+    (
+        ".gitignore",
+        include_str!("../templates/pack/gitignore.tmpl"),
+    ),
 ];
 
 impl NewCommand {
@@ -107,9 +116,7 @@ fn check_name(name: &str) -> Result<(), Error> {
         .into());
     }
     if name == builtin::PACK {
-        return Err(
-            format!("`{name}` is the host's own pack; choose another name, {fix}").into(),
-        );
+        return Err(format!("`{name}` is the host's own pack; choose another name, {fix}").into());
     }
     if RUST_KEYWORDS.contains(&name) {
         return Err(format!(
@@ -134,7 +141,10 @@ const RUST_KEYWORDS: &[&str] = &[
 fn sdk_folder(given: Option<&Path>) -> Result<PathBuf, Error> {
     let (sdk, whence) = match given {
         Some(sdk) => (sdk.to_path_buf(), "--sdk"),
-        None => (built_in_sdk(), "the SDK of the tree packhost was built from"),
+        None => (
+            built_in_sdk(),
+            "the SDK of the tree packhost was built from",
+        ),
     };
     if !sdk.join("Cargo.toml").is_file() {
         return Err(format!(
@@ -169,7 +179,10 @@ fn write_files(dir: &Path, name: &str, sdk: &Path, library: &Path) -> Result<(),
     let sdk = toml_string(&sdk.display().to_string());
     let library = toml_string(&library.display().to_string());
     for (path, template) in FILES {
-        let text = render(template, &[("name", name), ("sdk", &sdk), ("library", &library)]);
+        let text = render(
+            template,
+            &[("name", name), ("sdk", &sdk), ("library", &library)],
+        );
         let path = dir.join(path);
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent)?;
@@ -181,9 +194,11 @@ fn write_files(dir: &Path, name: &str, sdk: &Path, library: &Path) -> Result<(),
 
 /// `template` with each `{{key}}` replaced by its value.
 fn render(template: &str, values: &[(&str, &str)]) -> String {
-    values.iter().fold(template.to_owned(), |text, (key, value)| {
-        text.replace(&format!("{{{{{key}}}}}"), value)
-    })
+    values
+        .iter()
+        .fold(template.to_owned(), |text, (key, value)| {
+            text.replace(&format!("{{{{{key}}}}}"), value)
+        })
 }
 
 fn toml_string(text: &str) -> String {
@@ -196,7 +211,11 @@ mod tests {
 
     #[test]
     fn every_placeholder_is_filled() {
-        let values = [("name", "demo"), ("sdk", "\"/sdk\""), ("library", "\"/l.so\"")];
+        let values = [
+            ("name", "demo"),
+            ("sdk", "\"/sdk\""),
+            ("library", "\"/l.so\""),
+        ];
         for (path, template) in FILES {
             let text = render(template, &values);
             assert!(!text.contains("{{"), "{path} keeps a placeholder:\n{text}");

@@ -393,7 +393,6 @@ fn record(logs: &Mutex<Vec<String>>, level: LogLevel, message: &str) {
         .push(format!("{level:?}: {message}"));
 }
 
-
 /// Build the pack `build` makes with an empty config and no projects, and
 /// run its examples ([`PackTest::check_examples`]). A pack whose examples
 /// need a config or projects builds its [`PackTest`] and calls that.

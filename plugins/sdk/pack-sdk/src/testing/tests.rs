@@ -182,8 +182,7 @@ fn math() -> PackDef<()> {
 /// A pack whose example is wrong: what a test of it must catch.
 fn wrong_math() -> PackDef<()> {
     PackDef::new("math", "Sums", |_: Empty, _| Ok(())).function_with(
-        crate::Function::new("add", "Add", add)
-            .example(json!({"a": 2, "b": 2}), json!({"sum": 5})),
+        crate::Function::new("add", "Add", add).example(json!({"a": 2, "b": 2}), json!({"sum": 5})),
     )
 }
 
@@ -274,8 +273,7 @@ fn examples_run_as_tests_of_the_pack() {
     check_examples(math).unwrap();
     let error = check_examples(wrong_math).unwrap_err();
     assert!(
-        error
-            .starts_with("`math.add` example 1 ({\"a\":2,\"b\":2}): expected a result holding"),
+        error.starts_with("`math.add` example 1 ({\"a\":2,\"b\":2}): expected a result holding"),
         "{error}"
     );
     assert!(
