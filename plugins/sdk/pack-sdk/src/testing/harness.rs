@@ -22,7 +22,7 @@ use super::checks::{check_block, validator};
 use crate::{PackDef, PackError};
 
 /// A pack running in-process, called as any caller you choose. See the
-/// [module](self) docs.
+/// [module](super) docs.
 pub struct PackTest {
     name: String,
     pack: PackBox,
@@ -204,8 +204,9 @@ impl PackTest {
     /// Run every example of every function (in the manifest's order, as the
     /// host's `[identity]`), against this pack as you built it (its config
     /// and projects are the examples' world). Each must succeed with a
-    /// result that holds the example's (see [`Example::result`]); the error
-    /// lists every one that did not, with what it expected and got.
+    /// result that holds the example's (see
+    /// [`Example::result`](pack_api::Example::result)); the error lists every
+    /// one that did not, with what it expected and got.
     pub async fn check_examples(&self) -> Result<(), String> {
         let mut failed = Vec::new();
         for (spec, _, _) in self
