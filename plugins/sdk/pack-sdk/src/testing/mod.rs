@@ -63,14 +63,15 @@
 //! official MCP clients validate a tool's structured content against the
 //! `outputSchema` it listed, on success and (the TypeScript SDK) on failure
 //! too. The schemas come from your types, so a mismatch is a value the types
-//! allow but the schema does not describe; the checks below also catch it
-//! for values made directly:
+//! allow but the schema does not describe; [`check_result`] and
+//! [`check_failure`] also catch it for values made directly, and
+//! [`check_manifest`] checks the schemas themselves.
 //!
 //! A function's examples ([`Function::example`](crate::Function::example))
 //! run as a test with [`check_examples`], or
 //! [`PackTest::check_examples`] on a pack built with the config and projects
 //! they need; [`PackTest::call_content`] shows what a function that returns
-//! [`Content`](crate::Content) sends besides its value.
+//! [`Content`](crate::Content) sends besides its value:
 //!
 //! ```
 //! # use std::sync::Arc;
