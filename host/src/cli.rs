@@ -1,5 +1,5 @@
 //! The subcommands: `serve`, `call`, `packs`, `check`, `token`,
-//! `integrations`. The top of the crate: no other module imports this one.
+//! `integrations`, `new`. The top of the crate: no other module imports this one.
 
 use std::{path::PathBuf, process::ExitCode, sync::Arc};
 
@@ -70,6 +70,12 @@ pub enum Command {
     Check,
     /// Manage the MCP servers organisations registered for `remote_mcp`.
     Integrations(crate::integrations::IntegrationsCommand),
+    /// Start something new: `packhost new pack NAME` writes a pack crate.
+    New {
+        /// What to create.
+        #[command(subcommand)]
+        what: crate::new_pack::NewCommand,
+    },
 }
 
 /// `packhost token ...`.
@@ -91,8 +97,10 @@ pub enum TokenAction {
 
 /// Run the parsed command line.
 pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
-    if let Command::Token { action } = &cli.command {
-        return new_token(action);
+    match cli.command {
+        Command::Token { action } => return new_token(&action),
+        Command::New { what } => return what.run(),
+        _ => {}
     }
     let loaded = config::load(cli.config.as_deref())?;
     if let Some(file) = &loaded.file {
@@ -123,7 +131,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
             ExitCode::SUCCESS
         }
         Command::Serve { http: None, .. } => serve(&executor, &loaded).await?,
-        Command::Token { .. } | Command::Integrations(_) => {
+        Command::Token { .. } | Command::New { .. } | Command::Integrations(_) => {
             unreachable!("handled before loading the packs")
         }
         Command::Call { command } => call(&executor, &loaded, &command).await,

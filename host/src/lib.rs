@@ -31,6 +31,7 @@ pub mod loader;
 pub mod logging;
 pub mod mcp;
 pub mod metrics;
+pub mod new_pack;
 pub mod render;
 pub mod results;
 pub mod servers;

@@ -13,6 +13,7 @@ mod http;
 mod jupyter;
 mod kept_results;
 mod loading;
+mod new_pack;
 mod npm_egress;
 mod official_clients;
 mod proj;

@@ -75,25 +75,33 @@ pub fn fixture_pack(project: &str, lib: &str) -> PathBuf {
         .join("fixtures")
         .join(project)
         .join("Cargo.toml");
-    let profile_dir = build_dir();
-    let target_root = profile_dir.parent().expect("target root");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let output = Command::new(cargo)
-        .args(["build", "--quiet", "--manifest-path"])
-        .arg(&manifest)
-        .arg("--target-dir")
-        .arg(target_root)
-        .output()
-        .expect("run cargo");
+    let output = cargo_outside("build", &manifest);
     assert!(
         output.status.success(),
         "building fixture `{project}` failed:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let path = profile_dir.join(format!("lib{lib}.so"));
+    let path = build_dir().join(format!("lib{lib}.so"));
     assert!(path.is_file(), "{} was not built", path.display());
     built.insert(project.to_owned(), path.clone());
     path
+}
+
+/// `cargo <command>` (`build`, `test`) on the crate of `manifest`, which
+/// lives outside the workspace, in the workspace's target dir with its dev
+/// profile: what the workspace compiled is reused, so only the crate builds.
+pub fn cargo_outside(command: &str, manifest: &Path) -> Output {
+    let target_root = build_dir().parent().expect("target root").to_path_buf();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    Command::new(cargo)
+        .args([command, "--quiet", "--manifest-path"])
+        .arg(manifest)
+        .arg("--target-dir")
+        .arg(target_root)
+        .args(["--config", "profile.dev.debug=\"line-tables-only\""])
+        .args(["--config", "profile.dev.package.\"*\".debug=false"])
+        .output()
+        .expect("run cargo")
 }
 
 /// The `hello` fixture pack's library.

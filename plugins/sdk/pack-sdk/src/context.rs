@@ -33,6 +33,34 @@ impl Host {
 }
 
 /// One call: who is calling, and a way to talk back to the host.
+///
+/// ```
+/// use std::sync::Arc;
+/// use pack_sdk::{Context, LogLevel, PackError, codes};
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Args {
+///     /// Files to index.
+///     files: Vec<String>,
+/// }
+///
+/// #[derive(serde::Serialize, schemars::JsonSchema)]
+/// struct Indexed {
+///     indexed: usize,
+/// }
+///
+/// async fn index(_: Arc<()>, args: Args, ctx: Context) -> Result<Indexed, PackError> {
+///     ctx.log(LogLevel::Info, &format!("{} indexes {} files", ctx.owner(), args.files.len()));
+///     let total = args.files.len() as f64;
+///     for (n, file) in args.files.iter().enumerate() {
+///         if ctx.is_cancelled() {
+///             return Err(PackError::new(codes::CANCELLED, "the caller stopped waiting"));
+///         }
+///         ctx.progress(n as f64, Some(total), file);
+///     }
+///     Ok(Indexed { indexed: args.files.len() })
+/// }
+/// ```
 #[derive(Clone)]
 pub struct Context(CallContextBox);
 

@@ -9,6 +9,29 @@ use serde_json::Value;
 /// A failed call: a stable upper snake `code`, a readable `message`, and
 /// optionally what would be right (`help`), details (`data`), or the function's
 /// own result shape for this failure (`result`, served as structured content).
+///
+/// ```
+/// use pack_sdk::{PackError, codes, json};
+///
+/// fn parse_port(text: &str) -> Result<u16, PackError> {
+///     text.parse().map_err(|_| {
+///         PackError::invalid_argument(format!("`port` is {text:?}, not a number"))
+///             .with_help("pass a port between 1 and 65535, e.g. 8080")
+///             .with_data(json!({"port": text}))
+///     })
+/// }
+///
+/// let error = parse_port("http").unwrap_err();
+/// assert_eq!(error.code(), codes::INVALID_ARGUMENT);
+/// assert_eq!(error.help(), Some("pass a port between 1 and 65535, e.g. 8080"));
+///
+/// // A failure of the file system becomes `INTERNAL` (or `NOT_FOUND`, ...)
+/// // through `?`.
+/// fn read(path: &str) -> Result<String, PackError> {
+///     Ok(std::fs::read_to_string(path)?)
+/// }
+/// assert!(read("/no/such/file").is_err());
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct PackError(Box<WireError>);
 

@@ -20,10 +20,7 @@ use tokio::runtime::Runtime;
 // reaches the pack.
 use tokio_util::task::AbortOnDropHandle;
 
-use crate::{
-    Context, Host, PackDef, PackError,
-    def::{Handler, Shutdown},
-};
+use crate::{Context, Host, PackDef, PackError, def::Shutdown, function::Handler};
 
 /// Each pack library holds its own copy of tokio, so it runs its own runtime:
 /// the host's runtime is not usable from here.

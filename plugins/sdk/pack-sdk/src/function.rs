@@ -2,7 +2,7 @@
 //! annotations, examples, its own time limit), and results that carry
 //! content blocks (images, resource links) beside their value.
 
-use std::{future::Future, sync::Arc, time::Duration};
+use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
 
 use pack_api::{Annotations, ContentResult, Example, FunctionSpec};
 use schemars::JsonSchema;
@@ -11,8 +11,14 @@ use serde_json::{Value, json};
 
 use crate::{
     Context, PackError,
-    def::{Handler, input_schema, object_result, output_schema},
+    schema::{input_schema, object_result, output_schema},
 };
+
+pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+/// A function as the pack's table holds it: state, JSON arguments and the
+/// call's context in, a JSON result out.
+pub(crate) type Handler<S> =
+    Arc<dyn Fn(Arc<S>, Value, Context) -> BoxFuture<Result<Value, PackError>> + Send + Sync>;
 
 /// A function and its metadata, added with
 /// [`PackDef::function_with`](crate::PackDef::function_with). Everything

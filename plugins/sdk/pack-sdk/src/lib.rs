@@ -71,6 +71,7 @@ mod error;
 mod ffi;
 mod function;
 pub mod owned;
+mod schema;
 #[cfg(feature = "test-support")]
 pub mod testing;
 
