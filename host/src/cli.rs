@@ -111,7 +111,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
     }
     let (mut packs, errors) = loader::load_all(&loaded.config);
     for error in &errors {
-        tracing::error!("{error}");
+        tracing::error!(code = error.code(), "{error}");
     }
     let (server_packs, servers) = servers::connect_all(&loaded.config).await;
     packs.extend(server_packs);
