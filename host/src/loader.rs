@@ -17,26 +17,13 @@ use abi_stable::{
     sabi_trait::TD_Opaque,
     std_types::{RArc, RResult, RStr, RString},
 };
-use pack_api::{Host, Host_TO, LogLevel, Manifest, PackBox, PackModule_Ref};
+use pack_api::{Host, Host_TO, LogLevel, Manifest, PackModule_Ref};
 
 use crate::{
+    backend::{Backend, LoadedPack},
     config::{Config, PackConfig, PackKind},
     failure::Failure,
 };
-
-/// A pack ready to serve calls.
-pub struct LoadedPack {
-    /// Call name (the `[packs.<name>]` key).
-    pub name: String,
-    /// Where it came from: the library file, or the server.
-    pub origin: String,
-    /// What the pack says about itself.
-    pub manifest: Manifest,
-    /// The constructed pack.
-    pub instance: PackBox,
-    /// Time limit of one call.
-    pub timeout: Duration,
-}
 
 /// Why one pack did not load.
 #[derive(Debug, Clone)]
@@ -187,7 +174,7 @@ fn load_one(
         name: name.to_owned(),
         origin: path.display().to_string(),
         manifest,
-        instance,
+        backend: Backend::Library(instance),
         timeout: Duration::from_millis(pack.timeout_ms.unwrap_or(default_timeout_ms)),
     })
 }

@@ -1,7 +1,10 @@
-//! `pack.function`: the one place a tool's name is joined, split, and made
-//! an identifier that a call expression (and code) can name.
+//! `pack.function`: the one place the host splits a tool's name and makes
+//! one an identifier that a call expression (and code) can name; joining is
+//! `pack_api::names::qualified`, which packs share.
 
 use std::fmt;
+
+use pack_api::names::qualified;
 
 /// A pack function's tool name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -36,7 +39,7 @@ impl ToolName {
 
 impl fmt::Display for ToolName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.pack, self.function)
+        f.write_str(&qualified(&self.pack, &self.function))
     }
 }
 

@@ -111,7 +111,7 @@ pub struct Empty {}
 
 /// The JSON Schema of a function's arguments: what deserialising accepts (a
 /// field with a serde default is optional).
-pub(crate) fn input_schema<T: JsonSchema>() -> Result<Value, String> {
+pub fn input_schema<T: JsonSchema>() -> Result<Value, String> {
     let schema = schema_for::<T>(SchemaSettings::draft2020_12().for_deserialize());
     object_root(schema, "arguments")
 }

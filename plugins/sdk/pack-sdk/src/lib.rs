@@ -76,11 +76,12 @@ pub mod testing;
 
 pub use blocking::blocking;
 pub use context::{Context, Host};
-pub use def::{Empty, PackDef};
+pub use def::{Empty, PackDef, input_schema};
 pub use error::PackError;
 pub use function::{Content, Function, FunctionResult, Link};
 pub use pack_api::{
-    Annotations, Catalog, CatalogTool, ContentResult, Example, LogLevel, codes, paths, projects,
+    Annotations, Catalog, CatalogTool, ContentResult, Example, LogLevel, codes, names, paths,
+    projects, text,
 };
 pub use serde_json::{Value, json};
 
