@@ -251,3 +251,27 @@ fn table() -> Vec<Entry> {
         ),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The schemas derived from the argument types read, byte for byte, as
+    /// the hand-written ones `tools/list` showed before.
+    #[test]
+    fn argument_schemas_read_as_they_always_have() {
+        let schema = |name: &str| entry(name).unwrap().spec.input_schema.to_string();
+        assert_eq!(
+            schema("packs"),
+            r#"{"type":"object","properties":{},"additionalProperties":false}"#
+        );
+        assert_eq!(
+            schema("search"),
+            r#"{"type":"object","properties":{"query":{"type":"string","description":"What you want to do, in words."},"limit":{"type":"integer","minimum":1,"maximum":50,"default":5,"description":"Most results."}},"required":["query"],"additionalProperties":false}"#
+        );
+        assert_eq!(
+            schema("result_read"),
+            r#"{"type":"object","properties":{"handle":{"type":"string","description":"The handle of the kept result."},"offset":{"type":"integer","minimum":0,"default":0,"description":"First character, 0-based."},"limit":{"type":"integer","minimum":1,"description":"Characters to read; default and most: half the server's result budget."}},"required":["handle"],"additionalProperties":false}"#
+        );
+    }
+}
