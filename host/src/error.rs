@@ -11,9 +11,9 @@ use packhost_command::FrontError;
 use serde_json::Value;
 
 use crate::{
-    executor::RUN_TOOL,
     failure::Failure,
     render::{did_you_mean, list},
+    tool_name::RUN_TOOL,
 };
 
 /// What a caller may name, listed when it names something else: nothing

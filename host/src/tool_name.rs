@@ -6,6 +6,10 @@ use std::fmt;
 
 use pack_api::names::qualified;
 
+/// Name of the tool that takes a command as a model writes it: the one tool
+/// name that is no `pack.function`.
+pub const RUN_TOOL: &str = "run";
+
 /// A pack function's tool name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ToolName {

@@ -29,7 +29,6 @@ use self::{
     code_mode::PackCallContext,
     registry::{CatalogConfig, Function, PackEntry, Registry, Visible, functions_of},
 };
-pub use crate::output::{Content, Output};
 use crate::{
     backend::{Backend, LoadedPack},
     config::Config,
@@ -40,9 +39,10 @@ use crate::{
     results::Results,
     tool_name::ToolName,
 };
-
-/// Name of the tool that takes a command as a model writes it.
-pub const RUN_TOOL: &str = "run";
+pub use crate::{
+    output::{Content, Output},
+    tool_name::RUN_TOOL,
+};
 
 mod aliases;
 mod arguments;
