@@ -2,8 +2,10 @@
 //!
 //! The binary is CLI + glue (`main.rs`); the pieces live here:
 //! - [`config`]: `packs.toml` with env overrides, errors with file and line;
-//! - [`loader`]: find and load pack libraries through the stable ABI;
-//!   [`servers`]: other MCP servers as packs (`kind = "mcp"`);
+//! - [`backend`]: a loaded pack and what serves it: a library ([`loader`]:
+//!   find and load pack libraries through the stable ABI), another MCP server
+//!   ([`servers`] connects them, [`server_pack`] calls them), or the host's
+//!   own [`builtin`] pack; only libraries cross the ABI;
 //! - [`executor`]: the one path of every call (resolve, validate, time limit,
 //!   cancellation, errors as results); the `run` command front is the
 //!   `packhost-command` crate;
@@ -17,6 +19,7 @@
 #![deny(missing_docs)]
 
 pub mod auth;
+pub mod backend;
 pub mod builtin;
 pub mod cli;
 pub mod config;
@@ -32,8 +35,10 @@ pub mod logging;
 pub mod mcp;
 pub mod metrics;
 pub mod new_pack;
+pub mod output;
 pub mod render;
 pub mod results;
+pub mod server_pack;
 pub mod servers;
 pub mod shutdown;
 pub mod tool_name;

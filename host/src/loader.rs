@@ -16,29 +16,16 @@ use abi_stable::{
     sabi_trait::TD_Opaque,
     std_types::{RArc, RResult, RStr, RString},
 };
-use pack_api::{Host, Host_TO, LogLevel, Manifest, PackBox, PackModule_Ref};
+use pack_api::{Host, Host_TO, LogLevel, Manifest, PackModule_Ref};
 
 // `cli` names the error here.
 pub use crate::error::LoadError;
 use crate::{
+    backend::{Backend, LoadedPack},
     config::{Config, Library},
     error::LoadReason,
     failure::Failure,
 };
-
-/// A pack ready to serve calls.
-pub struct LoadedPack {
-    /// Call name (the `[packs.<name>]` key).
-    pub name: String,
-    /// Where it came from: the library file, or the server.
-    pub origin: String,
-    /// What the pack says about itself.
-    pub manifest: Manifest,
-    /// The constructed pack.
-    pub instance: PackBox,
-    /// Time limit of one call.
-    pub timeout: Duration,
-}
 
 /// Load every enabled library pack of `config`, in name order (server packs
 /// are [`crate::servers`]' work).
@@ -154,7 +141,7 @@ fn load_one(
         name: name.to_owned(),
         origin: path.display().to_string(),
         manifest,
-        instance,
+        backend: Backend::Library(instance),
         timeout,
     })
 }

@@ -22,16 +22,13 @@ pub async fn stop_signal() {
 
 /// Let every pack release its child processes; a pack gets 5 s.
 pub async fn shutdown_packs(executor: &Executor) {
-    let all = executor.packs().into_iter().map(|(pack, _)| {
-        let name = pack.name.clone();
-        let done = pack.instance.shutdown();
-        async move {
-            if tokio::time::timeout(Duration::from_secs(5), done)
-                .await
-                .is_err()
-            {
-                tracing::warn!(pack = %name, "pack did not shut down within 5 s");
-            }
+    let all = executor.packs().into_iter().map(|(pack, _)| async move {
+        let done = pack.backend.shutdown();
+        if tokio::time::timeout(Duration::from_secs(5), done)
+            .await
+            .is_err()
+        {
+            tracing::warn!(pack = %pack.name, "pack did not shut down within 5 s");
         }
     });
     futures_util::future::join_all(all).await;

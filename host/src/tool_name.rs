@@ -1,14 +1,18 @@
-//! `pack.function`: the one place a tool's name is joined, split, and made
-//! an identifier that a call expression (and code) can name.
+//! `pack.function`: the one place the host splits a tool's name and makes
+//! one an identifier that a call expression (and code) can name; joining is
+//! `pack_api::names::qualified`, which packs share.
 
 use std::fmt;
+
+use pack_api::names::qualified;
 
 /// The call name of the host's own pack (search, describe): a name no
 /// `[packs.<name>]` may take. Here, beside the names, so that the config
 /// and identities check it without depending on the pack itself.
 pub const HOST_PACK: &str = "packhost";
 
-/// Name of the tool that takes a command as a model writes it.
+/// Name of the tool that takes a command as a model writes it: the one tool
+/// name that is no `pack.function`.
 pub const RUN_TOOL: &str = "run";
 
 /// A pack function's tool name.
@@ -44,7 +48,7 @@ impl ToolName {
 
 impl fmt::Display for ToolName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.pack, self.function)
+        f.write_str(&qualified(&self.pack, &self.function))
     }
 }
 

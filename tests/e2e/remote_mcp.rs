@@ -879,7 +879,10 @@ async fn an_integrations_own_sandbox_rules_widen_its_packs() {
         String::from_utf8_lossy(&output.stdout).trim().to_owned()
     };
     let plain = id_of(add("plain", &[]));
-    let reader = id_of(add("reader", &["--read", &folder, "--limits", "processes=64"]));
+    let reader = id_of(add(
+        "reader",
+        &["--read", &folder, "--limits", "processes=64"],
+    ));
     let unconfined = add("free", &["--sandbox", "off"]);
     let warned = String::from_utf8_lossy(&unconfined.stderr).into_owned();
     assert!(warned.contains("runs unconfined"), "{warned}");
@@ -895,14 +898,23 @@ async fn an_integrations_own_sandbox_rules_widen_its_packs() {
     ] {
         let output = add("bad", rules);
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(!output.status.success() && stderr.contains(said), "{rules:?}: {stderr}");
+        assert!(
+            !output.status.success() && stderr.contains(said),
+            "{rules:?}: {stderr}"
+        );
     }
     let listed = integrations(dir.path(), &["list", "--org", "acme", "--json"], &[]);
-    assert!(listed.contains(&format!("\"read\":[{folder:?}]")), "{listed}");
+    assert!(
+        listed.contains(&format!("\"read\":[{folder:?}]")),
+        "{listed}"
+    );
     let host = TestHost::start_in(dir).await;
     let read = async |id: &str| {
         let result = ok(&execute(&host, id, "greet", json!({"path": file})).await);
-        result["content"][0]["text"].as_str().unwrap_or_default().to_owned()
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
     };
     assert_eq!(read(&plain).await, "denied: EACCES");
     assert_eq!(read(&reader).await, "read: only for reader");
@@ -915,7 +927,10 @@ async fn an_integrations_own_sandbox_rules_widen_its_packs() {
     assert_eq!(warnings.count(), 1, "{log}");
     // The organisation sees its integrations, not the host's paths.
     let listed = text(&host.call("remote_mcp.list_integrations", json!({})).await);
-    assert!(listed.contains(&reader) && !listed.contains(&folder), "{listed}");
+    assert!(
+        listed.contains(&reader) && !listed.contains(&folder),
+        "{listed}"
+    );
 }
 
 #[tokio::test]

@@ -3,7 +3,9 @@
 //! cancellation, and turn whatever happens into a value or a [`Failure`].
 
 use std::{
+    future::Future,
     panic::{AssertUnwindSafe, catch_unwind},
+    pin::Pin,
     sync::{
         Arc, RwLock,
         atomic::{AtomicUsize, Ordering},
@@ -28,12 +30,19 @@ use self::{
     registry::{CatalogConfig, Function, PackEntry, Registry, Visible, functions_of},
 };
 use crate::{
-    builtin, config::Config, error::CallError, failure::Failure, identity::Identity,
-    loader::LoadedPack, metrics::Metrics, results::Results, tool_name::ToolName,
+    backend::{Backend, LoadedPack},
+    config::Config,
+    error::CallError,
+    failure::Failure,
+    identity::Identity,
+    metrics::Metrics,
+    results::Results,
+    tool_name::ToolName,
 };
-
-/// Name of the tool that takes a command as a model writes it.
-pub use crate::tool_name::RUN_TOOL;
+pub use crate::{
+    output::{Content, Output},
+    tool_name::RUN_TOOL,
+};
 
 mod aliases;
 mod arguments;
@@ -46,7 +55,6 @@ mod registry;
 
 pub use caller::{Caller, ProgressSink};
 use exposure::Exposure;
-pub use output::{Content, Output};
 pub use registry::ToolInfo;
 
 /// Holds the loaded packs and dispatches every call.
@@ -76,7 +84,7 @@ impl Executor {
     /// Build from loaded packs; must run inside the host's runtime.
     pub fn new(mut loaded: Vec<LoadedPack>, config: &Config) -> Arc<Self> {
         let results = Results::new(config.results.clone());
-        loaded.push(builtin::pack(Arc::clone(&results)));
+        loaded.push(LoadedPack::builtin(Arc::clone(&results)));
         let packs = loaded
             .into_iter()
             .map(|loaded| {
@@ -191,7 +199,8 @@ impl Executor {
 
     /// The catalog `caller` sees, as JSON.
     fn catalog_for(&self, caller: &Caller) -> RString {
-        self.visible(&caller.identity).catalog(&self.catalog_config)
+        self.visible(&caller.identity)
+            .catalog_json(&self.catalog_config)
     }
 
     /// Results kept instead of sent whole (read back by handle).
@@ -374,30 +383,12 @@ impl Executor {
         // looking at `is_cancelled` stops.
         let token = caller.cancel.child_token();
         let _end = token.clone().drop_guard();
-        let ctx = CallContext_TO::from_ptr(
-            RArc::new(PackCallContext {
-                executor: Arc::clone(self),
-                pack: pack.loaded.name.clone(),
-                caller: Caller {
-                    cancel: token.clone(),
-                    deadline: Some(deadline),
-                    ..caller.clone()
-                },
-            }),
-            TD_Opaque,
-        );
-        let args_json = args.to_string();
-        let call = catch_unwind(AssertUnwindSafe(|| {
-            pack.loaded.instance.call(
-                RStr::from_str(&function.spec.name),
-                RStr::from_str(&args_json),
-                ctx,
-            )
-        }))
-        .map_err(|_| CallError::Panicked {
-            tool: tool.to_owned(),
-            before_start: true,
-        })?;
+        let scoped = Caller {
+            cancel: token.clone(),
+            deadline: Some(deadline),
+            ..caller.clone()
+        };
+        let call = self.start(pack, function, tool, args, scoped)?;
         let out_of_time = || {
             if cut_by_caller {
                 CallError::CutByCaller {
@@ -416,12 +407,68 @@ impl Executor {
         tokio::select! {
             // async-ffi re-raises a panic of the pack's future on this side.
             result = AssertUnwindSafe(call).catch_unwind() => match result {
-                Ok(RResult::ROk(json)) => Ok(output::output_of(function, tool, &json)?),
-                Ok(RResult::RErr(json)) => Err(Failure::from_pack_json(&json)),
+                Ok(outcome) => outcome,
                 Err(_) => Err(CallError::Panicked { tool: tool.to_owned(), before_start: false }.into()),
             },
             _ = caller.cancel.cancelled() => Err(CallError::Cancelled.into()),
             () = tokio::time::sleep_until(deadline.into()) => Err(out_of_time().into()),
+        }
+    }
+}
+
+/// A call under way, whichever backend serves it.
+type Started<'a> = Pin<Box<dyn Future<Output = Result<Output, Failure>> + Send + 'a>>;
+
+impl Executor {
+    /// Start `function` of `pack` for `caller` (whose token and deadline are
+    /// this call's): a library through the ABI, with a context that calls
+    /// back here; a server or the host's own pack directly.
+    fn start<'a>(
+        self: &Arc<Self>,
+        pack: &'a PackEntry,
+        function: &'a Function,
+        tool: &'a str,
+        args: Value,
+        caller: Caller,
+    ) -> Result<Started<'a>, CallError> {
+        let name = function.spec.name.as_str();
+        match &pack.loaded.backend {
+            Backend::Library(instance) => {
+                let ctx = CallContext_TO::from_ptr(
+                    RArc::new(PackCallContext {
+                        executor: Arc::clone(self),
+                        pack: pack.loaded.name.clone(),
+                        caller,
+                    }),
+                    TD_Opaque,
+                );
+                let args_json = args.to_string();
+                let call = catch_unwind(AssertUnwindSafe(|| {
+                    instance.call(RStr::from_str(name), RStr::from_str(&args_json), ctx)
+                }))
+                .map_err(|_| CallError::Panicked {
+                    tool: tool.to_owned(),
+                    before_start: true,
+                })?;
+                Ok(Box::pin(async move {
+                    match call.await {
+                        RResult::ROk(json) => Ok(output::output_of(function, tool, &json)?),
+                        RResult::RErr(json) => Err(Failure::from_pack_json(&json)),
+                    }
+                }))
+            }
+            Backend::Server(server) => Ok(Box::pin(server.call(name, args))),
+            Backend::Host(builtin) => {
+                let catalog = self.visible(&caller.identity).catalog(&self.catalog_config);
+                let owner = Owner::new(&caller.identity.org, &caller.identity.user);
+                Ok(Box::pin(async move {
+                    let value = builtin.call(name, args, owner, catalog).await?;
+                    Ok(Output {
+                        value,
+                        content: None,
+                    })
+                }))
+            }
         }
     }
 }

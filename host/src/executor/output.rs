@@ -1,40 +1,15 @@
-//! What a successful call gives: the function's value, and for a function
-//! whose manifest says `content` the content blocks its result envelope
-//! ([`ContentResult`]) names. Only such functions' results are read as
-//! envelopes, so no other value is ever mistaken for one.
+//! A library pack's result JSON as an [`Output`]: the function's value, and
+//! for a function whose manifest says `content` the content blocks its result
+//! envelope ([`ContentResult`]) names. Only such functions' results are read
+//! as envelopes, so no other value is ever mistaken for one.
 
 use pack_api::ContentResult;
-use rmcp::model::ContentBlock;
-use serde_json::Value;
 
 use super::registry::Function;
-use crate::error::CallError;
-
-/// A successful call.
-#[derive(Debug)]
-pub struct Output {
-    /// The function's result: structured content, and all that code mode
-    /// and the command line get.
-    pub value: Value,
-    /// What to show besides, when the function said it.
-    pub content: Option<Content>,
-}
-
-/// The content a function asked for (see [`ContentResult`]).
-#[derive(Debug)]
-pub struct Content {
-    /// The text instead of the value's; empty: no text block.
-    pub text: Option<String>,
-    /// The blocks after the text.
-    pub blocks: Vec<ContentBlock>,
-}
-
-impl Output {
-    /// The value alone.
-    pub fn into_value(self) -> Value {
-        self.value
-    }
-}
+use crate::{
+    error::CallError,
+    output::{Content, Output},
+};
 
 /// The result JSON of `function` (called as `tool`) as an [`Output`].
 pub(super) fn output_of(function: &Function, tool: &str, json: &str) -> Result<Output, CallError> {

@@ -16,9 +16,9 @@ use serde_json::Value;
 
 use super::RUN_TOOL;
 use crate::{
+    backend::LoadedPack,
     error::{CallError, Known},
     identity::Identity,
-    loader::LoadedPack,
     render::signature,
     tool_name::ToolName,
 };
@@ -95,7 +95,7 @@ pub(super) struct PackEntry {
 /// pack's tools become known, so a call works on one consistent snapshot.
 pub(super) struct Registry {
     pub(super) packs: BTreeMap<String, Arc<PackEntry>>,
-    pub(super) catalog: Catalog,
+    pub(super) catalog: Arc<Catalog>,
     /// `catalog` as JSON, for callers that may use every tool.
     pub(super) catalog_json: Arc<str>,
 }
@@ -108,7 +108,7 @@ impl Registry {
             .into();
         Self {
             packs,
-            catalog,
+            catalog: Arc::new(catalog),
             catalog_json,
         }
     }
@@ -263,16 +263,32 @@ impl<'a> Visible<'a> {
         }
     }
 
-    /// The catalog the caller sees, as JSON: the tools it may call and the
-    /// projects its organisation may see (the one place `[projects]`' `orgs`
-    /// are applied: `proj` and code mode show what this gives).
-    pub(super) fn catalog(&self, config: &CatalogConfig) -> RString {
-        let registry = &self.registry;
+    /// The catalog the caller sees: the tools it may call and the projects
+    /// its organisation may see (the one place `[projects]`' `orgs` are
+    /// applied: `proj` and code mode show what this gives).
+    pub(super) fn catalog(&self, config: &CatalogConfig) -> Arc<Catalog> {
+        self.narrowed(config)
+            .map_or_else(|| Arc::clone(&self.registry.catalog), Arc::new)
+    }
+
+    /// [`Self::catalog`] as JSON, for a library pack.
+    pub(super) fn catalog_json(&self, config: &CatalogConfig) -> RString {
+        match self.narrowed(config) {
+            None => RString::from(&*self.registry.catalog_json),
+            Some(catalog) => serde_json::to_string(&catalog)
+                .expect("a catalog is serialisable")
+                .into(),
+        }
+    }
+
+    /// The whole catalog cut to what the caller sees; `None` when it sees
+    /// all of it.
+    fn narrowed(&self, config: &CatalogConfig) -> Option<Catalog> {
         let restricted = config.projects.values().any(|p| p.orgs.is_some());
         if self.identity.allowed.is_none() && !restricted {
-            return RString::from(&*registry.catalog_json);
+            return None;
         }
-        let mut catalog = registry.catalog.clone();
+        let mut catalog = Catalog::clone(&self.registry.catalog);
         catalog
             .tools
             .retain(|t| self.may_call(&ToolName::new(&t.pack, &t.function).to_string()));
@@ -287,9 +303,7 @@ impl<'a> Visible<'a> {
                 .get(name)
                 .is_some_and(|p| p.visible_to(&self.identity.org))
         });
-        serde_json::to_string(&catalog)
-            .expect("a catalog is serialisable")
-            .into()
+        Some(catalog)
     }
 }
 

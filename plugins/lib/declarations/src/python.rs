@@ -106,7 +106,7 @@ pub fn python(catalog: &Catalog, selection: &Selection) -> Result<String, PackEr
     let builtins = stubs.builtins;
     let mut aliases = String::new();
     for (alias, tool) in &selected.aliases {
-        let target = format!("{}.{}", tool.pack, tool.function);
+        let target = tool.name();
         let reason = not_a_name(alias, &names).or_else(|| {
             if !classes.contains(&tool.pack.as_str()) {
                 Some("an alias into a pack that is no class here")

@@ -103,7 +103,7 @@ pub fn typescript(catalog: &Catalog, selection: &Selection) -> Result<String, Pa
         out.push('\n');
     }
     for (alias, tool) in &selected.aliases {
-        let target = format!("{}.{}", tool.pack, tool.function);
+        let target = tool.name();
         match not_global(alias, &globals) {
             None => {
                 out += &jsdoc(&[format!("Alias of `{target}`.")], 0);

@@ -179,7 +179,9 @@ impl Columns {
                     .map_err(|e| bad_json("args", e))?,
                 env: json_map("env", self.env)?,
                 sandbox: match self.sandbox {
-                    Some(text) => serde_json::from_str(&text).map_err(|e| bad_json("sandbox", e))?,
+                    Some(text) => {
+                        serde_json::from_str(&text).map_err(|e| bad_json("sandbox", e))?
+                    }
                     None => Sandbox::default(),
                 },
             },

@@ -67,7 +67,10 @@ impl Limits {
             Ok(serde_json::Value::Object(fields)) => fields,
             _ => unreachable!("limits serialize as an object of numbers"),
         };
-        fields.extend(over.iter().map(|(name, limit)| (name.clone(), (*limit).into())));
+        fields.extend(
+            over.iter()
+                .map(|(name, limit)| (name.clone(), (*limit).into())),
+        );
         let limits: Limits = serde_json::from_value(fields.into())
             .map_err(|e| format!("limits: {e}; give NAME=NUMBER pairs"))?;
         limits.validate()?;

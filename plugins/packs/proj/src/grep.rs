@@ -7,7 +7,7 @@ use std::{
 
 use globset::{GlobBuilder, GlobMatcher};
 use ignore::WalkBuilder;
-use pack_sdk::{PackError, codes};
+use pack_sdk::{PackError, codes, text::clip_line};
 use regex::bytes::Regex;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -16,8 +16,6 @@ use crate::State;
 
 /// Most matches one call returns.
 pub const MAX_MATCHES: usize = 1000;
-/// Most characters of a matching line returned.
-pub const MAX_LINE_CHARS: usize = 500;
 /// How far a file is sniffed for NUL bytes to call it binary.
 const BINARY_SNIFF_BYTES: usize = 8 * 1024;
 /// Lines between cancellation checks inside one large file.
@@ -139,7 +137,7 @@ pub fn grep(
             matches.push(Match {
                 path: rel.clone(),
                 line,
-                text: cut(&String::from_utf8_lossy(text)),
+                text: clip_line(&String::from_utf8_lossy(text), "…"),
             });
         }
     }
@@ -181,17 +179,11 @@ fn trim_line_ending(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
 }
 
-/// At most [`MAX_LINE_CHARS`] characters, marked with `…` when cut.
-fn cut(text: &str) -> String {
-    match text.char_indices().nth(MAX_LINE_CHARS) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::{collections::BTreeMap, fs, os::unix::fs::symlink};
+
+    use pack_sdk::text::MAX_LINE_CHARS;
 
     use super::*;
 

@@ -18,9 +18,10 @@
 //! into the JSON that crosses, as new optional keys (the [`Catalog`]'s
 //! `identity` did).
 //!
-//! Besides the ABI, two conventions both sides share: how a config path
-//! reads ([`paths`]: `~/x` is under `$HOME`), and who may see a project
-//! ([`projects`]).
+//! Besides the ABI, conventions both sides share: how a config path reads
+//! ([`paths`]: `~/x` is under `$HOME`), who may see a project
+//! ([`projects`]), how a function is named ([`names`]) and how a long line
+//! is cut ([`text`]).
 //!
 //! Threading rule: each side runs its own work on its own tokio runtime and hands
 //! the other side only an [`FfiFuture`] that awaits the finished work. Dropping
@@ -42,6 +43,7 @@ use serde::{Deserialize, Serialize};
 pub mod names;
 pub mod paths;
 pub mod projects;
+pub mod text;
 mod wire;
 pub use wire::{
     Annotations, Catalog, CatalogTool, ContentResult, Example, FunctionSpec, Manifest, Owner,

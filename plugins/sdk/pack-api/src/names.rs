@@ -1,5 +1,12 @@
-//! "Did you mean": the one wording of a suggestion for a mistyped name, in
-//! the host's errors and in packs' (the declarations of code mode).
+//! Names of functions: `pack.function` as every side joins it, and "did you
+//! mean", the one wording of a suggestion for a mistyped name, in the host's
+//! errors and in packs' (the declarations of code mode).
+
+/// `pack.function`: a function's name wherever it is called or shown (the
+/// host's `ToolName` is the same name, split).
+pub fn qualified(pack: &str, function: &str) -> String {
+    format!("{pack}.{function}")
+}
 
 /// The closest of `candidates` to `name` when it is a likely typo (at most
 /// two edits away).
@@ -49,5 +56,6 @@ mod tests {
         assert_eq!(suggestion("runn", ["run", "eval"]), Some("run"));
         assert_eq!(suggestion("zzzz", ["run", "eval"]), None);
         assert_eq!(did_you_mean("proj", ["prj"]), "did you mean `prj`? ");
+        assert_eq!(qualified("proj", "read"), "proj.read");
     }
 }

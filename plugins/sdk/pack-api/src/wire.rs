@@ -227,6 +227,13 @@ pub struct CatalogTool {
     pub examples: Vec<Example>,
 }
 
+impl CatalogTool {
+    /// `pack.function`: how calls name it.
+    pub fn name(&self) -> String {
+        crate::names::qualified(&self.pack, &self.function)
+    }
+}
+
 fn any_value() -> Value {
     Value::Bool(true)
 }

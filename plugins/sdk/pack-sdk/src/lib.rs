@@ -81,8 +81,10 @@ pub use def::{Empty, PackDef};
 pub use error::PackError;
 pub use function::{Content, Function, FunctionResult, Link};
 pub use pack_api::{
-    Annotations, Catalog, CatalogTool, ContentResult, Example, LogLevel, codes, paths, projects,
+    Annotations, Catalog, CatalogTool, ContentResult, Example, LogLevel, codes, names, paths,
+    projects, text,
 };
+pub use schema::input_schema;
 pub use serde_json::{Value, json};
 
 /// Not public API: what [`export_pack!`] expands to needs these paths.

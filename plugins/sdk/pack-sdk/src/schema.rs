@@ -12,8 +12,9 @@ use serde_json::{Map, Value, json};
 use crate::PackError;
 
 /// The JSON Schema of a function's arguments: what deserialising accepts (a
-/// field with a serde default is optional).
-pub(crate) fn input_schema<T: JsonSchema>() -> Result<Value, String> {
+/// field with a serde default is optional). The host's own `packhost` pack
+/// declares its arguments with it too, so every pack's schemas follow one rule.
+pub fn input_schema<T: JsonSchema>() -> Result<Value, String> {
     let schema = schema_for::<T>(SchemaSettings::draft2020_12().for_deserialize());
     object_root(schema, "arguments")
 }

@@ -1,0 +1,254 @@
+//! What a caller can call, from its own catalog: the packs, a search, one
+//! function or pack described with calls to copy.
+
+use pack_api::{Catalog, CatalogTool, codes};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::{failure::Failure, render::did_you_mean};
+
+// No doc comments on the argument types: they would become the schema's
+// description.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(extend("properties" = {}))]
+pub(super) struct PacksArgs {}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SearchArgs {
+    /// What you want to do, in words.
+    pub(super) query: String,
+    /// Most results.
+    #[serde(default = "default_limit")]
+    #[schemars(range(min = 1, max = 50))]
+    pub(super) limit: usize,
+}
+
+fn default_limit() -> usize {
+    5
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct DescribeArgs {
+    /// `pack.function`, an alias, or a pack name.
+    pub(super) name: String,
+}
+
+/// The caller's best functions for `query` (an index of its own catalog:
+/// nothing else can be found).
+pub(super) fn search(catalog: &Catalog, query: &str, limit: usize) -> Value {
+    let index = catalog_search::Index::new(&catalog.tools);
+    let results: Vec<Value> = index
+        .search(query, limit)
+        .into_iter()
+        .map(|hit| {
+            let tool = &catalog.tools[hit.index];
+            json!({
+                "name": tool.name(),
+                "signature": tool.signature,
+                "description": tool.description,
+                "score": hit.score,
+            })
+        })
+        .collect();
+    json!({"query": query, "results": results})
+}
+
+pub(super) fn packs(catalog: &Catalog) -> Value {
+    let packs: Vec<Value> = catalog
+        .packs
+        .iter()
+        .map(|(name, description)| {
+            let functions: Vec<&str> = catalog
+                .tools
+                .iter()
+                .filter(|t| &t.pack == name)
+                .map(|t| t.function.as_str())
+                .collect();
+            json!({"name": name, "description": description, "functions": functions})
+        })
+        .collect();
+    json!({"packs": packs, "aliases": catalog.aliases})
+}
+
+pub(super) fn describe(catalog: &Catalog, name: &str) -> Result<Value, Failure> {
+    let target = catalog.aliases.get(name).map_or(name, String::as_str);
+    let tool = catalog.tools.iter().find(|t| t.name() == target);
+    if let Some(tool) = tool {
+        let (example, example_typescript) = examples(tool);
+        let mut described = json!({
+            "kind": "function",
+            "name": target,
+            "description": tool.description,
+            "signature": tool.signature,
+            "input_schema": tool.input_schema,
+            "output_schema": tool.output_schema,
+            "example": example,
+            "example_typescript": example_typescript,
+        });
+        if let Some(title) = &tool.title {
+            described["title"] = json!(title);
+        }
+        if !tool.examples.is_empty() {
+            described["examples"] = json!(tool.examples);
+        }
+        return Ok(described);
+    }
+    if let Some(description) = catalog.packs.get(name) {
+        let functions: Vec<Value> = catalog
+            .tools
+            .iter()
+            .filter(|t| t.pack == name)
+            .map(|t| json!({"signature": t.signature, "description": t.description}))
+            .collect();
+        return Ok(json!({
+            "kind": "pack",
+            "name": name,
+            "description": description,
+            "functions": functions,
+        }));
+    }
+    let known = catalog
+        .tools
+        .iter()
+        .map(CatalogTool::name)
+        .chain(catalog.aliases.keys().cloned())
+        .chain(catalog.packs.keys().cloned());
+    let known: Vec<String> = known.collect();
+    Err(Failure::new(
+        codes::NOT_FOUND,
+        format!(
+            "nothing you can call is named `{name}`; {}packs: {}",
+            did_you_mean(name, known.iter().map(String::as_str)),
+            catalog.packs.keys().cloned().collect::<Vec<_>>().join(", ")
+        ),
+    )
+    .with_help("search with `packhost.search(query)`, or list with `packhost.packs()`"))
+}
+
+/// A call of `tool` as `run` takes it and as TypeScript writes it, each
+/// required argument filled with a placeholder of its type (or its schema's
+/// own example or default).
+fn examples(tool: &CatalogTool) -> (String, String) {
+    let schema = &tool.input_schema;
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let filled: Vec<(&str, Value)> = required
+        .iter()
+        .map(|name| (*name, placeholder(name, &schema["properties"][name])))
+        .collect();
+    let name = tool.name();
+    let python: Vec<String> = filled
+        .iter()
+        .map(|(key, value)| format!("{key}={}", python_literal(value)))
+        .collect();
+    let typescript: Vec<String> = filled
+        .iter()
+        .map(|(key, value)| format!("{key}: {value}"))
+        .collect();
+    let typescript = if typescript.is_empty() {
+        format!("await {name}()")
+    } else {
+        format!("await {name}({{ {} }})", typescript.join(", "))
+    };
+    (format!("{name}({})", python.join(", ")), typescript)
+}
+
+fn placeholder(name: &str, schema: &Value) -> Value {
+    if let Some(example) = schema["examples"].as_array().and_then(|e| e.first()) {
+        return example.clone();
+    }
+    if let Some(default) = schema.get("default") {
+        return default.clone();
+    }
+    if let Some(first) = schema["enum"].as_array().and_then(|e| e.first()) {
+        return first.clone();
+    }
+    let kind = match &schema["type"] {
+        Value::Array(types) => types
+            .iter()
+            .find(|t| *t != "null")
+            .cloned()
+            .unwrap_or_default(),
+        other => other.clone(),
+    };
+    match kind.as_str() {
+        Some("integer" | "number") => json!(0),
+        Some("boolean") => json!(false),
+        Some("array") => json!([]),
+        Some("object") => json!({}),
+        _ => json!(format!("<{name}>")),
+    }
+}
+
+fn python_literal(value: &Value) -> String {
+    match value {
+        Value::Bool(true) => "True".to_owned(),
+        Value::Bool(false) => "False".to_owned(),
+        Value::Null => "None".to_owned(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn catalog() -> Catalog {
+        let tool = CatalogTool {
+            pack: "proj".into(),
+            function: "read".into(),
+            signature: "proj.read(name: string, path: string, offset?: integer = 0)".into(),
+            description: "Read a file.".into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "path": {"type": "string", "examples": ["README.md"]},
+                    "offset": {"type": "integer", "default": 0},
+                },
+                "required": ["name", "path"],
+            }),
+            output_schema: json!({"type": "object"}),
+            ..CatalogTool::default()
+        };
+        Catalog {
+            tools: vec![tool],
+            packs: [("proj".to_owned(), "Project files".to_owned())].into(),
+            aliases: [("r".to_owned(), "proj.read".to_owned())].into(),
+            ..Catalog::default()
+        }
+    }
+
+    #[test]
+    fn a_function_is_described_with_calls_to_copy() {
+        let described = describe(&catalog(), "r").unwrap();
+        assert_eq!(described["name"], "proj.read");
+        assert_eq!(
+            described["example"],
+            "proj.read(name=\"<name>\", path=\"README.md\")"
+        );
+        assert_eq!(
+            described["example_typescript"],
+            "await proj.read({ name: \"<name>\", path: \"README.md\" })"
+        );
+        let pack = describe(&catalog(), "proj").unwrap();
+        assert_eq!(pack["kind"], "pack");
+        assert_eq!(pack["functions"][0]["description"], "Read a file.");
+    }
+
+    #[test]
+    fn an_unknown_name_says_the_closest() {
+        let error = describe(&catalog(), "proj.raed").unwrap_err();
+        assert_eq!(error.code(), codes::NOT_FOUND);
+        assert!(
+            error.to_string().contains("did you mean `proj.read`?"),
+            "{error}"
+        );
+    }
+}

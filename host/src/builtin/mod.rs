@@ -1,0 +1,97 @@
+//! The `packhost` pack: the host's own functions, served like any pack's
+//! (listed, validated, callable from `run` and from code): what a caller can
+//! call, found on demand instead of read from a long tool list, and the
+//! results too large to send, read by handle. Every answer comes from the
+//! caller's own catalog and results, so nothing outside its allow-list, and
+//! nobody else's result, is ever shown.
+//!
+//! Called in-process and typed: each function is declared once, in
+//! [`table`], with its argument type, schemas, title and handler.
+
+use std::sync::Arc;
+
+use pack_api::{Catalog, Manifest, Owner, codes};
+use serde_json::Value;
+
+use crate::{
+    failure::Failure,
+    results::{Kept, Results},
+};
+
+mod catalog;
+mod kept;
+mod table;
+
+/// The pack's call name.
+pub use crate::tool_name::HOST_PACK as PACK;
+
+/// Its functions that find the others: listed whatever `expose` says.
+pub const DISCOVERY: [&str; 3] = ["search", "describe", "packs"];
+
+/// The `packhost` pack over the host's kept results.
+pub struct Builtin {
+    results: Arc<Results>,
+}
+
+/// What one call of a `packhost` function reads: the caller's catalog and
+/// its kept results.
+struct Request {
+    results: Arc<Results>,
+    owner: Owner,
+    catalog: Arc<Catalog>,
+}
+
+impl Request {
+    /// The caller's kept result `handle`.
+    fn kept(&self, handle: &str) -> Result<Arc<Kept>, Failure> {
+        self.results.get(&self.owner, handle).ok_or_else(|| {
+            Failure::new(
+                codes::NOT_FOUND,
+                format!("no kept result `{handle}`: it is unknown or has expired"),
+            )
+            .with_help("call the tool again for a fresh result and handle")
+        })
+    }
+}
+
+impl Builtin {
+    /// The pack over `results`.
+    pub fn new(results: Arc<Results>) -> Self {
+        Self { results }
+    }
+
+    /// What the pack says about itself.
+    pub fn manifest() -> Manifest {
+        Manifest {
+            name: PACK.to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            description: "Find what you can call (search, describe, list packs) and read results kept by handle".to_owned(),
+            functions: table::specs(),
+        }
+    }
+
+    /// Call `function` for `owner`, who sees `catalog`.
+    pub async fn call(
+        &self,
+        function: &str,
+        args: Value,
+        owner: Owner,
+        catalog: Arc<Catalog>,
+    ) -> Result<Value, Failure> {
+        let Some(entry) = table::entry(function) else {
+            return Err(Failure::new(
+                codes::UNKNOWN_FUNCTION,
+                format!("the packhost pack has no function `{function}`"),
+            ));
+        };
+        let request = Request {
+            results: Arc::clone(&self.results),
+            owner,
+            catalog,
+        };
+        // Searching megabytes of a kept result is blocking work.
+        tokio::task::spawn_blocking(move || entry.run(&request, args))
+            .await
+            .unwrap_or_else(|e| Err(Failure::internal(format!("the packhost pack failed: {e}"))))
+    }
+}
