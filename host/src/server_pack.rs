@@ -23,6 +23,10 @@ use crate::{
 /// Function name → the server's tool (see [`function_names`]).
 pub(crate) type Names = Arc<RwLock<HashMap<String, ServerTool>>>;
 
+/// Why the server has not answered yet (its last failure), while it has
+/// not: what a call to the pack says meanwhile.
+pub(crate) type Unanswered = Arc<RwLock<Option<String>>>;
+
 /// One tool of the server.
 #[derive(Clone)]
 pub(crate) struct ServerTool {
@@ -39,17 +43,18 @@ pub struct ServerPack {
     endpoint: Endpoint,
     pool: Arc<Pool>,
     names: Names,
+    unanswered: Unanswered,
     timeout: Duration,
 }
 
 impl ServerPack {
     /// Pack `name`, served by the server at `endpoint` through `pool`;
-    /// `names` holds its tools once known.
+    /// `names` holds its tools once known, `unanswered` why they are not.
     pub(crate) fn new(
         name: String,
         endpoint: Endpoint,
         pool: Arc<Pool>,
-        names: Names,
+        (names, unanswered): (Names, Unanswered),
         timeout: Duration,
     ) -> Self {
         Self {
@@ -57,8 +62,17 @@ impl ServerPack {
             endpoint,
             pool,
             names,
+            unanswered,
             timeout,
         }
+    }
+
+    /// Why its server has not answered yet, while it has not.
+    pub fn unanswered(&self) -> Option<String> {
+        self.unanswered
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Call the tool that is function `function`.

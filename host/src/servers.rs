@@ -21,7 +21,7 @@ use crate::{
     backend::{Backend, LoadedPack},
     config::Config,
     executor::Executor,
-    server_pack::{Names, ServerPack, functions},
+    server_pack::{Names, ServerPack, Unanswered, functions},
 };
 
 /// How long start-up waits for a server's tool list before going on
@@ -40,6 +40,7 @@ struct Pending {
     name: String,
     endpoint: Endpoint,
     names: Names,
+    unanswered: Unanswered,
     pool: Arc<Pool>,
 }
 
@@ -101,9 +102,11 @@ pub async fn connect_all(config: &Config) -> (Vec<LoadedPack>, Servers) {
     let mut pending = Vec::new();
     for (name, endpoint, timeout, tools) in futures_util::future::join_all(connecting).await {
         let names = Names::default();
+        let unanswered = Unanswered::default();
         let functions = match tools {
             Ok(tools) => functions(&name, &tools, &names),
             Err(failure) => {
+                set(&unanswered, Some(reason(&failure).to_owned()));
                 tracing::warn!(
                     pack = %name,
                     "server {} is not answering ({}); its tools appear once it does",
@@ -114,6 +117,7 @@ pub async fn connect_all(config: &Config) -> (Vec<LoadedPack>, Servers) {
                     name: name.clone(),
                     endpoint: endpoint.clone(),
                     names: Arc::clone(&names),
+                    unanswered: Arc::clone(&unanswered),
                     pool: Arc::clone(&pool),
                 });
                 Vec::new()
@@ -123,7 +127,7 @@ pub async fn connect_all(config: &Config) -> (Vec<LoadedPack>, Servers) {
             name.clone(),
             endpoint.clone(),
             Arc::clone(&pool),
-            names,
+            (names, unanswered),
             timeout,
         );
         loaded.push(LoadedPack {
@@ -159,21 +163,29 @@ async fn retry(pending: Pending, executor: Weak<Executor>) {
         if executor.strong_count() == 0 {
             return;
         }
-        if let Ok(tools) = pending
+        let tools = pending
             .pool
             .list_tools(&pending.name, &pending.endpoint, STARTUP_WAIT)
-            .await
-        {
-            let specs = functions(&pending.name, &tools, &pending.names);
-            let Some(executor) = executor.upgrade() else {
+            .await;
+        match tools {
+            Err(failure) => set(&pending.unanswered, Some(reason(&failure).to_owned())),
+            Ok(tools) => {
+                let specs = functions(&pending.name, &tools, &pending.names);
+                set(&pending.unanswered, None);
+                let Some(executor) = executor.upgrade() else {
+                    return;
+                };
+                tracing::info!(pack = %pending.name, tools = specs.len(), "server answers; its tools are served");
+                executor.set_functions(&pending.name, &specs);
                 return;
-            };
-            tracing::info!(pack = %pending.name, tools = specs.len(), "server answers; its tools are served");
-            executor.set_functions(&pending.name, &specs);
-            return;
+            }
         }
         delay = (delay * 2).min(MAX_RETRY_DELAY);
     }
+}
+
+fn set(unanswered: &Unanswered, why: Option<String>) {
+    *unanswered.write().unwrap_or_else(|e| e.into_inner()) = why;
 }
 
 fn reason(failure: &Downstream) -> &str {

@@ -425,10 +425,14 @@ async fn a_server_the_sandbox_refuses_says_why() {
     let fixture = vec![fixture_mcp_bin().display().to_string()];
     let config = stdio_section("fx", &fixture) + "limits = { open_files = 4000000000 }\n";
     let host = TestHost::start(&config).await;
+    // The call says why, not only that it has not answered.
     failed(
         &host.run("fx.echo(text='x')").await,
         "UNKNOWN_FUNCTION",
-        &["has not answered"],
+        &[
+            "has not answered (last try: ",
+            "the sandbox refused to start it: cannot set the open_files bound",
+        ],
     );
     // Start-up says why in the log.
     let log = host.stderr();

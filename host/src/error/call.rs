@@ -66,6 +66,8 @@ pub(crate) enum CallError {
     NoFunctionsYet {
         pack: String,
         origin: String,
+        /// Its last failure, when known.
+        why: Option<String>,
     },
     TooManyPositional {
         target: String,
@@ -235,11 +237,16 @@ impl fmt::Display for CallError {
                 did_you_mean(function, functions.iter().map(String::as_str)),
                 list(functions)
             ),
-            NoFunctionsYet { pack, origin } => write!(
-                f,
-                "pack `{pack}` has no functions yet: its server ({origin}) has not answered; its \
-                 tools appear when it does"
-            ),
+            NoFunctionsYet { pack, origin, why } => {
+                write!(
+                    f,
+                    "pack `{pack}` has no functions yet: its server ({origin}) has not answered"
+                )?;
+                if let Some(why) = why {
+                    write!(f, " (last try: {why})")?;
+                }
+                write!(f, "; its tools appear when it does")
+            }
             TooManyPositional {
                 target, max, got, ..
             } => write!(

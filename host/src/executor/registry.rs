@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::RUN_TOOL;
 use crate::{
-    backend::LoadedPack,
+    backend::{Backend, LoadedPack},
     error::{CallError, Known},
     identity::Identity,
     render::signature,
@@ -244,6 +244,10 @@ impl<'a> Visible<'a> {
             return Err(CallError::NoFunctionsYet {
                 pack: pack.loaded.name.clone(),
                 origin: pack.loaded.origin.to_string(),
+                why: match &pack.loaded.backend {
+                    Backend::Server(server) => server.unanswered(),
+                    Backend::Library(_) | Backend::Host(_) => None,
+                },
             });
         }
         Err(CallError::UnknownFunction {
