@@ -11,6 +11,9 @@
 //! and only then executes the program. Any step that fails ends the helper
 //! with [`SETUP_FAILED`]: nothing runs unconfined by accident.
 //!
+//! A fork server's child (forked, not started through the helper) narrows
+//! itself to its own call with the [`Narrowing`] the pack asks for here.
+//!
 //! With [`Mode::Off`] (an explicit `sandbox = "off"` in a pack's config) the
 //! program runs directly, with the host user's rights.
 #![deny(missing_docs)]
