@@ -17,7 +17,7 @@ pub enum Level {
 /// Where the pool's messages go (the host's log, or a pack's).
 pub type Log = Arc<dyn Fn(Level, &str) + Send + Sync>;
 
-/// Limits and rules of a [`Pool`].
+/// Limits and rules of a [`Pool`](crate::Pool).
 #[derive(Clone)]
 pub struct PoolSettings {
     /// Starting a server and the MCP handshake, together.

@@ -109,7 +109,7 @@ fn above(fd: impl AsFd, min: libc::c_int) -> io::Result<OwnedFd> {
 }
 
 /// A pack's sandbox: its mode and the helper. Cheap to make: what the
-/// machine offers is checked once per process ([`READY`]).
+/// machine offers is checked once per process.
 pub struct Sandbox {
     mode: Mode,
     helper: PathBuf,
