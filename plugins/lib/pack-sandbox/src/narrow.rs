@@ -46,3 +46,23 @@ impl Narrowing {
         rules::restrict_self(created)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    #[test]
+    fn a_narrowing_is_the_policys_files_and_only_when_confined() {
+        let policy = Policy::new([], Path::new("/tmp/call"));
+        assert_eq!(Sandbox::new(Mode::Off).narrowing(&policy), Ok(None));
+        let narrowing = Sandbox::new(Mode::On).narrowing(&policy).unwrap().unwrap();
+        assert_eq!(narrowing.read, policy.read);
+        assert_eq!(narrowing.write, policy.write);
+        let dir = std::fs::File::open("/tmp").unwrap();
+        let opened = policy.read_opened(dir);
+        let refused = Sandbox::new(Mode::On).narrowing(&opened).unwrap_err();
+        assert!(refused.contains("opened folders"), "{refused}");
+    }
+}
