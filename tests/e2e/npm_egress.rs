@@ -140,7 +140,7 @@ async fn npm_runs_no_lifecycle_script_by_default() {
 async fn an_allowed_script_runs_and_reaches_only_the_proxy_which_refuses_all_but_the_registry() {
     let listener = Listener::new();
     let packages = TempDir::new().unwrap();
-    // Refused by Landlock at connect: no packet leaves for the two others.
+    // Refused by the sandbox at connect: no packet leaves for the two others.
     let targets = [
         ("loopback", "127.0.0.1", listener.port()),
         ("private", "10.255.255.1", 80),

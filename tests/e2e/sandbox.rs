@@ -73,11 +73,11 @@ use Outcome::*;
 
 const EACCES: Outcome = Denied("EACCES", "");
 const EPERM: Outcome = Denied("EPERM", "");
-/// A socket refused by the filter (no sockets at all), or a TCP connect or
-/// bind refused by Landlock (a Jupyter kernel may make TCP sockets for its
+/// A socket refused by the sandbox (no sockets at all), or a TCP connect or
+/// bind refused by it (a Jupyter kernel may make TCP sockets for its
 /// own ports).
 const NO_NET: &[Outcome] = &[EPERM, EACCES];
-/// A link or rename across folders: Landlock refuses with EXDEV (no `refer`
+/// A link or rename across folders: the sandbox refuses with EXDEV (no `refer`
 /// right) or EACCES.
 const NO_LINK: &[Outcome] = &[Denied("EXDEV", ""), EACCES];
 /// A set-uid or privileged program that failed.

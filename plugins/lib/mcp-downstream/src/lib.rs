@@ -16,15 +16,23 @@
 #![deny(missing_docs)]
 
 mod confine;
+mod connection;
 mod endpoint;
+mod ledger;
 mod pool;
+mod reason;
+mod settings;
+mod spawn;
+mod stderr;
+mod transport;
 
 pub use confine::Confinement;
 pub use egress::downstream::check_url;
 pub use endpoint::{Endpoint, is_private};
 pub use pack_process::{Limits, Mode};
-pub use pool::{DownstreamError, Level, Log, Pool, PoolSettings};
+pub use pool::Pool;
 pub use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
+pub use settings::{DownstreamError, Level, Log, PoolSettings};
 
 /// The text blocks of a tool result, one per line: what a failed tool said.
 pub fn text_of(result: &CallToolResult) -> String {

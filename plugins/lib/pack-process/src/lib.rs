@@ -32,5 +32,7 @@ pub use capture::{Capture, CaptureBuffer, TRUNCATED_MARKER};
 pub use channel::{CHANNEL_FD, ChannelPair, pass_as_channel};
 pub use env::EnvAllowList;
 pub use group::{Adopted, Exit, Finished, ProcessGroup, live_members};
-pub use pack_sandbox::{Bound, Confined, Limits, Mode, Network, Pidfd, Policy, Python, Sandbox};
+pub use pack_sandbox::{
+    Bound, Confined, Limits, Mode, Narrowing, Network, Pidfd, Policy, Python, Sandbox,
+};
 pub use pool::{WARM_UP_DELAY, WarmPool};

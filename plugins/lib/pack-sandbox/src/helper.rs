@@ -6,21 +6,17 @@
 
 use std::{
     ffi::OsString,
-    fs::{File, OpenOptions},
     os::{
         fd::{FromRawFd, OwnedFd},
-        unix::{fs::OpenOptionsExt, process::CommandExt},
+        unix::process::CommandExt,
     },
     path::{Path, PathBuf},
 };
 
-use landlock::{
-    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, PathBeneath, Ruleset,
-    RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
-};
+use landlock::{AccessNet, NetPort, RulesetCreatedAttr};
 use serde::{Deserialize, Serialize};
 
-use crate::{Network, Policy, seccomp};
+use crate::{Network, Policy, rules, seccomp};
 
 /// The first argument that makes the host binary the helper.
 pub(crate) const ARG: &str = "__packhost_sandbox";
@@ -31,10 +27,6 @@ pub const SETUP_FAILED: i32 = 125;
 
 /// What stderr starts with when the helper refused.
 pub const SETUP_FAILED_PREFIX: &str = "packhost sandbox: ";
-
-/// The Landlock ABI the sandbox needs: 6 scopes signals and abstract Unix
-/// sockets to the sandbox's own processes.
-pub const LANDLOCK_ABI: ABI = ABI::V6;
 
 /// What the helper is told.
 #[derive(Serialize, Deserialize)]
@@ -156,72 +148,17 @@ fn drop_capabilities() -> Result<(), String> {
     Ok(())
 }
 
-/// A rule granting what `fd` is (read, or everything with `write`), and
-/// all beneath it when it is a folder.
-fn beneath(
-    created: RulesetCreated,
-    fd: OwnedFd,
-    write: bool,
-    what: impl std::fmt::Display,
-) -> Result<RulesetCreated, String> {
-    let abi = LANDLOCK_ABI;
-    let is_dir = File::from(fd.try_clone().map_err(|e| format!("{what}: {e}"))?)
-        .metadata()
-        .map_err(|e| format!("{what}: {e}"))?
-        .is_dir();
-    let access = if write {
-        AccessFs::from_all(abi)
-    } else {
-        AccessFs::from_read(abi)
-    };
-    let access = if is_dir {
-        access
-    } else {
-        access & AccessFs::from_file(abi)
-    };
-    created
-        .set_compatibility(CompatLevel::HardRequirement)
-        .add_rule(PathBeneath::new(fd, access))
-        .map_err(|e| format!("Landlock rule for {what}: {e}"))
-}
-
 /// Files only where they are named; the network as the policy says; no
 /// signal to and no abstract socket of any process outside the sandbox.
-/// Also sets `no_new_privs`, so set-uid binaries are inert.
 fn landlock(launch: &Launch) -> Result<(), String> {
     let policy = &launch.policy;
-    let abi = LANDLOCK_ABI;
-    let failed = |e: landlock::RulesetError| format!("Landlock (ABI {}): {e}", abi as i32);
-    let mut ruleset = Ruleset::default()
-        .set_compatibility(CompatLevel::HardRequirement)
-        .handle_access(AccessFs::from_all(abi))
-        .map_err(failed)?
-        .scope(Scope::AbstractUnixSocket | Scope::Signal)
-        .map_err(failed)?;
-    if policy.network != Network::Full {
-        ruleset = ruleset
-            .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
-            .map_err(failed)?;
-    }
-    let mut created = ruleset.create().map_err(failed)?;
-    for (paths, write) in [(&policy.read, false), (&policy.write, true)] {
-        for path in paths {
-            // What is not there grants nothing.
-            let Ok(file) = OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_PATH | libc::O_CLOEXEC)
-                .open(path)
-            else {
-                continue;
-            };
-            created = beneath(created, file.into(), write, path.display())?;
-        }
-    }
+    let created = rules::ruleset(policy.network != Network::Full)?;
+    let mut created = rules::grant_paths(created, &policy.read, &policy.write)?;
     for granted in &launch.granted {
         // SAFETY: the pack passed this descriptor for us alone; it is
         // closed here, so the program never holds it.
         let fd = unsafe { OwnedFd::from_raw_fd(granted.fd) };
-        created = beneath(
+        created = rules::beneath(
             created,
             fd,
             granted.write,
@@ -236,14 +173,7 @@ fn landlock(launch: &Launch) -> Result<(), String> {
     for (port, access) in ports {
         created = created
             .add_rule(NetPort::new(port, access))
-            .map_err(failed)?;
+            .map_err(rules::failed)?;
     }
-    let status = created.restrict_self().map_err(failed)?;
-    if status.ruleset != landlock::RulesetStatus::FullyEnforced {
-        return Err(format!(
-            "Landlock is only {:?} on this kernel",
-            status.ruleset
-        ));
-    }
-    Ok(())
+    rules::restrict_self(created)
 }

@@ -11,16 +11,21 @@
 //! and only then executes the program. Any step that fails ends the helper
 //! with [`SETUP_FAILED`]: nothing runs unconfined by accident.
 //!
+//! A fork server's child (forked, not started through the helper) narrows
+//! itself to its own call with the [`Narrowing`] the pack asks for here.
+//!
 //! With [`Mode::Off`] (an explicit `sandbox = "off"` in a pack's config) the
 //! program runs directly, with the host user's rights.
 #![deny(missing_docs)]
 
 mod cgroup;
 mod helper;
+mod narrow;
 mod pidfd;
 mod policy;
 mod python;
 mod report;
+mod rules;
 mod seccomp;
 
 use std::{
@@ -32,11 +37,13 @@ use std::{
 };
 
 pub use cgroup::Cgroup;
-pub use helper::{LANDLOCK_ABI, SETUP_FAILED, SETUP_FAILED_PREFIX, run_if_invoked};
+pub use helper::{SETUP_FAILED, SETUP_FAILED_PREFIX, run_if_invoked};
+pub use narrow::Narrowing;
 pub use pidfd::Pidfd;
 pub use policy::{Limits, Mode, Network, Opened, Policy, check_settings};
 pub use python::Python;
 pub use report::Report;
+pub use rules::LANDLOCK_ABI;
 
 use crate::{
     cgroup::Cgroups,
@@ -101,14 +108,17 @@ fn above(fd: impl AsFd, min: libc::c_int) -> io::Result<OwnedFd> {
     Ok(unsafe { std::os::fd::FromRawFd::from_raw_fd(copy) })
 }
 
-/// A pack's sandbox: its mode, the helper, and the machine's cgroups.
+/// A pack's sandbox: its mode and the helper. Cheap to make: what the
+/// machine offers is checked once per process.
 pub struct Sandbox {
     mode: Mode,
     helper: PathBuf,
-    /// Checked once, at the first confined command: `Err` says what the
-    /// machine lacks, and every command is refused with it.
-    ready: OnceLock<Result<Option<Cgroups>, String>>,
 }
+
+/// Checked once, at the first confined command of the process: `Err` says
+/// what the machine lacks, and every command is refused with it; else the
+/// machine's cgroups, where it has them.
+static READY: OnceLock<Result<Option<Cgroups>, String>> = OnceLock::new();
 
 /// A command ready to spawn, and the cgroup that bounds it (kill through
 /// it, read [`Cgroup::exceeded`] after, drop it when the child is gone).
@@ -149,7 +159,6 @@ impl Sandbox {
         Self {
             mode,
             helper: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe")),
-            ready: OnceLock::new(),
         }
     }
 
@@ -165,9 +174,11 @@ impl Sandbox {
         Ok((Self::new(mode), warning))
     }
 
-    /// Its mode.
-    pub fn mode(&self) -> Mode {
-        self.mode
+    /// Whether a child gets a home of its own (its own folder, as `HOME`,
+    /// where programs keep their files): confined, the host user's home is
+    /// out of its reach; unconfined, it keeps the host user's.
+    pub fn gives_own_home(&self) -> bool {
+        self.mode == Mode::On
     }
 
     /// A command that runs `program` under `policy`, or why it cannot be
@@ -227,8 +238,7 @@ impl Sandbox {
         if self.mode == Mode::Off {
             return Ok(None);
         }
-        let cgroups = self
-            .ready
+        let cgroups = READY
             .get_or_init(|| {
                 let report = Report::probe(&self.helper);
                 report.ready()?;

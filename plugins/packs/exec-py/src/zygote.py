@@ -5,57 +5,37 @@
 # pack) for requests, each a JSON message with three file descriptors
 # (stdout, stderr, the call's channel), and forks a child per request. The
 # child leads its own session, narrows its confinement to its own call
-# folder (a nested Landlock domain: it cannot read or signal its siblings),
+# folder as the request's narrowing says, through the sandbox's own code in
+# the pack's library (it cannot read or signal its siblings),
 # and serves the call as a fresh runner would. The zygote hands the pack a
 # pidfd of each child (the pack signals a child only through it: a pid may
 # be another process's once reaped), kills each child's group once the
 # child has ended and before reaping it, and tells the pack how it ended.
 import ctypes, gc, selectors, signal
 
-# Landlock's system calls have the same numbers on every architecture.
-_CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
-_RULE_PATH_BENEATH = 1
-_FS_ALL = (1 << 16) - 1  # every access right of ABI 6
-_FS_READ = 1 | 4 | 8  # execute, read file, read dir
-_FS_FILE = 1 | 2 | 4 | (1 << 14) | (1 << 15)  # the rights that apply to a file
-_SCOPE_ALL = 1 | 2  # abstract Unix sockets, signals
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.syscall.restype = ctypes.c_long
+
+def _narrowing(library):
+    """The sandbox's narrowing of a child, from the pack's own library
+    (its first argument), loaded once here; a failure to load refuses only
+    the calls that need it (none with the sandbox off)."""
+    try:
+        narrow_self = ctypes.CDLL(library).packhost_narrow_self
+        narrow_self.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t)
+    except (OSError, AttributeError) as exc:
+        reason = f"cannot load the sandbox's narrowing from {library}: {exc}"
+
+        def refused(narrowing):
+            raise OSError(reason)
+        return refused
+
+    def narrow(narrowing):
+        error = ctypes.create_string_buffer(1024)
+        if narrow_self(narrowing.encode(), error, len(error)) != 0:
+            raise OSError(error.value.decode(errors="replace"))
+    return narrow
 
 
-class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
-
-
-class _PathBeneath(ctypes.Structure):
-    _pack_ = 1
-    _fields_ = [("allowed", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
-
-
-def _check(result, what):
-    if result < 0:
-        errno = ctypes.get_errno()
-        raise OSError(errno, f"{what}: {os.strerror(errno)}")
-    return result
-
-
-def _narrow(read, write):
-    """A nested Landlock domain: only `read` readable, only `write` writable."""
-    attr = _RulesetAttr(_FS_ALL, 0, _SCOPE_ALL)
-    ruleset = _check(_libc.syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), 0), "landlock_create_ruleset")
-    for paths, rights in ((read, _FS_READ), (write, _FS_ALL)):
-        for path in paths:
-            try:
-                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            except OSError:
-                continue  # what is not there grants nothing
-            allowed = rights if os.path.isdir(path) else rights & _FS_FILE
-            rule = _PathBeneath(allowed, fd)
-            result = _libc.syscall(_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule), 0)
-            os.close(fd)
-            _check(result, f"landlock_add_rule {path}")
-    _check(_libc.syscall(_RESTRICT_SELF, ruleset, 0), "landlock_restrict_self")
-    os.close(ruleset)
+_narrow = _narrowing(sys.argv[1])
 
 
 _REHEARSAL_CATALOG = json.dumps({
@@ -86,8 +66,8 @@ def _child(request, fds):
         os.closerange(4, 1 << 16)
         os.chdir(request["dir"])
         os.environ["TMPDIR"] = request["dir"]
-        if request["narrow"]:
-            _narrow(request["read"], request["write"])
+        if request["narrowing"] is not None:
+            _narrow(request["narrowing"])
         _rehearse()
     except BaseException as exc:
         os.write(2, f"packhost sandbox: the call could not be prepared: {exc}\n".encode())

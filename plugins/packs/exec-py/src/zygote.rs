@@ -2,8 +2,11 @@
 //! child per call. A fork of a warm interpreter costs about a millisecond
 //! where starting one costs tens, so calls back to back or side by side do
 //! not wait for Python to start. The child narrows its confinement to its
-//! own call folder (`zygote.py`) and joins a cgroup of its own (here) before
-//! it reads its request.
+//! own call folder (`zygote.py`: the sandbox's narrowing, made here and
+//! applied through this library, [`narrow`]) and joins a cgroup of its
+//! own (here) before it reads its request.
+
+mod narrow;
 
 use std::{
     collections::HashMap,
@@ -23,7 +26,7 @@ use nix::sys::socket::{
     AddressFamily, ControlMessage, ControlMessageOwned, MsgFlags, SockFlag, SockType, recvmsg,
     sendmsg, socketpair,
 };
-use pack_process::{Adopted, Mode, Pidfd, ProcessGroup, pass_as_channel};
+use pack_process::{Adopted, Pidfd, ProcessGroup, pass_as_channel};
 use serde::Deserialize;
 use serde_json::json;
 use tempfile::TempDir;
@@ -86,10 +89,12 @@ impl Zygote {
             SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK,
         )?;
         // All of /proc for the zygote, which runs no user code, so that each
-        // child's narrowed domain can grant it its own `/proc/self`.
+        // child's narrowed domain can grant it its own `/proc/self`; and the
+        // library its children narrow themselves through.
+        let library = narrow::library()?;
         let policy = launcher
             .policy(root.path())
-            .read([std::path::PathBuf::from("/proc")]);
+            .read([std::path::PathBuf::from("/proc"), library.clone()]);
         let mut confined = launcher
             .settings
             .sandbox
@@ -99,6 +104,7 @@ impl Zygote {
         confined
             .command
             .args(["-I", "-u", "-c", &program])
+            .arg(&library)
             .current_dir(root.path())
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
@@ -138,7 +144,11 @@ impl Zygote {
         let dir = tempfile::Builder::new()
             .prefix("call-")
             .tempdir_in(self.root.path())?;
-        let policy = launcher.policy(dir.path());
+        let narrowing = launcher
+            .settings
+            .sandbox
+            .narrowing(&launcher.policy(dir.path()))
+            .map_err(io::Error::other)?;
         let (stdout, stdout_theirs) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
         let (stderr, stderr_theirs) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
         let (channel, channel_theirs) = StdUnixStream::pair()?;
@@ -152,9 +162,8 @@ impl Zygote {
         let request = json!({
             "id": id,
             "dir": dir.path(),
-            "read": policy.read,
-            "write": policy.write,
-            "narrow": launcher.settings.sandbox.mode() == Mode::On,
+            // As a string: the child hands it to the library as it is.
+            "narrowing": narrowing.map(|n| json!(n).to_string()),
         })
         .to_string();
         let fds = [

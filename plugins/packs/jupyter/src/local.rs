@@ -21,7 +21,7 @@ use std::{
 use jupyter_protocol::{ConnectionInfo, Transport};
 use jupyter_zmq_client as zmq;
 use pack_process::{
-    Bound, EnvAllowList, Exit, Limits, Mode, Network, Policy, ProcessGroup, Python, Sandbox,
+    Bound, EnvAllowList, Exit, Limits, Network, Policy, ProcessGroup, Python, Sandbox,
 };
 use pack_sdk::PackError;
 use tempfile::TempDir;
@@ -362,9 +362,9 @@ async fn launch_on(launcher: &Launcher, ports: [u16; 5]) -> Result<Running, Laun
         // Temporary files go with the session.
         ("TMPDIR".to_owned(), own(&tmp)),
     ]);
-    if settings.sandbox.mode() == Mode::On {
-        // The host's home is out of reach: the kernel's folder is its home,
-        // where IPython, Jupyter and matplotlib keep their files.
+    if settings.sandbox.gives_own_home() {
+        // The kernel's folder is its home, where IPython, Jupyter and
+        // matplotlib keep their files.
         extra.insert("HOME".to_owned(), own(dir.path()));
     }
     settings.env.apply(command, &extra);
@@ -576,6 +576,7 @@ fn is_fatal(e: &zmq::RuntimeError) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pack_process::Mode;
 
     /// A kernel whose port another program holds fails as `PortTaken`, which
     /// `launch` answers by starting it again on other ports.
