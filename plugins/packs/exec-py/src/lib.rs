@@ -20,8 +20,8 @@ use std::{
 };
 
 use beneath::{Dir, Links};
-use pack_process::{EnvAllowList, Limits, Mode, Python, Sandbox, WarmPool};
-use pack_sdk::{Context, Function, LogLevel, PackDef, PackError, Value, json};
+use pack_process::{Python, WarmPool};
+use pack_sdk::{Context, Function, PackDef, PackError, Value, config::Children, json};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -46,10 +46,11 @@ pub struct Config {
     /// own folder and cgroup.
     #[serde(default = "default_pool_size")]
     pub pool_size: usize,
-    /// Host environment variables the code may see (nothing else is passed;
-    /// `TMPDIR` is set to the call's own temporary folder).
-    #[serde(default = "default_env_allow")]
-    pub env_allow: Vec<String>,
+    /// `env_allow` (`TMPDIR` is set besides, to the call's own temporary
+    /// folder), `sandbox` and `limits` of each interpreter: confined to its
+    /// folder, no network, bounded.
+    #[serde(flatten)]
+    pub children: Children,
     /// Cap of stdout, of stderr and of the result, each, in bytes.
     #[serde(default = "default_max_output")]
     pub max_output_bytes: usize,
@@ -61,22 +62,10 @@ pub struct Config {
     /// own fresh folder).
     #[serde(default)]
     pub cwd_writable: bool,
-    /// `"on"`: the code is confined (its folder, no network, bounds), or
-    /// refused where the machine cannot confine it. `"off"`: it runs with
-    /// the host user's rights.
-    #[serde(default)]
-    pub sandbox: Mode,
-    /// The bounds of each interpreter.
-    #[serde(default)]
-    pub limits: Limits,
 }
 
 fn default_pool_size() -> usize {
     2
-}
-
-fn default_env_allow() -> Vec<String> {
-    ["PATH", "HOME", "LANG"].map(String::from).to_vec()
 }
 
 fn default_max_output() -> usize {
@@ -233,21 +222,16 @@ impl Interpreters {
 
 impl ExecPy {
     fn new(config: Config, host: &pack_sdk::Host) -> Result<Self, PackError> {
-        let (sandbox, warning) =
-            Sandbox::configure(config.sandbox, &config.limits, "Python code runs")
-                .map_err(PackError::invalid_argument)?;
-        if let Some(warning) = warning {
-            host.log(LogLevel::Warn, &warning);
-        }
+        let sandbox = config.children.sandbox("Python code runs", host)?;
         let scratch = std::env::temp_dir().join("packhost-exec-py");
         std::fs::create_dir_all(&scratch)?;
         let interpreters = Arc::new(Interpreters {
             launcher: OnceCell::new(),
             python: config.python.clone(),
             settings: Arc::new(Settings {
-                env: EnvAllowList::new(config.env_allow.clone()),
+                env: config.children.env(),
                 sandbox,
-                limits: config.limits.clone(),
+                limits: config.children.limits.clone(),
                 scratch,
             }),
             forks: ForkServer::default(),

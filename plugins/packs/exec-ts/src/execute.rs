@@ -1,12 +1,7 @@
 //! `exec_ts.execute`: a program in a fresh node process; and
 //! `exec_ts.declarations`, what its code can call.
 
-use std::{
-    collections::BTreeMap,
-    path::PathBuf,
-    sync::Arc,
-    time::Instant,
-};
+use std::{collections::BTreeMap, path::PathBuf, sync::Arc, time::Instant};
 
 use pack_sdk::{Context, PackError};
 use schemars::JsonSchema;

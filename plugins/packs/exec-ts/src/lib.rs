@@ -185,6 +185,5 @@ fn pack() -> PackDef<State> {
 
 pack_sdk::export_pack!(pack);
 
-
 #[cfg(test)]
 mod pack_tests;

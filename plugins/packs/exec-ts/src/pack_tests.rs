@@ -295,4 +295,3 @@ mod ownership {
         assert!(ids(&pack, &eve()).await.is_empty());
     }
 }
-

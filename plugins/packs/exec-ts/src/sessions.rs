@@ -76,7 +76,11 @@ pub struct SessionList {
     pub root: String,
 }
 
-pub(crate) async fn session_list(state: Arc<State>, _: Empty, ctx: Context) -> Result<SessionList, PackError> {
+pub(crate) async fn session_list(
+    state: Arc<State>,
+    _: Empty,
+    ctx: Context,
+) -> Result<SessionList, PackError> {
     let owner = state.notebooks.caller(&ctx);
     blocking(&state, move |state| {
         let nb = &state.notebooks;

@@ -91,4 +91,3 @@ mod tests {
         assert_eq!(config.python, Some(PathBuf::from("python3")));
     }
 }
-

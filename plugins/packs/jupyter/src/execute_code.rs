@@ -103,7 +103,6 @@ impl ExecuteOutput {
     }
 }
 
-
 pub(crate) async fn execute_code(
     state: Arc<Jupyter>,
     args: ExecuteArgs,

@@ -11,7 +11,6 @@
 //! organisation's users share them): closed after an idle TTL, limited in
 //! number per owner and in all, and all shut down when the host exits.
 
-
 mod config;
 mod conn;
 mod execute;

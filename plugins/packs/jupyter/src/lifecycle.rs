@@ -89,7 +89,6 @@ pub struct Done {
     pub action: String,
 }
 
-
 /// Start a kernel as a session owned by the caller.
 pub(crate) async fn session_create(
     state: Arc<Jupyter>,
@@ -207,7 +206,11 @@ pub(crate) async fn interrupt(
     })
 }
 
-pub(crate) async fn restart(state: Arc<Jupyter>, args: SessionArgs, ctx: Context) -> Result<Done, PackError> {
+pub(crate) async fn restart(
+    state: Arc<Jupyter>,
+    args: SessionArgs,
+    ctx: Context,
+) -> Result<Done, PackError> {
     let session = state.sessions.get(&ctx.owner(), &args.session_id)?;
     session.kernel.restart().await.map_err(|e| {
         session.set_dead(Some(format!("the restart failed: {e}")));

@@ -50,12 +50,9 @@ impl Jupyter {
                 Arc::new(backend)
             }
         };
-        let sessions = Table::<Session>::new(
-            SESSIONS,
-            config.sessions.share,
-            config.sessions.limits(),
-        )
-        .map_err(config_error)?;
+        let sessions =
+            Table::<Session>::new(SESSIONS, config.sessions.share, config.sessions.limits())
+                .map_err(config_error)?;
         let sessions = Arc::new(sessions);
         // Idle past the TTL: closed.
         sessions.spawn_reaper(
