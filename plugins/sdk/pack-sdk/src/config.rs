@@ -122,3 +122,38 @@ mod children {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_per_owner_default_of_0_follows_max_sessions() {
+        let limits = |config| {
+            let sessions: Sessions<8, 0> = serde_json::from_value(config).unwrap();
+            let limits = sessions.limits();
+            (limits.max, limits.per_owner)
+        };
+        assert_eq!(limits(json!({})), (8, 8));
+        assert_eq!(limits(json!({"max_sessions": 3})), (3, 3));
+        assert_eq!(
+            limits(json!({"max_sessions": 3, "max_sessions_per_owner": 1})),
+            (3, 1)
+        );
+        let sessions: Sessions<1000, 100> =
+            serde_json::from_value(json!({"max_sessions": 50})).unwrap();
+        assert_eq!(sessions.limits().per_owner, 100);
+    }
+
+    #[cfg(feature = "children")]
+    #[test]
+    fn children_see_path_home_and_lang_unless_configured() {
+        use pack_process::EnvAllowList;
+        let children: Children = serde_json::from_value(json!({})).unwrap();
+        assert_eq!(children.env(), EnvAllowList::default());
+        let children: Children = serde_json::from_value(json!({"env_allow": ["TZ"]})).unwrap();
+        assert_eq!(children.env(), EnvAllowList::new(["TZ"]));
+    }
+}
