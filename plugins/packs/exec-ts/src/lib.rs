@@ -18,7 +18,7 @@
 
 mod cell_execute;
 mod cells;
-pub mod config;
+mod config;
 mod execute;
 mod export_import;
 pub mod instrument;
@@ -30,7 +30,7 @@ mod npm_install;
 pub mod scratch;
 mod sessions;
 pub mod srcmd;
-pub mod state;
+mod state;
 pub mod strip;
 pub mod typecheck;
 
