@@ -12,9 +12,13 @@
 //! Calls with neither `cwd` nor `env` take an idle `node` from a warm pool
 //! (a fresh process per call, never reused).
 //!
-//! Functions: `execute`; `session_create`, `session_list`, `session_delete`,
-//! `session_export`, `session_import`; `cell_create`, `cell_update`,
-//! `cell_list`, `cell_delete`, `cell_execute`; `npm_install`.
+//! Functions, one family per file: `execute` and `declarations`
+//! (`execute.rs`); `session_create`, `session_list`, `session_delete`
+//! (`sessions.rs`); `cell_create`, `cell_update`, `cell_list`, `cell_delete`
+//! (`cells.rs`); `cell_execute` (`cell_execute.rs`); `session_export`,
+//! `session_import` (`export_import.rs`); `npm_install` (`npm_install.rs`).
+//! Those on a session open it through `State::in_session` (`state.rs`); this
+//! file holds the pack's table.
 
 mod cell_execute;
 mod cells;

@@ -10,6 +10,11 @@
 //! `SESSION_NOT_FOUND`, as for an unknown id; `share = "org"` lets the
 //! organisation's users share them): closed after an idle TTL, limited in
 //! number per owner and in all, and all shut down when the host exits.
+//!
+//! Functions: `session_create`, `session_list`, `session_close`,
+//! `interrupt`, `restart` (`lifecycle.rs`); `execute_code`
+//! (`execute_code.rs`, over the protocol of `execute.rs`). This file holds
+//! the pack's table.
 
 mod config;
 mod conn;
