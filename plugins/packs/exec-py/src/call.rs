@@ -5,12 +5,13 @@ use std::time::{Duration, Instant};
 
 use pack_process::{Exit, Finished};
 use pack_sdk::{Context, PackError, Value, bridge, codes};
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
-use crate::{RunOutput, interpreter::Interpreter};
+use crate::interpreter::Interpreter;
 
 /// What the pack tells the runner.
 pub struct Request {
@@ -20,6 +21,45 @@ pub struct Request {
     /// What the code binds (`bridge::bindings`), or none without code mode.
     pub bindings: Option<Value>,
     pub max_result_bytes: usize,
+}
+
+/// A run, finished or failed: one shape, so that a failure's structured
+/// content fits the function's output schema as MCP clients check it.
+#[derive(Serialize, JsonSchema)]
+pub struct RunOutput {
+    /// True when the code finished; false on a failure (an error result,
+    /// with `error_type` and `error_message`).
+    pub success: bool,
+    /// What the code printed (capped).
+    pub stdout: String,
+    /// What the code wrote to stderr (capped).
+    pub stderr: String,
+    /// The value as JSON when it is JSON-serialisable, else null.
+    pub result: Value,
+    /// `repr()` of a value that is not JSON-serialisable.
+    pub result_repr: Option<String>,
+    /// Whether the code produced a value (`None` counts as a value).
+    pub has_value: bool,
+    /// Said when there is no value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Failure: `SyntaxError`, `ZeroDivisionError`, `TimeoutError`, ...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_type: Option<String>,
+    /// Failure: the exception's message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+    /// Failure: frames of the user's code, with its own line numbers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traceback: Option<String>,
+    /// Failure: the line of the user's code where it failed, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    /// Failure: the column, for a syntax error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<u32>,
+    /// Wall time of the call.
+    pub execution_time_ms: f64,
 }
 
 /// The runner's last message.

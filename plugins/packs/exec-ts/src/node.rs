@@ -601,3 +601,22 @@ fn spawn_error(program: &Path, e: std::io::Error) -> PackError {
     let message = format!("could not start `{}`: {e}", program.display());
     PackError::internal(message.clone()).with_result(&ExecOutput::refused(message))
 }
+
+#[cfg(test)]
+mod tests {
+    use pack_sdk::codes;
+
+    use super::*;
+
+    #[test]
+    fn a_missing_node_names_what_to_install() {
+        let tools = Tools::find(std::path::Path::new("node-that-is-not-installed"));
+        let err = tools.node().unwrap_err();
+        assert_eq!(err.code(), codes::NOT_FOUND);
+        assert!(err.message().contains("install Node.js"), "{err}");
+        assert!(
+            err.message().contains("node-that-is-not-installed"),
+            "{err}"
+        );
+    }
+}

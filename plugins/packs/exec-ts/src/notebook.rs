@@ -403,22 +403,39 @@ impl Notebooks {
     }
 }
 
-/// `CELL_NOT_FOUND` for `cell` in `meta`, listing what exists.
-pub fn cell_not_found(meta: &SessionMeta, cell: &str) -> String {
-    let ids: Vec<String> = meta
-        .cells
-        .iter()
-        .map(|c| match &c.filename {
-            Some(f) => format!("{} ({f})", c.id),
-            None => c.id.clone(),
-        })
-        .collect();
-    let existing = if ids.is_empty() {
-        "it has no cells; add one with `exec_ts.cell_create`".to_owned()
-    } else {
-        format!("cells: {}", ids.join(", "))
-    };
-    format!("session `{}` has no cell `{cell}` ({existing})", meta.id)
+impl SessionMeta {
+    /// Where cell `id` is in `cells`; else `CELL_NOT_FOUND` listing what
+    /// exists.
+    pub fn cell_index(&self, id: &str) -> Result<usize, PackError> {
+        self.cells
+            .iter()
+            .position(|c| c.id == id)
+            .ok_or_else(|| PackError::new(codes::CELL_NOT_FOUND, self.cell_not_found(id)))
+    }
+
+    /// Whether a code cell has the file `name`.
+    pub fn has_file(&self, name: &str) -> bool {
+        self.cells
+            .iter()
+            .any(|c| c.filename.as_deref() == Some(name))
+    }
+
+    fn cell_not_found(&self, cell: &str) -> String {
+        let ids: Vec<String> = self
+            .cells
+            .iter()
+            .map(|c| match &c.filename {
+                Some(f) => format!("{} ({f})", c.id),
+                None => c.id.clone(),
+            })
+            .collect();
+        let existing = if ids.is_empty() {
+            "it has no cells; add one with `exec_ts.cell_create`".to_owned()
+        } else {
+            format!("cells: {}", ids.join(", "))
+        };
+        format!("session `{}` has no cell `{cell}` ({existing})", self.id)
+    }
 }
 
 /// The session folder `dir`, where code may have planted links.

@@ -19,6 +19,9 @@ const GLOBALS: &str = include_str!("globals.d.ts");
 const CODE_FILE: &str = "code.ts";
 /// How long a check may take.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(30);
+/// Why a type check cannot run, and how to make it.
+pub const NO_COMPILER: &str = "type checks need the TypeScript compiler: `npm install typescript@7`, then set \
+     `typescript` in [packs.exec_ts] config to the `node_modules/typescript` folder";
 
 /// The TypeScript compiler: its native binary and what it reads (its own
 /// folder, which holds the `lib.*.d.ts`).

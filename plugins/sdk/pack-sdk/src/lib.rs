@@ -56,7 +56,9 @@
 //! objects (MCP's are): a function whose types are not is refused when the
 //! pack loads. State a pack keeps between calls belongs to the caller that
 //! created it: [`owned`] has the table and the rules, so every pack shares
-//! one behaviour (another caller gets what an unknown id gets). Work that
+//! one behaviour (another caller gets what an unknown id gets), and
+//! [`config`] the config blocks packs share (sessions; with the feature
+//! `children`, the processes a pack starts). Work that
 //! blocks a thread (file system calls) goes through [`blocking`]. With the
 //! feature `test-support`, [`testing`] runs a pack in-process as any caller
 //! (`PackTest`) and checks values against the schemas the way MCP clients
@@ -65,6 +67,7 @@
 
 mod blocking;
 pub mod bridge;
+pub mod config;
 mod context;
 mod def;
 mod error;

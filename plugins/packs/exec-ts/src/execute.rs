@@ -1,0 +1,129 @@
+//! `exec_ts.execute`: a program in a fresh node process; and
+//! `exec_ts.declarations`, what its code can call.
+
+use std::{collections::BTreeMap, path::PathBuf, sync::Arc, time::Instant};
+
+use pack_sdk::{Context, PackError};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::{
+    instrument,
+    node::ExecOutput,
+    notebook::Language,
+    state::{State, default_timeout, timeout_of},
+    strip::strip_types,
+    typecheck::NO_COMPILER,
+};
+
+/// `exec_ts.execute` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExecuteArgs {
+    /// The program: an ES module (`import`, `export` and top-level `await`
+    /// work).
+    pub code: String,
+    /// `typescript` (types are stripped, then node runs it) or `javascript`.
+    #[serde(default)]
+    pub language: Language,
+    /// Absolute path of the working directory (bare imports resolve from its
+    /// `node_modules`), inside the folders the pack's `cwd_roots` config
+    /// allows; read-only unless the config says otherwise. Default: a fresh
+    /// empty directory, removed afterwards.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Extra environment variables for the process (on top of the allowed
+    /// host variables).
+    #[serde(default)]
+    pub env: Option<BTreeMap<String, String>>,
+    /// Time limit in milliseconds; past it the whole process group is killed
+    /// and `exitCode` is 124.
+    #[serde(default = "default_timeout")]
+    #[schemars(range(min = 1))]
+    pub timeout: u64,
+    /// Check TypeScript against the packs' declarations first: a type error
+    /// is an `INVALID_ARGUMENT` with its line and column, and nothing runs.
+    /// Default: the pack's `typecheck` config (false unless set).
+    #[serde(default)]
+    pub typecheck: Option<bool>,
+}
+
+pub(crate) async fn execute(
+    state: Arc<State>,
+    args: ExecuteArgs,
+    ctx: Context,
+) -> Result<ExecOutput, PackError> {
+    let started = Instant::now();
+    let timeout = timeout_of(args.timeout)?;
+    let cwd = match &args.cwd {
+        None => None,
+        Some(cwd) => {
+            let path = PathBuf::from(cwd);
+            if !path.is_absolute() || !path.is_dir() {
+                return Err(PackError::invalid_argument(format!(
+                    "`cwd` {cwd:?} is not an absolute path to an existing directory; \
+                     pass one, or leave `cwd` out to run in a fresh empty directory"
+                )));
+            }
+            Some(state.inside_roots(
+                "`cwd`",
+                &path,
+                "leave `cwd` out to run in a fresh empty directory",
+                beneath::open_inside,
+            )?)
+        }
+    };
+    let typecheck = args
+        .typecheck
+        .unwrap_or(state.typecheck && args.language == Language::Typescript);
+    if typecheck {
+        if args.language == Language::Javascript {
+            return Err(PackError::invalid_argument(
+                "`typecheck` is for TypeScript; pass `language: \"typescript\"` or leave `typecheck` out",
+            ));
+        }
+        let checker = state
+            .checker
+            .as_ref()
+            .ok_or_else(|| PackError::invalid_argument(NO_COMPILER))?;
+        checker
+            .check(&state.runner, &ctx.catalog(), &args.code, started)
+            .await?;
+    }
+    let js = match args.language {
+        Language::Javascript => args.code,
+        Language::Typescript => match strip_types(&args.code, "input.ts") {
+            Ok(js) => js,
+            Err(e) => {
+                let output = ExecOutput {
+                    execution_time: started.elapsed().as_millis() as u64,
+                    ..ExecOutput::refused(e.0)
+                };
+                return output.into_result("the TypeScript code (syntax error)");
+            }
+        },
+    };
+    let js = instrument::instrument(&js, true);
+    let env = args.env.unwrap_or_default();
+    state
+        .runner
+        .run_module(
+            js,
+            cwd.as_ref().map(|cwd| (cwd, state.cwd_writable)),
+            &env,
+            timeout,
+            started,
+            &ctx,
+        )
+        .await?
+        .into_result("the code")
+}
+
+pub(crate) async fn declarations(
+    _: Arc<State>,
+    args: declarations::DeclarationsArgs,
+    ctx: Context,
+) -> Result<declarations::Declared, PackError> {
+    let declarations = declarations::typescript(&ctx.catalog(), &args.into())?;
+    Ok(declarations::Declared { declarations })
+}
