@@ -135,10 +135,9 @@ impl ExecPy {
     /// The `cwd` argument, opened when it is inside a `cwd_roots` folder.
     pub(crate) fn working_dir(&self, cwd: &Path) -> Result<Dir, PackError> {
         beneath::open_inside(&self.config.cwd_roots, cwd, Links::Inside).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                return PackError::not_found(format!("`cwd` {e}"));
-            }
-            PackError::access_denied(format!("`cwd` {e}")).with_help(
+            PackError::under_roots(
+                "`cwd`",
+                e,
                 "leave `cwd` out to run in a fresh temporary folder, or add a root to \
                  `cwd_roots` in [packs.exec_py] config",
             )

@@ -123,12 +123,11 @@ impl State {
         open: fn(&[PathBuf], &Path, Links) -> std::io::Result<T>,
     ) -> Result<T, PackError> {
         open(&self.cwd_roots, path, Links::Inside).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                return PackError::not_found(format!("{what} {e}"));
-            }
-            PackError::access_denied(format!("{what} {e}")).with_help(format!(
-                "{way_out}, or add a root to `cwd_roots` in [packs.exec_ts] config"
-            ))
+            PackError::under_roots(
+                what,
+                e,
+                format!("{way_out}, or add a root to `cwd_roots` in [packs.exec_ts] config"),
+            )
         })
     }
 

@@ -56,6 +56,18 @@ impl PackError {
         Self::new(codes::ACCESS_DENIED, message)
     }
 
+    /// A path that must stay under its roots and could not be used:
+    /// `NOT_FOUND` when it is not there, else `ACCESS_DENIED` (it leads
+    /// outside them, or they refuse it) with `help`, the way out. `what`
+    /// names it (`` `cwd` ``); `e` is the error of opening it beneath its
+    /// roots.
+    pub fn under_roots(what: &str, e: std::io::Error, help: impl Into<String>) -> Self {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            return Self::not_found(format!("{what} {e}"));
+        }
+        Self::access_denied(format!("{what} {e}")).with_help(help)
+    }
+
     /// `INTERNAL`: a bug or an unexpected failure of the pack itself.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(codes::INTERNAL, message)
