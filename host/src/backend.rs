@@ -31,7 +31,7 @@ pub enum Backend {
     /// A pack library (`kind = "library"`), through the ABI.
     Library(PackBox),
     /// Another MCP server (`kind = "mcp"`).
-    Server(ServerPack),
+    Server(Box<ServerPack>),
     /// The host's own `packhost` pack.
     Host(Builtin),
 }

@@ -39,6 +39,8 @@ pub struct Cli {
 }
 
 /// The subcommands.
+// Parsed once per process: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve MCP on stdin/stdout (logs go to stderr), or over streamable

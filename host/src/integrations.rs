@@ -22,6 +22,8 @@ pub struct IntegrationsCommand {
 }
 
 /// The actions.
+// Parsed once per process: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Action {
     /// Register an MCP server for an organisation; prints its id. A stdio

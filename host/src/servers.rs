@@ -139,7 +139,7 @@ pub async fn connect_all(config: &Config) -> (Vec<LoadedPack>, Servers) {
                 description: format!("Tools of the MCP server {}", endpoint.describe()),
                 functions,
             },
-            backend: Backend::Server(pack),
+            backend: Backend::Server(Box::new(pack)),
             timeout,
         });
     }
