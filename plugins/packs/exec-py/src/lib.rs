@@ -18,7 +18,7 @@ mod zygote;
 
 use std::sync::Arc;
 
-use pack_sdk::{Context, Function, PackDef, PackError, json};
+use pack_sdk::{Context, Function, PackDef, PackError, config::Keyed, json};
 
 use crate::{config::Config, state::ExecPy};
 
@@ -35,7 +35,7 @@ fn pack() -> PackDef<ExecPy> {
     PackDef::new(
         "exec_py",
         "Run Python in a fresh interpreter: stdout, stderr and the value of the last expression; every pack is callable from the code",
-        |config: Config, host| ExecPy::new(config, &host),
+        |config: Keyed<Config>, host| ExecPy::new(config.0, &host),
     )
     // Code can do anything its confinement allows and call every function
     // the caller may (destructive ones too), so `run` is as unsafe as the

@@ -3,12 +3,13 @@
 use std::path::PathBuf;
 
 use pack_sdk::config::{Children, Sessions};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::{network::CodeNetwork, npm};
 
 /// `[packs.exec_ts] config = {...}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// The `node` binary: a path, or a name looked up on PATH once at start.
@@ -132,7 +133,25 @@ mod tests {
 
     #[test]
     fn config_refuses_unknown_keys_and_names_them() {
-        let err = serde_json::from_value::<Config>(serde_json::json!({"nodes": "x"})).unwrap_err();
-        assert!(err.to_string().contains("unknown field `nodes`"), "{err}");
+        let err = serde_json::from_value::<pack_sdk::config::Keyed<Config>>(
+            serde_json::json!({"nodes": "x"}),
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(
+            err.starts_with("unknown field `nodes`, expected one of "),
+            "{err}"
+        );
+        // The keys of the shared blocks too.
+        for key in [
+            "`node`",
+            "`env_allow`",
+            "`limits`",
+            "`max_sessions`",
+            "`typecheck`",
+        ] {
+            assert!(err.contains(key), "{key} missing from {err}");
+        }
     }
 }

@@ -40,7 +40,7 @@ pub mod typecheck;
 
 use std::sync::Arc;
 
-use pack_sdk::{Function, Host, PackDef, json};
+use pack_sdk::{Function, Host, PackDef, config::Keyed, json};
 
 use crate::{config::Config, state::State};
 
@@ -48,7 +48,7 @@ fn pack() -> PackDef<State> {
     PackDef::new(
         "exec_ts",
         "Run TypeScript/JavaScript with Node.js and work in notebook sessions of cells",
-        |config: Config, host: Host| State::new(config, &host),
+        |config: Keyed<Config>, host: Host| State::new(config.0, &host),
     )
     // Code (execute, cell_execute, npm install's scripts) can do anything its
     // confinement allows, and code mode calls every function the caller may:

@@ -5,10 +5,11 @@ use std::collections::BTreeMap;
 
 use egress::{Allow, Bounds, Proxy};
 use pack_process::Network;
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// `network = false | true | ["host", ...]`.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, JsonSchema, PartialEq, Eq)]
 #[serde(untagged)]
 pub enum CodeNetwork {
     /// `false`: no sockets at all (the default); `true`: everything the

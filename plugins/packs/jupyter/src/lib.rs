@@ -30,7 +30,7 @@ mod state;
 
 use std::sync::Arc;
 
-use pack_sdk::{Function, PackDef};
+use pack_sdk::{Function, PackDef, config::Keyed};
 
 use crate::{config::Config, state::Jupyter};
 
@@ -38,7 +38,7 @@ fn pack() -> PackDef<Jupyter> {
     PackDef::new(
         "jupyter",
         "Persistent Python kernels (Jupyter): run code step by step with state kept between calls; stdout, results, plots as images, precise errors",
-        |config: Config, host| Jupyter::new(config, &host),
+        |config: Keyed<Config>, host| Jupyter::new(config.0, &host),
     )
     // No examples: every call but `session_create` needs a session id that
     // another call made. Code can do anything its confinement allows: as

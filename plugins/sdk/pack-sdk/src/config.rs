@@ -7,6 +7,8 @@
 //! - [`Children`] (feature `children`): the environment, confinement and
 //!   bounds of the processes a pack starts (`env_allow`, `sandbox`,
 //!   `limits`).
+//! - [`Keyed`]: a config that embeds them and still names its keys when one
+//!   is unknown (serde's own message leaves them out with `flatten`).
 //!
 //! ```
 //! use pack_sdk::config::Sessions;
@@ -27,9 +29,54 @@
 //! ```
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer, de::DeserializeOwned};
 
 use crate::owned::{self, Share};
+
+/// A config `C` read as serde reads it, except that an unknown key is
+/// refused naming the keys there are: with `#[serde(flatten)]` blocks
+/// serde's message says only ``unknown field `x` ``. Take it in
+/// [`PackDef::new`](crate::PackDef::new)'s init: `|config: Keyed<Config>,
+/// host| … config.0 …`.
+///
+/// ```
+/// use pack_sdk::config::{Keyed, Sessions};
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// #[serde(deny_unknown_fields)]
+/// struct Config {
+///     greeting: Option<String>,
+///     #[serde(flatten)]
+///     sessions: Sessions<8, 2>,
+/// }
+///
+/// let wrong = serde_json::json!({"greting": "hi"});
+/// let error = serde_json::from_value::<Keyed<Config>>(wrong).err().unwrap().to_string();
+/// assert!(error.starts_with("unknown field `greting`, expected one of `greeting`, "));
+/// assert!(error.contains("`max_sessions`"));
+/// ```
+pub struct Keyed<C>(pub C);
+
+impl<'de, C: DeserializeOwned + JsonSchema> Deserialize<'de> for Keyed<C> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = serde_json::Value::deserialize(deserializer)?;
+        serde_json::from_value(value).map(Keyed).map_err(|e| {
+            let message = e.to_string();
+            let keys_left_out = message.starts_with("unknown field `") && !message.contains(',');
+            if !keys_left_out {
+                return serde::de::Error::custom(message);
+            }
+            let schema = schemars::schema_for!(C).to_value();
+            let keys: Vec<String> = schema["properties"]
+                .as_object()
+                .map(|properties| properties.keys().map(|key| format!("`{key}`")).collect())
+                .unwrap_or_default();
+            serde::de::Error::custom(format!("{message}, expected one of {}", keys.join(", ")))
+        })
+    }
+}
 
 /// `share`, `max_sessions` and `max_sessions_per_owner` of a pack that keeps
 /// sessions, with the pack's defaults: `MAX` sessions on the host and
