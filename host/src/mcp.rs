@@ -17,11 +17,12 @@ use pack_api::Owner;
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-        JsonObject, ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams,
-        ProgressNotificationParam, ProgressToken, ReadResourceRequestParams, ReadResourceResponse,
-        ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig, Tool,
-        ToolAnnotations,
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+        GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, JsonObject,
+        ListPromptsResult, ListResourcesResult, ListToolsResult, MetaObject,
+        PaginatedRequestParams, ProgressNotificationParam, ProgressToken, Prompt, PromptArgument,
+        PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+        Resource, ResourceContents, Role, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
     },
     service::{NotificationContext, Peer, RequestContext},
 };
@@ -263,6 +264,7 @@ impl ServerHandler for PackhostServer {
                 .enable_tools()
                 .enable_tool_list_changed()
                 .enable_resources()
+                .enable_prompts()
                 .build(),
         )
         .with_server_info(Implementation::new("packhost", env!("CARGO_PKG_VERSION")))
@@ -366,6 +368,67 @@ impl ServerHandler for PackhostServer {
                 None,
             )),
         }
+    }
+
+    /// The caller's `[snippets]`, as prompts: a parameter without a
+    /// default is a required argument.
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let identity = self.identity_of(&context);
+        let prompts = self
+            .executor
+            .prompts(&identity)
+            .into_iter()
+            .map(|(name, snippet)| {
+                let arguments = snippet
+                    .params
+                    .iter()
+                    .map(|(param, spec)| {
+                        let argument =
+                            PromptArgument::new(param).with_required(spec.default.is_none());
+                        match &spec.description {
+                            Some(description) => argument.with_description(description),
+                            None => argument,
+                        }
+                    })
+                    .collect();
+                let description = Some(&snippet.description).filter(|d| !d.is_empty());
+                Prompt::new(name, description, Some(arguments))
+            })
+            .collect();
+        Ok(ListPromptsResult::with_all_items(prompts))
+    }
+
+    /// A snippet of the caller's, rendered as one user message: the command
+    /// it stands for, to give to `run`.
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let identity = self.identity_of(&context);
+        // Arguments are strings in MCP; anything else is taken as its JSON.
+        let arguments = request
+            .arguments
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(name, value)| match value {
+                Value::String(text) => (name, text),
+                other => (name, other.to_string()),
+            })
+            .collect();
+        let (description, text) = self
+            .executor
+            .prompt(&identity, &request.name, &arguments)
+            .map_err(|message| ErrorData::invalid_params(message, None))?;
+        let mut result = GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)]);
+        if !description.is_empty() {
+            result = result.with_description(description);
+        }
+        Ok(result.into())
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

@@ -17,6 +17,7 @@ mod new_pack;
 mod npm_egress;
 mod official_clients;
 mod proj;
+mod prompts;
 mod remote_mcp;
 mod results;
 mod robustness;

@@ -127,6 +127,22 @@ impl Snippet {
         let rendered = render("", self, &context).ok()?;
         crate::parse_call(&rendered).ok()?.map(|call| call.target)
     }
+
+    /// Snippet `name` as an MCP prompt's text: its body rendered with
+    /// `arguments`, each read as `$name key=value` reads an unquoted value
+    /// (MCP's prompt arguments are strings), defaults filled in; unknown
+    /// and missing parameters refused as `$name` refuses them.
+    pub fn render_prompt(
+        &self,
+        name: &str,
+        arguments: &BTreeMap<String, String>,
+    ) -> Result<String, FrontError> {
+        let given = arguments
+            .iter()
+            .map(|(key, value)| (key.clone(), typed(value)))
+            .collect();
+        render(name, self, &context(name, self, given)?)
+    }
 }
 
 fn available(names: &[&str]) -> String {

@@ -51,6 +51,7 @@ mod code_mode;
 mod exposure;
 mod help;
 mod output;
+mod prompts;
 mod registry;
 
 pub use caller::{Caller, ProgressSink};

@@ -341,3 +341,49 @@ fn snippets_deserialize_strictly() {
     assert!(serde_json::from_value::<Snippet>(json!({"params": {}})).is_err());
     assert!(serde_json::from_value::<Param>(json!({"defualt": 1})).is_err());
 }
+
+#[test]
+fn a_snippet_renders_as_a_prompt_with_string_arguments() {
+    let search = snippet(
+        &[
+            ("q", param(Some("query text"), None)),
+            ("limit", param(None, Some(json!(5)))),
+        ],
+        "brave.web_search(query=\"{{ q }}\", count={{ limit + 1 }})",
+    );
+    let arguments = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    };
+    // A number given as text is a number, as `$search limit=9` reads it.
+    assert_eq!(
+        search
+            .render_prompt("search", &arguments(&[("q", "rust"), ("limit", "9")]))
+            .unwrap(),
+        "brave.web_search(query=\"rust\", count=10)"
+    );
+    assert_eq!(
+        search
+            .render_prompt("search", &arguments(&[("q", "two words")]))
+            .unwrap(),
+        "brave.web_search(query=\"two words\", count=6)"
+    );
+    let missing = search.render_prompt("search", &arguments(&[])).unwrap_err();
+    assert!(
+        missing
+            .to_string()
+            .contains("needs parameter `q` (query text)"),
+        "{missing}"
+    );
+    let unknown = search
+        .render_prompt("search", &arguments(&[("q", "x"), ("lang", "en")]))
+        .unwrap_err();
+    assert!(
+        unknown
+            .to_string()
+            .contains("has no parameter `lang`; its parameters: limit, q"),
+        "{unknown}"
+    );
+}
