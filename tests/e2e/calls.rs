@@ -381,3 +381,49 @@ async fn a_pack_can_call_back_into_the_host_with_the_same_identity() {
     let result = host.call("hello.call", json!({"tool": "hello.nope"})).await;
     failed(&result, "UNKNOWN_FUNCTION", &["no function `nope`"]);
 }
+
+/// Waits (at most 1 s) until the client has heard `count` log lines.
+async fn logs_heard(host: &TestHost, count: usize) -> Vec<(String, String, String)> {
+    for _ in 0..50 {
+        if host.recorder.logs.lock().unwrap().len() >= count {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    host.recorder.logs.lock().unwrap().clone()
+}
+
+#[tokio::test]
+#[allow(deprecated)] // MCP logging: deprecated in 2026-07-28, served for 2025-11-25
+async fn a_calls_log_lines_reach_its_client_once_it_asks() {
+    use rmcp::model::{LoggingLevel, SetLevelRequestParams};
+    let host = TestHost::start(&config()).await;
+    let set = async |level| {
+        let params = SetLevelRequestParams::new(level);
+        host.client
+            .set_level(params)
+            .await
+            .expect("logging/setLevel");
+    };
+    ok(&host.call("hello.progress", json!({"steps": 2})).await);
+    assert_eq!(
+        logs_heard(&host, 1).await,
+        [],
+        "sent before the client asked"
+    );
+
+    set(LoggingLevel::Info).await;
+    ok(&host.call("hello.progress", json!({"steps": 2})).await);
+    let line = |text: &str| ("hello".to_owned(), "info".to_owned(), text.to_owned());
+    assert_eq!(
+        logs_heard(&host, 2).await,
+        [line("did step 1"), line("did step 2")]
+    );
+    // Through `run` too: the same call, the same client.
+    ok(&host.run("hello.progress(steps=1)").await);
+    assert_eq!(logs_heard(&host, 3).await.len(), 3);
+
+    set(LoggingLevel::Warning).await;
+    ok(&host.call("hello.progress", json!({"steps": 2})).await);
+    assert_eq!(logs_heard(&host, 4).await.len(), 3, "info sent at warning");
+}

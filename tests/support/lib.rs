@@ -124,6 +124,9 @@ pub struct Recorder {
     pub progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
     /// How many `notifications/tools/list_changed` arrived.
     pub tools_changed: Arc<AtomicUsize>,
+    /// Every `notifications/message` (logger, level, text), in arrival
+    /// order.
+    pub logs: Arc<Mutex<Vec<(String, String, String)>>>,
     /// The output schemas results are checked against.
     pub schemas: schemas::Schemas,
 }
@@ -142,6 +145,20 @@ impl ClientHandler for Recorder {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.tools_changed.fetch_add(1, Ordering::SeqCst);
+    }
+
+    #[allow(deprecated)] // MCP logging: deprecated in 2026-07-28, packhost serves 2025-11-25's
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let level = serde_json::to_value(params.level).unwrap_or_default();
+        self.logs.lock().unwrap_or_else(|e| e.into_inner()).push((
+            params.logger.unwrap_or_default(),
+            level.as_str().unwrap_or_default().to_owned(),
+            params.data.as_str().unwrap_or_default().to_owned(),
+        ));
     }
 }
 

@@ -3,12 +3,16 @@
 
 use std::{sync::Arc, time::Instant};
 
+use pack_api::LogLevel;
 use tokio_util::sync::CancellationToken;
 
 use crate::identity::Identity;
 
 /// Receives progress reports of one call: (progress, total, message).
 pub type ProgressSink = Arc<dyn Fn(f64, Option<f64>, String) + Send + Sync>;
+
+/// Receives the log lines packs write for one call: (pack, level, message).
+pub type LogSink = Arc<dyn Fn(&str, LogLevel, &str) + Send + Sync>;
 
 /// Who is calling and how to reach back: given by the transport.
 #[derive(Clone)]
@@ -19,6 +23,9 @@ pub struct Caller {
     pub request_id: String,
     /// Where progress goes, when the client asked for it.
     pub progress: Option<ProgressSink>,
+    /// Where the call's log lines go besides the host's log, when the
+    /// client asked for them (`logging/setLevel`).
+    pub log: Option<LogSink>,
     /// Cancelled when the client cancels the request.
     pub cancel: CancellationToken,
     /// How many tool calls deep this call is (code mode).
@@ -36,6 +43,7 @@ impl Caller {
             identity,
             request_id: request_id.into(),
             progress: None,
+            log: None,
             cancel: CancellationToken::new(),
             depth: 0,
             deadline: None,

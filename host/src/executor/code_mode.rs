@@ -45,6 +45,9 @@ impl CallContext for PackCallContext {
             level,
             message.as_str(),
         );
+        if let Some(sink) = &self.caller.log {
+            sink(&self.pack, level, message.as_str());
+        }
     }
 
     fn progress(&self, progress: f64, total: ROption<f64>, message: RStr<'_>) {

@@ -54,7 +54,7 @@ mod output;
 mod prompts;
 mod registry;
 
-pub use caller::{Caller, ProgressSink};
+pub use caller::{Caller, LogSink, ProgressSink};
 use exposure::Exposure;
 pub use registry::ToolInfo;
 

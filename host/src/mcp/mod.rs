@@ -1,5 +1,8 @@
-//! The MCP face of the executor (rmcp): `tools/list`, `tools/call`, and
-//! `resources/list` and `resources/read` of the caller's kept results.
+//! The MCP face of the executor (rmcp): `tools/list`, `tools/call`,
+//! `resources/list` and `resources/read` of the caller's kept results,
+//! `prompts/list` and `prompts/get` of its `[snippets]`, and
+//! `logging/setLevel`, after which a call's pack log lines go to the client
+//! that made it.
 //! A tool failure is always a result with `isError: true`, never a protocol
 //! error.
 //!
@@ -28,6 +31,10 @@ use rmcp::{
 };
 use serde_json::Value;
 use tokio::sync::mpsc;
+
+use self::logging::SessionLog;
+
+mod logging;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
@@ -49,6 +56,8 @@ pub struct PackhostServer {
     /// Cancelled when the last copy of this session's server is dropped,
     /// which ends its `tools/list_changed` watcher.
     session: Arc<SessionEnd>,
+    /// The log lines this session's client asked for.
+    log: SessionLog,
 }
 
 struct Listing {
@@ -82,6 +91,7 @@ impl PackhostServer {
             identity,
             tools: Arc::new(Mutex::new(tools)),
             session: Arc::new(SessionEnd(CancellationToken::new())),
+            log: SessionLog::default(),
         }
     }
 
@@ -89,6 +99,7 @@ impl PackhostServer {
     pub fn for_session(&self) -> Self {
         Self {
             session: Arc::new(SessionEnd(CancellationToken::new())),
+            log: SessionLog::default(),
             ..self.clone()
         }
     }
@@ -258,6 +269,7 @@ fn progress_forwarder(token: ProgressToken, peer: Peer<RoleServer>) -> ProgressS
 }
 
 impl ServerHandler for PackhostServer {
+    #[allow(deprecated)] // `enable_logging`: see `logging`
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
@@ -265,6 +277,7 @@ impl ServerHandler for PackhostServer {
                 .enable_tool_list_changed()
                 .enable_resources()
                 .enable_prompts()
+                .enable_logging()
                 .build(),
         )
         .with_server_info(Implementation::new("packhost", env!("CARGO_PKG_VERSION")))
@@ -431,6 +444,18 @@ impl ServerHandler for PackhostServer {
         Ok(result.into())
     }
 
+    /// From now on, this session's calls send their packs' log lines at
+    /// `level` or more severe.
+    #[allow(deprecated)] // see `logging`
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.log.set(request.level);
+        Ok(())
+    }
+
     fn get_tool(&self, name: &str) -> Option<Tool> {
         self.tools().iter().find(|t| t.name == name).cloned()
     }
@@ -444,8 +469,10 @@ impl ServerHandler for PackhostServer {
             .meta
             .get_progress_token()
             .map(|token| progress_forwarder(token, context.peer.clone()));
+        let log = self.log.forwarder(&context.peer);
         let caller = Caller {
             progress,
+            log,
             cancel: context.ct.clone(),
             ..Caller::new(self.identity_of(&context), context.id.to_string())
         };
