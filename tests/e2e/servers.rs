@@ -464,3 +464,33 @@ fn sandbox_settings_of_server_packs_are_checked() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_subscription_hears_of_tools_that_appear() {
+    use rmcp::model::{ServerNotification, SubscriptionFilter};
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let host = packhost_tests::http::HttpHost::start(&http_section("late", &url), &[]).await;
+    let client = host.stateless_client().await.expect("server/discover");
+    let wanted = SubscriptionFilter::builder().tools_list_changed().build();
+    let mut subscription = client
+        .peer()
+        .listen(wanted.clone())
+        .await
+        .expect("subscriptions/listen");
+    assert_eq!(subscription.acknowledged(), &wanted);
+    let _server = HttpServer::fixture(port);
+    let heard = tokio::time::timeout(Duration::from_secs(40), subscription.next())
+        .await
+        .expect("a notification within the retry delay")
+        .expect("the stream");
+    assert!(
+        matches!(
+            heard,
+            Some(ServerNotification::ToolListChangedNotification(_))
+        ),
+        "{heard:?}"
+    );
+    let tools = client.list_all_tools().await.expect("tools/list");
+    assert!(tools.iter().any(|t| t.name == "late.echo"));
+}

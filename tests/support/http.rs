@@ -93,15 +93,34 @@ impl HttpHost {
         &self,
         token: Option<&str>,
     ) -> Result<RunningService<RoleClient, Recorder>, String> {
+        Recorder::default()
+            .serve(self.transport(token))
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// An MCP client of the stateless 2026-07-28 wire (`server/discover`,
+    /// no session).
+    pub async fn stateless_client(&self) -> Result<RunningService<RoleClient, Recorder>, String> {
+        use rmcp::{
+            model::ProtocolVersion,
+            service::{ClientLifecycleMode, ClientServiceExt as _},
+        };
+        let lifecycle = ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        };
+        Recorder::default()
+            .serve_with_lifecycle(self.transport(None), lifecycle)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    fn transport(&self, token: Option<&str>) -> StreamableHttpClientTransport<reqwest::Client> {
         let mut config = StreamableHttpClientTransportConfig::with_uri(self.url());
         if let Some(token) = token {
             config = config.auth_header(token);
         }
-        let transport = StreamableHttpClientTransport::with_client(web_client(), config);
-        Recorder::default()
-            .serve(transport)
-            .await
-            .map_err(|e| e.to_string())
+        StreamableHttpClientTransport::with_client(web_client(), config)
     }
 
     /// The text of `/metrics`.

@@ -25,9 +25,10 @@ use rmcp::{
         ListPromptsResult, ListResourcesResult, ListToolsResult, MetaObject,
         PaginatedRequestParams, ProgressNotificationParam, ProgressToken, Prompt, PromptArgument,
         PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-        Resource, ResourceContents, Role, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+        Resource, ResourceContents, Role, ServerCapabilities, ServerConfig, SubscriptionFilter,
+        Tool, ToolAnnotations,
     },
-    service::{NotificationContext, Peer, RequestContext},
+    service::{NotificationContext, Peer, RequestContext, SubscriptionContext},
 };
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -287,6 +288,37 @@ impl ServerHandler for PackhostServer {
                  a block of Python, or a ```ts block. `packhost.search`, `packhost.describe` and \
                  `packhost.packs` find what you can call.",
         )
+    }
+
+    /// On the 2026-07-28 wire, a `subscriptions/listen` stream may carry
+    /// tool list changes: the only list that changes while packhost runs
+    /// (a server pack's tools appearing); its prompts are its config's, and
+    /// kept results are each caller's own.
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    /// One `subscriptions/listen` stream: a tool list change each time the
+    /// tools change, until the client ends it.
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut generations = self.executor.generations();
+        loop {
+            tokio::select! {
+                () = subscription.cancelled() => return Ok(()),
+                changed = generations.changed() => if changed.is_err() { return Ok(()) },
+            }
+            if subscription
+                .sink()
+                .notify_tool_list_changed()
+                .await
+                .is_err()
+            {
+                return Ok(());
+            }
+        }
     }
 
     /// Tell the client whenever the tools change (a server pack's tools
