@@ -112,6 +112,14 @@ async fn a_large_result_is_a_preview_a_handle_and_a_resource() {
     );
     let listed = host.client.list_all_resources().await.unwrap();
     assert!(listed.iter().any(|r| r.uri == link.uri), "{listed:?}");
+    let templates = host.client.list_all_resource_templates().await.unwrap();
+    let template = &templates[0].uri_template;
+    assert_eq!(template, "packhost://results/{handle}");
+    assert_eq!(
+        link.uri,
+        template.replace("{handle}", &handle),
+        "the link fits the template"
+    );
 
     // JSON selection.
     let rows = ok(&host

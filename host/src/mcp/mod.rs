@@ -22,11 +22,11 @@ use rmcp::{
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
         GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, JsonObject,
-        ListPromptsResult, ListResourcesResult, ListToolsResult, MetaObject,
-        PaginatedRequestParams, ProgressNotificationParam, ProgressToken, Prompt, PromptArgument,
-        PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-        Resource, ResourceContents, Role, ServerCapabilities, ServerConfig, SubscriptionFilter,
-        Tool, ToolAnnotations,
+        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+        MetaObject, PaginatedRequestParams, ProgressNotificationParam, ProgressToken, Prompt,
+        PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
+        ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities,
+        ServerConfig, SubscriptionFilter, Tool, ToolAnnotations,
     },
     service::{NotificationContext, Peer, RequestContext, SubscriptionContext},
 };
@@ -384,6 +384,22 @@ impl ServerHandler for PackhostServer {
             })
             .collect();
         Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    /// Kept results as one template: a handle (from the result that kept
+    /// it, or `resources/list`) names a whole result of the caller's own.
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let template = ResourceTemplate::new(format!("{URI_PREFIX}{{handle}}"), "kept result")
+            .with_description(
+                "The whole result of one of your calls that was too large to send whole: the \
+                 call's result links it (its handle also in `_meta`), until it expires",
+            )
+            .with_mime_type("text/plain");
+        Ok(ListResourceTemplatesResult::with_all_items(vec![template]))
     }
 
     /// A kept result of the caller's own; any other URI is not found alike.
