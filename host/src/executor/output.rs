@@ -68,7 +68,8 @@ mod tests {
     #[test]
     fn only_a_function_that_says_content_has_its_result_read_as_an_envelope() {
         let envelope = json!({"value": {"a": 1}, "text": "", "blocks": [
-            {"type": "image", "mimeType": "image/png", "data": "AA=="}
+            {"type": "image", "mimeType": "image/png", "data": "AA=="},
+            {"type": "resource", "resource": {"uri": "file:///a.csv", "mimeType": "text/csv", "text": "a,b"}}
         ]});
         let plain = output_of(&function(false), "p.f", &envelope.to_string()).unwrap();
         assert_eq!(
@@ -80,6 +81,7 @@ mod tests {
         let content = output.content.unwrap();
         assert_eq!(content.text.as_deref(), Some(""));
         assert!(content.blocks[0].as_image().is_some());
+        assert!(content.blocks[1].as_resource().is_some());
     }
 
     #[test]

@@ -285,6 +285,20 @@ impl<R> Content<R> {
         self.block(json!({"type": "audio", "mimeType": mime_type, "data": data}))
     }
 
+    /// A resource embedded whole: text of type `mime_type` at `uri` (a
+    /// client shows or keeps it as that resource, without reading it).
+    pub fn resource_text(self, uri: &str, mime_type: &str, text: impl Into<String>) -> Self {
+        let text: String = text.into();
+        self.block(json!({"type": "resource", "resource": {"uri": uri, "mimeType": mime_type, "text": text}}))
+    }
+
+    /// A resource embedded whole: base64 `blob` of type `mime_type` at
+    /// `uri`.
+    pub fn resource_blob(self, uri: &str, mime_type: &str, blob_base64: impl Into<String>) -> Self {
+        let blob: String = blob_base64.into();
+        self.block(json!({"type": "resource", "resource": {"uri": uri, "mimeType": mime_type, "blob": blob}}))
+    }
+
     /// A link to a resource the client can read (`resources/read`) or open.
     pub fn link(self, link: Link) -> Self {
         let mut block = json!({"type": "resource_link", "uri": link.uri, "name": link.name});

@@ -158,7 +158,9 @@ async fn plot(_: Arc<()>, _: Empty, _: Context) -> Result<crate::Content<Plot>, 
     })
     .text("a plot (the image follows)")
     .image("image/png", "AA==")
-    .link(crate::Link::new("file:///tmp/plot.png", "plot.png").mime_type("image/png")))
+    .link(crate::Link::new("file:///tmp/plot.png", "plot.png").mime_type("image/png"))
+    .resource_text("file:///tmp/plot.csv", "text/csv", "month,sales\n1,3\n")
+    .resource_blob("file:///tmp/plot.bin", "application/octet-stream", "AQI="))
 }
 
 fn math() -> PackDef<()> {
@@ -262,7 +264,16 @@ async fn content_comes_back_beside_the_value() {
         [
             json!({"type": "image", "mimeType": "image/png", "data": "AA=="}),
             json!({"type": "resource_link", "uri": "file:///tmp/plot.png", "name": "plot.png", "mimeType": "image/png"}),
+            json!({"type": "resource", "resource": {"uri": "file:///tmp/plot.csv", "mimeType": "text/csv", "text": "month,sales\n1,3\n"}}),
+            json!({"type": "resource", "resource": {"uri": "file:///tmp/plot.bin", "mimeType": "application/octet-stream", "blob": "AQI="}}),
         ]
+    );
+    // Each as the official clients take a content block.
+    assert!(
+        content
+            .blocks
+            .iter()
+            .all(|block| check_block(block).is_ok())
     );
     assert!(check_block(&json!({"type": "image", "data": "AA=="})).is_err());
     assert!(check_block(&json!({"type": "video"})).is_err());
