@@ -54,7 +54,8 @@ impl ServerPack {
         name: String,
         endpoint: Endpoint,
         pool: Arc<Pool>,
-        (names, unanswered): (Names, Unanswered),
+        names: Names,
+        unanswered: Unanswered,
         timeout: Duration,
     ) -> Self {
         Self {

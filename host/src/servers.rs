@@ -127,7 +127,8 @@ pub async fn connect_all(config: &Config) -> (Vec<LoadedPack>, Servers) {
             name.clone(),
             endpoint.clone(),
             Arc::clone(&pool),
-            (names, unanswered),
+            names,
+            unanswered,
             timeout,
         );
         loaded.push(LoadedPack {

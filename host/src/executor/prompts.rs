@@ -29,8 +29,12 @@ impl Executor {
         name: &str,
         arguments: &BTreeMap<String, String>,
     ) -> Result<(String, String), String> {
-        let prompts = self.prompts(identity);
-        let Some((_, snippet)) = prompts.iter().find(|(prompt, _)| *prompt == name) else {
+        // Only the one asked for is rendered to tell whether it is the
+        // caller's; all of them only to list them when it is not.
+        let visible = self.visible(identity);
+        let snippet = self.front.snippets.get(name);
+        let Some(snippet) = snippet.filter(|snippet| visible.snippet(snippet)) else {
+            let prompts = self.prompts(identity);
             let names: Vec<&str> = prompts.iter().map(|(prompt, _)| *prompt).collect();
             return Err(if names.is_empty() {
                 format!("unknown prompt `{name}`: there are none (prompts are `[snippets]`)")

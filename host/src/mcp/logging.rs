@@ -16,7 +16,6 @@ use rmcp::{
     service::Peer,
 };
 use serde_json::Value;
-use tokio::sync::mpsc;
 
 use crate::executor::LogSink;
 
@@ -33,19 +32,15 @@ impl SessionLog {
 
     /// Where one call's log lines go: `notifications/message` to `peer`,
     /// the client that made it (the pack's name as logger), once it asked.
-    /// Packs log from their own threads: the sink only queues, and one task
-    /// sends in order until the call drops the sink.
     pub(super) fn forwarder(&self, peer: &Peer<RoleServer>) -> Option<LogSink> {
         let least = (*self.0.lock().unwrap_or_else(|e| e.into_inner()))?;
-        let (sender, mut queue) = mpsc::unbounded_channel::<LoggingMessageNotificationParam>();
-        let peer = peer.clone();
-        tokio::spawn(async move {
-            while let Some(param) = queue.recv().await {
-                if let Err(e) = peer.notify_logging_message(param).await {
-                    tracing::debug!(error = %e, "log notification not delivered");
-                }
-            }
-        });
+        let sender = super::queued(
+            peer,
+            "log",
+            |peer, param: LoggingMessageNotificationParam| async move {
+                peer.notify_logging_message(param).await
+            },
+        );
         Some(Arc::new(
             move |pack: &str, level: LogLevel, message: &str| {
                 let level = match level {

@@ -28,7 +28,7 @@ use rmcp::{
         ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities,
         ServerConfig, SubscriptionFilter, Tool, ToolAnnotations,
     },
-    service::{NotificationContext, Peer, RequestContext, SubscriptionContext},
+    service::{NotificationContext, Peer, RequestContext, ServiceError, SubscriptionContext},
 };
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -249,17 +249,35 @@ pub const RESULT_META_KEY: &str = "packhost/result";
 /// time.
 const READ_RESULT: &str = "packhost.result_read";
 
-/// Packs report progress from their own threads, where no host runtime runs:
-/// the sink only queues, and one task on the host's runtime sends the
-/// notifications in order. The task ends when the call drops the sink.
-fn progress_forwarder(token: ProgressToken, peer: Peer<RoleServer>) -> ProgressSink {
-    let (sender, mut queue) = mpsc::unbounded_channel::<ProgressNotificationParam>();
+/// Packs report progress and log lines from their own threads, where no
+/// host runtime runs: a call's sink only queues on the sender this gives,
+/// and one task on the host's runtime sends the `what` notifications to
+/// `peer` in order. The task ends when the call drops the sink.
+fn queued<T, F, Fut>(
+    peer: &Peer<RoleServer>,
+    what: &'static str,
+    send: F,
+) -> mpsc::UnboundedSender<T>
+where
+    T: Send + 'static,
+    F: Fn(Peer<RoleServer>, T) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<(), ServiceError>> + Send,
+{
+    let (sender, mut queue) = mpsc::unbounded_channel::<T>();
+    let peer = peer.clone();
     tokio::spawn(async move {
-        while let Some(param) = queue.recv().await {
-            if let Err(e) = peer.notify_progress(param).await {
-                tracing::debug!(error = %e, "progress notification not delivered");
+        while let Some(item) = queue.recv().await {
+            if let Err(e) = send(peer.clone(), item).await {
+                tracing::debug!(error = %e, "{what} notification not delivered");
             }
         }
+    });
+    sender
+}
+
+fn progress_forwarder(token: ProgressToken, peer: Peer<RoleServer>) -> ProgressSink {
+    let sender = queued(&peer, "progress", |peer, param| async move {
+        peer.notify_progress(param).await
     });
     Arc::new(move |progress, total, message: String| {
         let mut param = ProgressNotificationParam::new(token.clone(), progress);
