@@ -224,7 +224,11 @@ impl State {
         if let Transport::Stdio { sandbox, .. } = &integration.transport
             && sandbox.mode == Mode::Off
             && self.confinement.mode != Mode::Off
-            && lock(&self.warned_unconfined).insert(integration.id.clone())
+            && self
+                .warned_unconfined
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(integration.id.clone())
         {
             self.host.log(
                 LogLevel::Warn,
@@ -237,10 +241,6 @@ impl State {
         }
         endpoint(integration, &self.confinement)
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn database_error(e: integrations_store::StoreError) -> PackError {
