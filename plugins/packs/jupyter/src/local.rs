@@ -407,13 +407,18 @@ async fn launch_on(launcher: &Launcher, ports: [u16; 5]) -> Result<Running, Laun
         group.lock().unwrap_or_else(|e| e.into_inner()).is_running()
     };
 
-    // ipykernel binds every socket before it serves.
+    // ipykernel binds every socket before it serves. A kernel that could
+    // not bind one is of no use even when it lingers on (ipykernel may stay
+    // alive after the traceback): it is dropped, its group killed, at once.
+    let port_taken = || {
+        std::fs::read_to_string(&stderr_path)
+            .is_ok_and(|log| log.contains("Address already in use"))
+    };
     while !listening(&ports) {
+        if port_taken() {
+            return Err(Launch::PortTaken);
+        }
         if !alive(&group) {
-            let log = std::fs::read_to_string(&stderr_path).unwrap_or_default();
-            if log.contains("Address already in use") {
-                return Err(Launch::PortTaken);
-            }
             let why = ended(&group).map_or_else(|| "the process exited".to_owned(), |e| e.reason());
             return Err(failed(&why).into());
         }
