@@ -128,6 +128,11 @@ pub(crate) enum CallError {
     HostTask {
         error: String,
     },
+    /// A call asked its client something, and no client can be asked
+    /// (the call was not made over MCP).
+    NoClientToAsk {
+        pack: String,
+    },
 }
 
 impl CallError {
@@ -148,6 +153,7 @@ impl CallError {
             | NoFunctionsYet { .. } => codes::UNKNOWN_FUNCTION,
             NoCodePack { .. } | UnknownPack { .. } => codes::UNKNOWN_PACK,
             Cancelled => codes::CANCELLED,
+            NoClientToAsk { .. } => codes::INPUT_UNAVAILABLE,
             OutOfTime { .. } | CutByCaller { .. } => codes::TIMEOUT,
             Panicked { .. } | ResultNotJson { .. } | BadContent { .. } | HostTask { .. } => {
                 codes::INTERNAL
@@ -292,6 +298,11 @@ impl fmt::Display for CallError {
                 )
             }
             HostTask { error } => write!(f, "host task failed: {error}"),
+            NoClientToAsk { pack } => write!(
+                f,
+                "pack `{pack}` asked the caller a question, and this call has no MCP client to \
+                 ask; call it from an MCP client that can answer"
+            ),
         }
     }
 }

@@ -1,18 +1,38 @@
 //! One call as the executor carries it from the transport to the pack:
 //! who calls, cancellation, progress, nesting and deadline.
 
-use std::{sync::Arc, time::Instant};
+use std::{future::Future, pin::Pin, sync::Arc, time::Instant};
 
 use pack_api::LogLevel;
+use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::identity::Identity;
+use crate::{failure::Failure, identity::Identity};
 
 /// Receives progress reports of one call: (progress, total, message).
 pub type ProgressSink = Arc<dyn Fn(f64, Option<f64>, String) + Send + Sync>;
 
 /// Receives the log lines packs write for one call: (pack, level, message).
 pub type LogSink = Arc<dyn Fn(&str, LogLevel, &str) + Send + Sync>;
+
+/// Questions to a call's client, as MCP's `inputRequests`: key ->
+/// `{"method", "params"}` (elicitation, sampling, roots).
+pub type Questions = Map<String, Value>;
+
+/// The client's answers, as MCP's `inputResponses`: key -> the result of
+/// the question of that key.
+pub type Answers = Map<String, Value>;
+
+/// Puts a call's questions to the client that made the call, the way its
+/// wire asks (see `mcp::ask`); a call from code asks through the call that
+/// made it.
+pub trait Ask: Send + Sync {
+    /// Every question answered, or why they cannot be.
+    fn ask(
+        &self,
+        questions: Questions,
+    ) -> Pin<Box<dyn Future<Output = Result<Answers, Failure>> + Send>>;
+}
 
 /// Who is calling and how to reach back: given by the transport.
 #[derive(Clone)]
@@ -26,6 +46,8 @@ pub struct Caller {
     /// Where the call's log lines go besides the host's log, when the
     /// client asked for them (`logging/setLevel`).
     pub log: Option<LogSink>,
+    /// Where the call's questions go; `None`: no client can be asked.
+    pub ask: Option<Arc<dyn Ask>>,
     /// Cancelled when the client cancels the request.
     pub cancel: CancellationToken,
     /// How many tool calls deep this call is (code mode).
@@ -44,6 +66,7 @@ impl Caller {
             request_id: request_id.into(),
             progress: None,
             log: None,
+            ask: None,
             cancel: CancellationToken::new(),
             depth: 0,
             deadline: None,

@@ -6,7 +6,7 @@ use std::{future::Future, sync::Arc};
 
 use abi_stable::std_types::{ROption, RResult, RStr, RString};
 use async_ffi::{FfiFuture, FutureExt as _};
-use pack_api::{CallContext, CallResult, LogLevel};
+use pack_api::{CallContext, CallResult, LogLevel, protocol};
 use packhost_command::Call;
 use serde_json::{Map, Value};
 use tokio_util::task::AbortOnDropHandle;
@@ -73,6 +73,14 @@ impl CallContext for PackCallContext {
 
     fn call_tool(&self, name: RStr<'_>, args_json: RStr<'_>) -> FfiFuture<CallResult> {
         let args = args_json.as_str().to_owned();
+        if name.as_str() == protocol::INPUT {
+            let pack = self.pack.clone();
+            return self.nested(name, move |_, name, caller| async move {
+                let questions = json_of(&name, &args)?;
+                let ask = caller.ask.ok_or(CallError::NoClientToAsk { pack })?;
+                ask.ask(questions).await.map(Value::Object)
+            });
+        }
         self.nested(name, move |executor, name, caller| async move {
             let args: Value = json_of(&name, &args)?;
             executor

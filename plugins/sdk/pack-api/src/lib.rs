@@ -20,8 +20,8 @@
 //!
 //! Besides the ABI, conventions both sides share: how a config path reads
 //! ([`paths`]: `~/x` is under `$HOME`), who may see a project
-//! ([`projects`]), how a function is named ([`names`]) and how a long line
-//! is cut ([`text`]).
+//! ([`projects`]), how a function is named ([`names`]), how a long line
+//! is cut ([`text`]), and MCP's features besides tools ([`protocol`]).
 //!
 //! Threading rule: each side runs its own work on its own tokio runtime and hands
 //! the other side only an [`FfiFuture`] that awaits the finished work. Dropping
@@ -43,6 +43,7 @@ use serde::{Deserialize, Serialize};
 pub mod names;
 pub mod paths;
 pub mod projects;
+pub mod protocol;
 pub mod text;
 mod wire;
 pub use wire::{

@@ -303,6 +303,15 @@ pub mod codes {
     pub const EXECUTION_ERROR: &str = "EXECUTION_ERROR";
     /// A configured limit (sessions, sizes) would be exceeded.
     pub const LIMIT_EXCEEDED: &str = "LIMIT_EXCEEDED";
+    /// The caller's client cannot answer a question of this call (it did
+    /// not declare elicitation, sampling or roots), or no client can be
+    /// asked (a call from the command line).
+    pub const INPUT_UNAVAILABLE: &str = "INPUT_UNAVAILABLE";
+    /// The user declined a call that needed their approval; it was not made.
+    pub const DECLINED: &str = "DECLINED";
+    /// A call needs the user's approval (`[approval]`) and their client
+    /// cannot be asked: it was not made.
+    pub const APPROVAL_UNAVAILABLE: &str = "APPROVAL_UNAVAILABLE";
 }
 
 #[cfg(test)]

@@ -1,0 +1,31 @@
+//! MCP's features besides tools, crossing the ABI without changing it.
+//!
+//! The ABI's types are frozen (see the crate doc), so what MCP adds beyond
+//! tools travels through the two calls that exist, under names no pack
+//! function can have (they hold a `/`, which identifiers do not): the host
+//! calls [`Pack::call`](crate::Pack::call) with [`PROMPTS_GET`],
+//! [`RESOURCES_READ`] or [`COMPLETE`] on a pack whose manifest declares
+//! prompts or resources, and a pack asks its caller's client through
+//! [`CallContext::call_tool`](crate::CallContext::call_tool) with
+//! [`INPUT`]. A pack built before these existed never declares nor asks,
+//! so it loads and works unchanged.
+
+/// Pack, render a prompt: arguments `{"name", "arguments"}` (the
+/// arguments an object of strings); the result is MCP's `GetPromptResult`.
+pub const PROMPTS_GET: &str = "prompts/get";
+
+/// Pack, read a resource: arguments `{"uri"}`; the result is MCP's
+/// `ReadResourceResult`.
+pub const RESOURCES_READ: &str = "resources/read";
+
+/// Pack, complete an argument of a prompt or resource template: arguments
+/// MCP's `CompleteRequest` params; the result is MCP's `CompleteResult`.
+pub const COMPLETE: &str = "completion/complete";
+
+/// Host, put these questions to the client of this call: arguments are
+/// MCP's `inputRequests` (key -> `{"method", "params"}`, the method one of
+/// `elicitation/create`, `sampling/createMessage`, `roots/list`); the
+/// result holds an answer per key (MCP's `inputResponses`). The host sends
+/// them the way the caller's wire asks (a request to the client, or an
+/// `input_required` result answered by the client's retry).
+pub const INPUT: &str = "input/requests";

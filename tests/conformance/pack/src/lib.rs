@@ -1,0 +1,21 @@
+//! The fixtures `@modelcontextprotocol/conformance` calls by name, written
+//! as any pack is (pack-sdk, the real ABI) and served by
+//! `tests/conformance/packs.toml` under their own names (`prefix = false`).
+//! Each module holds one group of the suite's scenarios.
+
+use pack_sdk::{Empty, PackDef};
+
+mod content;
+mod input;
+mod tasks;
+
+fn conformance() -> PackDef<()> {
+    let pack = PackDef::new(
+        "conformance",
+        "The MCP conformance suite's fixture tools, prompts and resources",
+        |_: Empty, _host| Ok(()),
+    );
+    tasks::add(input::add(content::add(pack)))
+}
+
+pack_sdk::export_pack!(conformance);
