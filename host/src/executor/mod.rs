@@ -54,7 +54,7 @@ mod output;
 mod prompts;
 mod registry;
 
-pub use caller::{Caller, LogSink, ProgressSink};
+pub use caller::{Answers, Ask, Caller, LogSink, ProgressSink, Questions};
 use exposure::Exposure;
 pub use registry::ToolInfo;
 
@@ -196,6 +196,20 @@ impl Executor {
             .function(visible.pack(&name.pack)?, &name.function)
             .ok()?;
         Some(shape.is_some_and(|shape| function.fits_output(tool, shape)))
+    }
+
+    /// The client capabilities a call of `tool` needs, as `identity` sees
+    /// the tool (none for tools it cannot see: the call says why).
+    pub fn needs(&self, tool: &str, identity: &Identity) -> Vec<String> {
+        let visible = self.visible(identity);
+        ToolName::parse(tool)
+            .and_then(|name| {
+                visible
+                    .function(visible.pack(&name.pack)?, &name.function)
+                    .ok()
+            })
+            .map(|function| function.spec.needs.clone())
+            .unwrap_or_default()
     }
 
     /// The catalog `caller` sees, as JSON.
