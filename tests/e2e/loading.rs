@@ -2,7 +2,9 @@
 
 use std::path::Path;
 
-use packhost_tests::{TestHost, fixture_pack, hello_pack, ok, packhost_cli};
+use packhost_tests::{
+    TestHost, build_dir, cargo_outside, fixture_pack, hello_pack, ok, packhost_cli,
+};
 use serde_json::json;
 
 /// A shared library that is a fine ELF object but not a pack.
@@ -95,6 +97,71 @@ async fn a_pack_built_outside_the_workspace_is_served() {
     .await;
     let result = host.run("hello.greet(name='stranger')").await;
     assert_eq!(ok(&result), json!({"text": "hello, stranger"}));
+}
+
+/// The last commit whose SDK knew nothing of prompts, resources or
+/// questions to the client (issue #25 made them cross the ABI as JSON
+/// under reserved names, leaving its types as they were).
+const SDK_BEFORE_PROMPTS: &str = "183b727";
+
+#[tokio::test]
+async fn a_pack_built_with_the_sdk_before_prompts_and_questions_still_loads_and_works() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let old = tempfile::tempdir().unwrap();
+    let archive = std::process::Command::new("git")
+        .current_dir(repo)
+        .args(["archive", SDK_BEFORE_PROMPTS])
+        .output()
+        .expect("run git");
+    assert!(
+        archive.status.success(),
+        "this test needs the repository's history (commit {SDK_BEFORE_PROMPTS}): {}",
+        String::from_utf8_lossy(&archive.stderr)
+    );
+    let mut tar = std::process::Command::new("tar")
+        .args(["-x", "-C"])
+        .arg(old.path())
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("run tar");
+    std::io::Write::write_all(tar.stdin.as_mut().unwrap(), &archive.stdout).unwrap();
+    assert!(tar.wait().unwrap().success());
+    // Its own library name, so it does not replace today's `libhello.so`
+    // in the shared target dir.
+    let manifest = old.path().join("tests/fixtures/hello-pack/Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(
+        &manifest,
+        text.replace("name = \"hello\"", "name = \"hello_before\""),
+    )
+    .unwrap();
+    let built = cargo_outside("build", &manifest);
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let library = build_dir().join("libhello_before.so");
+
+    let host = TestHost::start(&format!(
+        "[packs.hello]\npath = \"{}\"\n[packs.proj]\n",
+        library.display()
+    ))
+    .await;
+    let result = host.run("hello.greet(name='old friend')").await;
+    assert_eq!(ok(&result), json!({"text": "hello, old friend"}));
+    // The host asks it for no prompt or resource it did not declare.
+    let prompts = host.client.list_all_prompts().await.expect("prompts/list");
+    assert!(
+        prompts.iter().all(|p| !p.name.starts_with("hello")),
+        "{prompts:?}"
+    );
+    let resources = host
+        .client
+        .list_all_resources()
+        .await
+        .expect("resources/list");
+    assert!(resources.is_empty(), "{resources:?}");
 }
 
 #[tokio::test]

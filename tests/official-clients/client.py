@@ -4,7 +4,11 @@ tests/requirements.txt) and report what the SDK made of each result.
 Usage: python client.py SPEC.json
 
 SPEC is {"transport": {"stdio": {"command", "args", "cwd", "env", "stderr"}}
-or {"http": {"url", "token"?}}, "calls": [{"id", "tool", "arguments"}]}.
+or {"http": {"url", "token"?}}, "calls": [{"id", "tool", "arguments"}],
+"answers"?: {"elicitation"?: [ElicitResult...], "sampling"?: "text",
+"roots"?: [Root...]}}. With "answers", the client declares the capability of
+each kind given and answers the server's questions of that kind (the
+elicitation results in turn), printing {"asked": method, "params"} first.
 A string argument "{{id.path.to.field}}" is replaced by that field of the
 structured content of the earlier call `id`.
 
@@ -22,7 +26,7 @@ import sys
 from contextlib import AsyncExitStack
 
 import httpx
-from mcp import ClientSession, StdioServerParameters
+from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -57,6 +61,36 @@ def emit(line):
     print(json.dumps(line), flush=True)
 
 
+def answerers(answers):
+    """ClientSession callbacks for the kinds of question `answers` gives:
+    the SDK declares a capability only for the callbacks it is given."""
+    callbacks = {}
+    if "elicitation" in answers:
+        queue = list(answers["elicitation"])
+
+        async def elicit(context, params):
+            emit({"asked": "elicitation/create", "params": params.model_dump(mode="json")})
+            return types.ElicitResult(**queue.pop(0))
+
+        callbacks["elicitation_callback"] = elicit
+    if "sampling" in answers:
+
+        async def sample(context, params):
+            emit({"asked": "sampling/createMessage", "params": params.model_dump(mode="json")})
+            content = types.TextContent(type="text", text=answers["sampling"])
+            return types.CreateMessageResult(role="assistant", content=content, model="test-model")
+
+        callbacks["sampling_callback"] = sample
+    if "roots" in answers:
+
+        async def roots(context):
+            emit({"asked": "roots/list", "params": {}})
+            return types.ListRootsResult(roots=[types.Root(**r) for r in answers["roots"]])
+
+        callbacks["list_roots_callback"] = roots
+    return callbacks
+
+
 async def main(spec):
     async with AsyncExitStack() as stack:
         transport = spec["transport"]
@@ -79,7 +113,8 @@ async def main(spec):
             read, write, _ = await stack.enter_async_context(
                 streamable_http_client(http["url"], http_client=client)
             )
-        session = await stack.enter_async_context(ClientSession(read, write))
+        callbacks = answerers(spec.get("answers", {}))
+        session = await stack.enter_async_context(ClientSession(read, write, **callbacks))
         await session.initialize()
         tools = (await session.list_tools()).tools
         emit({"tools": [{"name": t.name, "hasOutputSchema": t.outputSchema is not None} for t in tools]})

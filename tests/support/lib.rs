@@ -104,6 +104,18 @@ pub fn cargo_outside(command: &str, manifest: &Path) -> Output {
         .expect("run cargo")
 }
 
+/// The conformance suite's fixture pack (a workspace member, built beside
+/// the tests).
+pub fn conformance_pack() -> PathBuf {
+    let path = build_dir().join("libconformance.so");
+    assert!(
+        path.is_file(),
+        "{} is missing: build the workspace first (`./dev test` does)",
+        path.display()
+    );
+    path
+}
+
 /// The `hello` fixture pack's library.
 pub fn hello_pack() -> PathBuf {
     fixture_pack("hello-pack", "hello")
