@@ -143,7 +143,7 @@ impl<T: Send + 'static> Rounds<T> {
             .map(|state| self.open(state, &binding))
             .transpose()?;
         let responses = retry.responses.unwrap_or_default();
-        let held = state.as_ref().and_then(|state| self.take(&state.id));
+        let held = state.as_ref().and_then(|state| self.take(&state.id, owner));
         let (id, call, answers) = match (held, state) {
             (Some(held), _) => {
                 let Held {
@@ -262,9 +262,15 @@ impl<T: Send + 'static> Rounds<T> {
             })
     }
 
-    fn take(&self, id: &str) -> Option<Held<T>> {
+    /// The call held under `id` for `owner` (the state's binding already
+    /// says whose it is; the table says it again).
+    fn take(&self, id: &str, owner: &Owner) -> Option<Held<T>> {
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        held.remove(id).filter(|h| h.expires > Instant::now())
+        let theirs = held.get(id)?.owner == *owner;
+        theirs
+            .then(|| held.remove(id))
+            .flatten()
+            .filter(|h| h.expires > Instant::now())
     }
 
     fn hold(&self, id: String, owner: &Owner, call: Running<T>, pending: Asked, answers: Answers) {
@@ -365,4 +371,140 @@ fn cancelled() -> Failure {
         codes::CANCELLED,
         "the client's answer never came: the request ended or its state expired",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use rmcp::model::ClientCapabilities;
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn rounds() -> Rounds<String> {
+        Rounds::new(Arc::new(RequestStateCodec::try_new(vec![7; 32]).unwrap()))
+    }
+
+    fn elicitation() -> ClientCapabilities {
+        serde_json::from_value(json!({"elicitation": {}})).unwrap()
+    }
+
+    fn owner(user: &str) -> Owner {
+        Owner::new("acme", user)
+    }
+
+    /// A call that counts its starts, asks the user's name, and returns it.
+    fn greeter(
+        starts: &Arc<AtomicUsize>,
+    ) -> impl FnOnce(Arc<dyn Ask>, CancellationToken) -> Pin<Box<dyn Future<Output = String> + Send>>
+    {
+        let starts = Arc::clone(starts);
+        move |ask, _| {
+            Box::pin(async move {
+                starts.fetch_add(1, Ordering::SeqCst);
+                let question = json!({"method": "elicitation/create",
+                    "params": {"message": "name?", "requestedSchema": {"type": "object"}}});
+                let questions = Questions::from_iter([("name".to_owned(), question)]);
+                match ask.ask(questions).await {
+                    Ok(answers) => answers["name"]["content"]["name"].to_string(),
+                    Err(failure) => failure.text(),
+                }
+            })
+        }
+    }
+
+    fn answer(name: &str) -> InputResponses {
+        [(
+            "name".to_owned(),
+            json!({"action": "accept", "content": {"name": name}}),
+        )]
+        .into()
+    }
+
+    async fn step(
+        rounds: &Rounds<String>,
+        user: &str,
+        state: Option<String>,
+        responses: Option<InputResponses>,
+        starts: &Arc<AtomicUsize>,
+    ) -> Result<Step<String>, ErrorData> {
+        let retry = Retry { state, responses };
+        let cancel = CancellationToken::new();
+        rounds
+            .run(
+                &owner(user),
+                "tools/call\ngreet",
+                retry,
+                elicitation(),
+                cancel,
+                greeter(starts),
+            )
+            .await
+    }
+
+    fn state_of(step: Result<Step<String>, ErrorData>) -> String {
+        match step {
+            Ok(Step::Asked(asked)) => asked.request_state.expect("a state"),
+            Ok(Step::Done(done)) => panic!("done without asking: {done}"),
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+
+    fn done(step: Result<Step<String>, ErrorData>) -> String {
+        match step {
+            Ok(Step::Done(done)) => done,
+            Ok(Step::Asked(_)) => panic!("asked again"),
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_held_call_is_answered_without_starting_again() {
+        let (rounds, starts) = (rounds(), Arc::new(AtomicUsize::new(0)));
+        let state = state_of(step(&rounds, "ada", None, None, &starts).await);
+        let answered = step(&rounds, "ada", Some(state), Some(answer("Ada")), &starts);
+        assert_eq!(done(answered.await), "\"Ada\"");
+        assert_eq!(starts.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_state_answers_only_its_own_caller_and_only_unchanged() {
+        let (rounds, starts) = (rounds(), Arc::new(AtomicUsize::new(0)));
+        let state = state_of(step(&rounds, "ada", None, None, &starts).await);
+        for (who, state) in [("eve", state.clone()), ("ada", format!("{state}x"))] {
+            let refused = step(&rounds, who, Some(state), Some(answer("Eve")), &starts).await;
+            let error = refused.err().expect("refused");
+            assert_eq!(error.code.0, -32602, "{error:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn past_its_bound_a_callers_oldest_call_is_dropped_and_runs_again_answered() {
+        let (rounds, starts) = (rounds(), Arc::new(AtomicUsize::new(0)));
+        let mut states = Vec::new();
+        for _ in 0..=HELD_PER_OWNER {
+            states.push(state_of(step(&rounds, "ada", None, None, &starts).await));
+        }
+        assert_eq!(rounds.held.lock().unwrap().len(), HELD_PER_OWNER);
+        // The first was dropped: its retry starts it again, and the answer
+        // the retry gives answers it.
+        let first = states.remove(0);
+        let again = step(&rounds, "ada", Some(first), Some(answer("Ada")), &starts);
+        assert_eq!(done(again.await), "\"Ada\"");
+        assert_eq!(starts.load(Ordering::SeqCst), HELD_PER_OWNER + 2);
+        // Another caller's calls were never counted against ada's.
+        let bob = state_of(step(&rounds, "bob", None, None, &starts).await);
+        let answered = step(&rounds, "bob", Some(bob), Some(answer("Bob")), &starts);
+        assert_eq!(done(answered.await), "\"Bob\"");
+    }
+
+    #[test]
+    fn only_answers_of_the_shape_their_question_asks_fit() {
+        assert!(fits("elicitation/create", &json!({"action": "decline"})));
+        assert!(!fits("elicitation/create", &json!(12345)));
+        assert!(!fits("elicitation/create", &json!({"action": "maybe"})));
+        assert!(fits("roots/list", &json!({"roots": []})));
+        assert!(!fits("sampling/createMessage", &Value::Null));
+    }
 }
