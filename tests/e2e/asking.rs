@@ -18,9 +18,22 @@ fn config(extra: &str) -> String {
     )
 }
 
+/// Which official Python SDK drives the host.
+#[derive(Clone, Copy)]
+enum Sdk {
+    /// 1.x, on 2025-11-25: questions are requests to it.
+    V1,
+    /// 2.x, on 2026-07-28: questions are `input_required` results.
+    V2,
+}
+
 /// The official Python client's lines for `calls` (tool, arguments),
 /// answering with `answers` (see tests/official-clients/client.py).
 async fn python(host: &HttpHost, answers: Value, calls: &[(&str, Value)]) -> Vec<Value> {
+    client(Sdk::V1, host, answers, calls).await
+}
+
+async fn client(sdk: Sdk, host: &HttpHost, answers: Value, calls: &[(&str, Value)]) -> Vec<Value> {
     let spec = json!({
         "transport": {"http": {"url": host.url()}},
         "answers": answers,
@@ -30,9 +43,14 @@ async fn python(host: &HttpHost, answers: Value, calls: &[(&str, Value)]) -> Vec
     });
     let path = host.dir.path().join("spec.json");
     std::fs::write(&path, spec.to_string()).unwrap();
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("official-clients/client.py");
-    let output = tokio::process::Command::new(venv_python())
+    let (python, script) = match sdk {
+        Sdk::V1 => (venv_python(), "client.py"),
+        Sdk::V2 => (mcp2_python(), "client_mrtr.py"),
+    };
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("official-clients")
+        .join(script);
+    let output = tokio::process::Command::new(python)
         .arg(script)
         .arg(&path)
         .stdin(Stdio::null())
@@ -53,6 +71,14 @@ async fn python(host: &HttpHost, answers: Value, calls: &[(&str, Value)]) -> Vec
         .lines()
         .map(|line| serde_json::from_str(line).expect("a JSON line"))
         .collect()
+}
+
+/// The interpreter of the venv with the official SDK 2.x (`./dev test`
+/// makes it).
+fn mcp2_python() -> String {
+    std::env::var("PACKHOST_TEST_PYTHON_MCP2").unwrap_or_else(|_| {
+        panic!("PACKHOST_TEST_PYTHON_MCP2 is not set: run the tests with `./dev test`")
+    })
 }
 
 fn result_of<'a>(lines: &'a [Value], id: &str) -> &'a Value {
@@ -110,6 +136,56 @@ async fn a_packs_questions_reach_a_2025_client_as_requests_and_its_answers_come_
     assert!(text("c2").contains("action=cancel"), "{lines:?}");
     assert_eq!(text("c3"), "LLM response: Paris");
     assert_eq!(text("c4"), "Client roots: file:///work/site");
+}
+
+#[tokio::test]
+async fn the_official_sdk_2_answers_the_same_questions_over_2026_by_retrying() {
+    let host = HttpHost::start(&config(""), &[]).await;
+    let answers = json!({
+        "elicitation": [
+            {"action": "accept", "content": {"name": "Ada"}},
+            {"action": "accept", "content": {"color": "teal"}},
+            {"action": "accept", "content": {"name": "Bo"}},
+        ],
+        "sampling": "Paris",
+        "roots": [{"uri": "file:///work/site", "name": "site"}],
+    });
+    let lines = client(
+        Sdk::V2,
+        &host,
+        answers,
+        &[
+            (
+                "conformance.test_input_required_result_multi_round",
+                json!({}),
+            ),
+            (
+                "conformance.test_input_required_result_multiple_inputs",
+                json!({}),
+            ),
+            (
+                "conformance.test_sampling",
+                json!({"prompt": "Capital of France?"}),
+            ),
+        ],
+    )
+    .await;
+    assert_eq!(lines[0]["protocolVersion"], "2026-07-28", "{lines:?}");
+    let text = |id| {
+        result_of(&lines, id)["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert_eq!(text("c0"), "\"Ada\" likes \"teal\"", "{lines:?}");
+    assert_eq!(
+        text("c1"),
+        "name=\"Bo\", greeting=Paris, Client roots: file:///work/site",
+        "{lines:?}"
+    );
+    assert_eq!(text("c2"), "LLM response: Paris", "{lines:?}");
+    let asked = lines.iter().filter(|l| l.get("asked").is_some()).count();
+    assert_eq!(asked, 6, "each question asked once: {lines:?}");
 }
 
 #[tokio::test]
