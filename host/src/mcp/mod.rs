@@ -39,7 +39,7 @@ mod logging;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    executor::{Caller, Executor, Output, ProgressSink, RUN_TOOL},
+    executor::{Caller, Executor, Output, ProgressSink, RUN_TOOL, SessionId},
     failure::{ERROR_META_KEY, Failure},
     identity::Identity,
     render::value_text,
@@ -75,7 +75,8 @@ impl Listing {
     }
 }
 
-struct SessionEnd(CancellationToken);
+/// A session's end, and its id (approvals remembered for the session).
+struct SessionEnd(CancellationToken, SessionId);
 
 impl Drop for SessionEnd {
     fn drop(&mut self) {
@@ -91,7 +92,7 @@ impl PackhostServer {
             executor,
             identity,
             tools: Arc::new(Mutex::new(tools)),
-            session: Arc::new(SessionEnd(CancellationToken::new())),
+            session: Arc::new(SessionEnd(CancellationToken::new(), SessionId::unique())),
             log: SessionLog::default(),
         }
     }
@@ -99,7 +100,7 @@ impl PackhostServer {
     /// A copy for one more client session (over HTTP), with its own end.
     pub fn for_session(&self) -> Self {
         Self {
-            session: Arc::new(SessionEnd(CancellationToken::new())),
+            session: Arc::new(SessionEnd(CancellationToken::new(), SessionId::unique())),
             log: SessionLog::default(),
             ..self.clone()
         }
@@ -540,6 +541,7 @@ impl ServerHandler for PackhostServer {
             progress,
             log,
             cancel: context.ct.clone(),
+            session: Some(self.session.1),
             ..Caller::new(self.identity_of(&context), context.id.to_string())
         };
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
