@@ -145,15 +145,15 @@ mod tests {
         for i in 0..PER_CALLER + 10 {
             let tool = format!("fx.f{i}");
             let at = now + Duration::from_secs(i as u64);
-            memory.remember(&alice, &tool, None, at, MINUTE);
+            memory.remember(&alice, &tool, None, at, 60 * MINUTE);
         }
         assert_eq!(count(&memory), PER_CALLER);
         let later = now + Duration::from_secs(PER_CALLER as u64 + 9);
         assert!(memory.approved(&alice, &format!("fx.f{}", PER_CALLER + 9), None, later));
         assert!(!memory.approved(&alice, "fx.f0", None, now));
         // Approving again replaces, never duplicates.
-        memory.remember(&alice, "fx.f70", None, later, MINUTE);
-        memory.remember(&alice, "fx.f70", None, later, MINUTE);
+        memory.remember(&alice, "fx.f70", None, later, 60 * MINUTE);
+        memory.remember(&alice, "fx.f70", None, later, 60 * MINUTE);
         assert_eq!(count(&memory), PER_CALLER);
     }
 

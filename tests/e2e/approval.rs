@@ -1,0 +1,148 @@
+//! Approval before a destructive call made from code (`[approval]`),
+//! through the real binary and the official Python client on 2025-11-25
+//! (stdio, so the question goes out as a server -> client elicitation):
+//! Python and TypeScript code delete a notebook session that
+//! `[approval.deletes]` guards. Accepted: deleted, asked once. Declined:
+//! kept, and the code caught `DECLINED`. A client without elicitation:
+//! kept, and the code caught `APPROVAL_UNAVAILABLE`.
+
+use std::{process::Stdio, time::Duration};
+
+use packhost_tests::{packhost_bin, typescript_package, venv_python};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+/// Python code mode: create a session, try to delete it, say what happened.
+const PYTHON: &str = "```python
+s = exec_ts.session_create(title='approval')['sessionId']
+try:
+    exec_ts.session_delete(sessionId=s)
+    outcome = 'deleted'
+except PackError as e:
+    outcome = e.code
+left = [x['sessionId'] for x in exec_ts.session_list()['sessions']]
+{'outcome': outcome, 'kept': s in left}
+```";
+
+/// The same in TypeScript code mode.
+const TYPESCRIPT: &str = "```ts
+const s = (await exec_ts.session_create({ title: 'approval' })).sessionId;
+let outcome: string;
+try {
+  await exec_ts.session_delete({ sessionId: s });
+  outcome = 'deleted';
+} catch (e) {
+  outcome = (e as PackError).code;
+}
+const left = (await exec_ts.session_list({})).sessions.map((x) => x.sessionId);
+({ outcome, kept: left.includes(s) })
+```";
+
+/// A folder with a config of the code packs whose `session_delete` needs
+/// approval.
+fn setup() -> TempDir {
+    let dir = TempDir::new().expect("temp dir");
+    let config = format!(
+        "[identity]\nuser = \"ada\"\norg = \"acme\"\n\n\
+         [packs.exec_py]\n\
+         [packs.exec_ts]\nconfig = {{ notebooks_dir = {notebooks:?}, typescript = {typescript:?} }}\n\n\
+         [approval.deletes]\ncalls = [\"*.session_delete\"]\n",
+        notebooks = dir.path().join("notebooks"),
+        typescript = typescript_package(),
+    );
+    std::fs::write(dir.path().join("packs.toml"), config).unwrap();
+    dir
+}
+
+/// Run the Python client, whose user gives `answer` to every question
+/// (`None`: a client without elicitation), on both code blocks; its lines.
+async fn drive(answer: Option<Value>) -> Vec<Value> {
+    let dir = setup();
+    let env: serde_json::Map<String, Value> = ["PATH", "HOME", "LANG"]
+        .into_iter()
+        .filter_map(|key| Some((key.to_owned(), std::env::var(key).ok()?.into())))
+        .collect();
+    let stderr = dir.path().join("stderr.log");
+    let spec = json!({
+        "transport": {"stdio": {
+            "command": packhost_bin(),
+            "args": ["serve", "--config", dir.path().join("packs.toml")],
+            "cwd": dir.path(),
+            "env": env,
+            "stderr": stderr,
+        }},
+        "answer": answer,
+        "calls": [
+            {"id": "python", "tool": "run", "arguments": {"command": PYTHON}},
+            {"id": "typescript", "tool": "run", "arguments": {"command": TYPESCRIPT}},
+        ],
+    });
+    let spec_path = dir.path().join("spec.json");
+    std::fs::write(&spec_path, spec.to_string()).unwrap();
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("official-clients/approval.py");
+    let mut command = tokio::process::Command::new(venv_python());
+    command
+        .arg(script)
+        .arg(&spec_path)
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(Duration::from_secs(300), command.output())
+        .await
+        .expect("the client finishes within 5 minutes")
+        .expect("run the client");
+    let host_log = std::fs::read_to_string(&stderr).unwrap_or_default();
+    assert!(
+        output.status.success(),
+        "the client failed ({}):\n{}\nhost stderr:\n{host_log}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr),
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:#?}\nhost stderr:\n{host_log}");
+    lines
+}
+
+/// Each code block ended with `outcome`, the session `kept` or not, after
+/// `asked` questions about the delete.
+#[track_caller]
+fn each_block(lines: &[Value], outcome: &str, kept: bool, asked: usize) {
+    for line in lines {
+        let id = &line["id"];
+        assert_eq!(line["isError"], false, "{id}: {line}");
+        let result = &line["structuredContent"]["result"];
+        assert_eq!(
+            result,
+            &json!({"outcome": outcome, "kept": kept}),
+            "{id}: {line}"
+        );
+        let questions = line["asked"].as_array().unwrap();
+        assert_eq!(questions.len(), asked, "{id}: {line}");
+        for question in questions {
+            let question = question.as_str().unwrap();
+            assert!(question.contains("`exec_ts.session_delete`"), "{question}");
+            assert!(question.contains("[approval.deletes]"), "{question}");
+            assert!(question.contains("\"sessionId\""), "{question}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_accepted_delete_from_code_is_made_once() {
+    let answer = json!({"action": "accept", "content": {"decision": "accept"}});
+    each_block(&drive(Some(answer)).await, "deleted", false, 1);
+}
+
+#[tokio::test]
+async fn a_declined_delete_from_code_is_not_made_and_the_code_sees_declined() {
+    let answer = json!({"action": "decline"});
+    each_block(&drive(Some(answer)).await, "DECLINED", true, 1);
+}
+
+#[tokio::test]
+async fn a_client_without_elicitation_gets_approval_unavailable() {
+    each_block(&drive(None).await, "APPROVAL_UNAVAILABLE", true, 0);
+}
