@@ -81,7 +81,7 @@ pub async fn serve(
         // Without sessions a plain request-response call is answered with
         // JSON: no SSE framing, one write.
         .with_json_response(!http.sessions);
-    let server = PackhostServer::new(Arc::clone(executor), config.identity.clone());
+    let server = PackhostServer::new(Arc::clone(executor), config.identity.clone())?;
     let mcp = StreamableHttpService::new(
         move || Ok(server.for_session()),
         Arc::clone(&sessions),

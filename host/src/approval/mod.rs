@@ -86,10 +86,13 @@ impl Approvals {
             return Err(unavailable("this call has no MCP client to ask".to_owned()).into());
         };
         let keep = keep(rule, tool, caller.session);
+        let shown = secrets::masked(args);
+        let key = question::key(tool, &shown);
         let questions = question::question(
+            &key,
             tool,
             &rule.name,
-            &secrets::masked(args),
+            &shown,
             keep.as_ref().map(|keep| keep.offer.as_str()),
         );
         tracing::info!(tool, rule = %rule.name, "asking the user to approve the call");
@@ -105,7 +108,7 @@ impl Approvals {
             }
             Err(failure) => return Err(failure),
         };
-        let decision = question::decision(&answers).map_err(unavailable)?;
+        let decision = question::decision(&answers, &key).map_err(unavailable)?;
         tracing::info!(tool, rule = %rule.name, ?decision, "the user answered");
         match decision {
             Decision::Accept { remember } => {

@@ -3,11 +3,9 @@
 //! answer), and the user's answer read back from it.
 
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use crate::executor::{Answers, Questions};
-
-/// The key of the one question in the call's `inputRequests`.
-pub const KEY: &str = "approval";
 
 /// Arguments longer than this are cut in the question (a whole program
 /// passed to `exec_py.run` would bury the question itself).
@@ -25,10 +23,20 @@ pub enum Decision {
     Decline,
 }
 
-/// Ask whether `tool` may be called with `args` (secrets already hidden),
-/// as `[approval.<rule>]` requires; `offer`: the sentence of the choice to
-/// remember the answer, when the rule allows one.
-pub fn question(tool: &str, rule: &str, args: &Value, offer: Option<&str>) -> Questions {
+/// The key of the question about calling `tool` with `args` (secrets
+/// already hidden) in the call's `inputRequests`: what it asks, so that
+/// answers carried by a 2026-07-28 `requestState` (replayed by key when a
+/// call runs again) answer only the same question, never another call's.
+pub fn key(tool: &str, args: &Value) -> String {
+    let digest = Sha256::digest(format!("{tool}\n{args}").as_bytes());
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("approval-{hex}")
+}
+
+/// Ask, under `key`, whether `tool` may be called with `args` (secrets
+/// already hidden), as `[approval.<rule>]` requires; `offer`: the sentence
+/// of the choice to remember the answer, when the rule allows one.
+pub fn question(key: &str, tool: &str, rule: &str, args: &Value, offer: Option<&str>) -> Questions {
     let mut arguments = serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string());
     if let Some((cut, _)) = arguments.char_indices().nth(MAX_ARGUMENTS_CHARS) {
         let more = arguments[cut..].chars().count();
@@ -61,16 +69,16 @@ pub fn question(tool: &str, rule: &str, args: &Value, offer: Option<&str>) -> Qu
         },
     });
     Questions::from_iter([(
-        KEY.to_owned(),
+        key.to_owned(),
         json!({"method": "elicitation/create", "params": params}),
     )])
 }
 
-/// The user's decision in `answers`; anything but an accepted form that
-/// chose "accept" declines. `Err`: the client's answer is not an
-/// elicitation result, said in words.
-pub fn decision(answers: &Answers) -> Result<Decision, String> {
-    let Some(answer) = answers.get(KEY) else {
+/// The user's decision in `answers` to the question of `key`; anything but
+/// an accepted form that chose "accept" declines. `Err`: the client's
+/// answer is not an elicitation result, said in words.
+pub fn decision(answers: &Answers, key: &str) -> Result<Decision, String> {
+    let Some(answer) = answers.get(key) else {
         return Err("the client sent no answer to the approval question".to_owned());
     };
     match answer.get("action").and_then(Value::as_str) {
@@ -97,8 +105,27 @@ mod tests {
 
     use super::*;
 
+    const KEY: &str = "approval-0";
+
     fn answer(value: Value) -> Answers {
         Answers::from_iter([(KEY.to_owned(), value)])
+    }
+
+    fn decision(answers: &Answers) -> Result<Decision, String> {
+        super::decision(answers, KEY)
+    }
+
+    #[test]
+    fn the_key_names_the_call_and_its_arguments() {
+        let args = json!({"sessionId": "s1"});
+        let first = key("exec_ts.session_delete", &args);
+        assert!(first.starts_with("approval-") && first.len() == "approval-".len() + 16);
+        assert_eq!(first, key("exec_ts.session_delete", &args));
+        assert_ne!(
+            first,
+            key("exec_ts.session_delete", &json!({"sessionId": "s2"}))
+        );
+        assert_ne!(first, key("jupyter.session_delete", &args));
     }
 
     #[test]
@@ -108,7 +135,7 @@ mod tests {
             None,
             Some("Don't ask again about `fx.drop` in this session"),
         ] {
-            let questions = question("fx.drop", "deletes", &args, offer);
+            let questions = question(KEY, "fx.drop", "deletes", &args, offer);
             let asked = &questions[KEY];
             assert_eq!(asked["method"], "elicitation/create");
             let params: ElicitRequestParams = serde_json::from_value(asked["params"].clone())
@@ -135,7 +162,7 @@ mod tests {
     #[test]
     fn long_arguments_are_cut_with_what_is_left_said() {
         let args = json!({"code": "x".repeat(10_000)});
-        let questions = question("exec_py.run", "code", &args, None);
+        let questions = question(KEY, "exec_py.run", "code", &args, None);
         let message = questions[KEY]["params"]["message"].as_str().unwrap();
         assert!(message.chars().count() < MAX_ARGUMENTS_CHARS + 200);
         assert!(message.ends_with("more characters)"), "{message}");

@@ -187,12 +187,21 @@ fn caller(org: &str, user: &str, session: SessionId, client: Option<Arc<FakeClie
     }
 }
 
+/// The one question of `questions`.
+#[track_caller]
+fn only_question(questions: &Questions) -> &Value {
+    assert_eq!(questions.len(), 1, "{questions:#?}");
+    let (key, question) = questions.iter().next().unwrap();
+    assert!(key.starts_with("approval-"), "{key}");
+    question
+}
+
 /// The message of the one question `client` was asked so far.
 #[track_caller]
 fn only_message(client: &FakeClient) -> String {
     let asked = client.asked();
     assert_eq!(asked.len(), 1, "{asked:#?}");
-    let question = asked[0].values().next().unwrap();
+    let question = only_question(&asked[0]);
     assert_eq!(question["method"], "elicitation/create");
     question["params"]["message"].as_str().unwrap().to_owned()
 }
@@ -312,7 +321,8 @@ async fn a_session_approval_is_the_callers_in_that_session_only() {
             .unwrap();
     }
     assert_eq!((client.asked().len(), drops.load(Ordering::SeqCst)), (1, 3));
-    let offer = &client.asked()[0]["approval"]["params"]["requestedSchema"]["properties"];
+    let asked = client.asked();
+    let offer = &only_question(&asked[0])["params"]["requestedSchema"]["properties"];
     assert_eq!(
         offer["remember"]["title"],
         "Don't ask again about `fx.drop` in this session"
@@ -343,7 +353,8 @@ async fn a_timed_approval_holds_across_sessions_but_never_across_organisations()
         .call_tool("fx.drop", json!({}), &acme)
         .await
         .unwrap();
-    let offer = &client.asked()[0]["approval"]["params"]["requestedSchema"]["properties"];
+    let asked = client.asked();
+    let offer = &only_question(&asked[0])["params"]["requestedSchema"]["properties"];
     assert_eq!(
         offer["remember"]["title"],
         "Don't ask again about `fx.drop` for 30 minutes"

@@ -202,6 +202,20 @@ impl Executor {
         Some(shape.is_some_and(|shape| function.fits_output(tool, shape)))
     }
 
+    /// The client capabilities a call of `tool` needs, as `identity` sees
+    /// the tool (none for tools it cannot see: the call says why).
+    pub fn needs(&self, tool: &str, identity: &Identity) -> Vec<String> {
+        let visible = self.visible(identity);
+        ToolName::parse(tool)
+            .and_then(|name| {
+                visible
+                    .function(visible.pack(&name.pack)?, &name.function)
+                    .ok()
+            })
+            .map(|function| function.spec.needs.clone())
+            .unwrap_or_default()
+    }
+
     /// The catalog `caller` sees, as JSON.
     fn catalog_for(&self, caller: &Caller) -> RString {
         self.visible(&caller.identity)

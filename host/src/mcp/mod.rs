@@ -33,9 +33,17 @@ use rmcp::{
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use self::logging::SessionLog;
+use self::{
+    ask::{PeerAsk, answers_by_retry, capabilities_of, missing},
+    logging::SessionLog,
+    rounds::{Retry, Rounds, Step},
+};
 
+mod ask;
 mod logging;
+mod rounds;
+pub use rounds::STATE_KEY_VARIABLE;
+use rounds::state_codec;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
@@ -59,6 +67,8 @@ pub struct PackhostServer {
     session: Arc<SessionEnd>,
     /// The log lines this session's client asked for.
     log: SessionLog,
+    /// Tool calls waiting for their client's answers (2026-07-28).
+    rounds: Arc<Rounds<Result<Output, Failure>>>,
 }
 
 struct Listing {
@@ -85,16 +95,19 @@ impl Drop for SessionEnd {
 }
 
 impl PackhostServer {
-    /// Serve `executor`'s tools; calls run as `identity`.
-    pub fn new(executor: Arc<Executor>, identity: Identity) -> Self {
+    /// Serve `executor`'s tools; calls run as `identity`. Fails when the
+    /// key that signs the states of requests taking several rounds
+    /// ([`STATE_KEY_VARIABLE`]) is unusable.
+    pub fn new(executor: Arc<Executor>, identity: Identity) -> Result<Self, String> {
         let tools = Listing::of(&executor);
-        Self {
+        Ok(Self {
             executor,
             identity,
             tools: Arc::new(Mutex::new(tools)),
             session: Arc::new(SessionEnd(CancellationToken::new(), SessionId::unique())),
             log: SessionLog::default(),
-        }
+            rounds: Arc::new(Rounds::new(state_codec()?)),
+        })
     }
 
     /// A copy for one more client session (over HTTP), with its own end.
@@ -532,6 +545,12 @@ impl ServerHandler for PackhostServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let identity = self.identity_of(&context);
+        let capabilities = capabilities_of(&context);
+        let needs = self.executor.needs(&request.name, &identity);
+        if let Some(error) = missing(&capabilities, &needs) {
+            return Err(error);
+        }
         let progress = context
             .meta
             .get_progress_token()
@@ -542,13 +561,51 @@ impl ServerHandler for PackhostServer {
             log,
             cancel: context.ct.clone(),
             session: Some(self.session.1),
-            ..Caller::new(self.identity_of(&context), context.id.to_string())
+            ..Caller::new(identity.clone(), context.id.to_string())
         };
+        let owner = Owner::new(&identity.org, &identity.user);
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
-        let owner = Owner::new(&caller.identity.org, &caller.identity.user);
-        let result = match self.executor.call_tool(&request.name, args, &caller).await {
+        let outcome = if answers_by_retry(&context) {
+            let binding = format!("tools/call\n{}\n{args}", request.name);
+            let retry = Retry {
+                state: request.request_state,
+                responses: request.input_responses,
+            };
+            let (executor, name) = (Arc::clone(&self.executor), request.name.clone());
+            let call = move |ask, cancel| async move {
+                let caller = Caller {
+                    ask: Some(ask),
+                    cancel,
+                    ..caller
+                };
+                executor.call_tool(&name, args, &caller).await
+            };
+            let step = self.rounds.run(
+                &owner,
+                &binding,
+                retry,
+                capabilities,
+                context.ct.clone(),
+                call,
+            );
+            match step.await? {
+                Step::Done(outcome) => outcome,
+                Step::Asked(asked) => return Ok(asked.into()),
+            }
+        } else {
+            let ask = PeerAsk {
+                peer: context.peer.clone(),
+                capabilities,
+            };
+            let caller = Caller {
+                ask: Some(Arc::new(ask)),
+                ..caller
+            };
+            self.executor.call_tool(&request.name, args, &caller).await
+        };
+        let result = match outcome {
             Ok(output) => self.kept_if_large(success(output), &request.name, &owner),
-            Err(e) => self.failure(&request.name, &e, &caller.identity),
+            Err(e) => self.failure(&request.name, &e, &identity),
         };
         Ok(result.into())
     }

@@ -51,6 +51,11 @@ pub struct FunctionSpec {
     /// is ever mistaken for one.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub content: bool,
+    /// Client capabilities every call needs (`elicitation`, `sampling`,
+    /// `roots`): a client that did not declare one gets MCP's error -32021
+    /// instead of a call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub needs: Vec<String>,
 }
 
 /// MCP's tool annotations: hints about what a call does. `None` is "not

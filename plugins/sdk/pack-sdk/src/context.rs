@@ -1,12 +1,12 @@
 //! What a pack function sees of the host.
 
-use std::{collections::BTreeMap, path::PathBuf};
+use std::{collections::BTreeMap, path::PathBuf, sync::Arc};
 
 use abi_stable::std_types::{RNone, ROption, RResult, RSome};
 use pack_api::{CallContextBox, Catalog, HostBox, LogLevel, Owner, WireError};
 use serde_json::Value;
 
-use crate::PackError;
+use crate::{PackError, ask::Keys};
 
 /// The host, for the pack's whole life: given to the pack's constructor.
 #[derive(Clone)]
@@ -62,22 +62,33 @@ impl Host {
 /// }
 /// ```
 #[derive(Clone)]
-pub struct Context(CallContextBox);
+pub struct Context {
+    inner: CallContextBox,
+    /// Keys of the questions this call asks one at a time.
+    keys: Arc<Keys>,
+}
 
 impl Context {
     pub(crate) fn new(inner: CallContextBox) -> Self {
-        Self(inner)
+        Self {
+            inner,
+            keys: Arc::default(),
+        }
+    }
+
+    pub(crate) fn keys(&self) -> &Keys {
+        &self.keys
     }
 
     /// The calling user (set by the host from the transport's authentication,
     /// never from arguments).
     pub fn user(&self) -> String {
-        self.0.user().into()
+        self.inner.user().into()
     }
 
     /// The calling user's organisation.
     pub fn org(&self) -> String {
-        self.0.org().into()
+        self.inner.org().into()
     }
 
     /// The caller as an owner of state: organisation and user. What a pack
@@ -88,12 +99,12 @@ impl Context {
 
     /// The MCP request id, as text.
     pub fn request_id(&self) -> String {
-        self.0.request_id().into()
+        self.inner.request_id().into()
     }
 
     /// Write a log line attributed to this call.
     pub fn log(&self, level: LogLevel, message: &str) {
-        self.0.log(level, message.into());
+        self.inner.log(level, message.into());
     }
 
     /// Report progress; the host forwards it to clients that asked for it.
@@ -102,20 +113,20 @@ impl Context {
             Some(t) => RSome(t),
             None => RNone,
         };
-        self.0.progress(progress, total, message.into());
+        self.inner.progress(progress, total, message.into());
     }
 
     /// How long until the host cuts this call (its time limit, or what is
     /// left of its caller's when code made it). A pack that bounds its own
     /// work by it can still answer with what it has.
     pub fn remaining(&self) -> std::time::Duration {
-        std::time::Duration::from_millis(self.0.remaining_ms())
+        std::time::Duration::from_millis(self.inner.remaining_ms())
     }
 
     /// Whether the client cancelled the call or it ran out of time. Long loops
     /// should check it; dropped futures are cancelled anyway.
     pub fn is_cancelled(&self) -> bool {
-        self.0.is_cancelled()
+        self.inner.is_cancelled()
     }
 
     /// Every tool this caller can reach (pack functions with signatures and
@@ -123,7 +134,7 @@ impl Context {
     /// exposes. It is the whole list, as JSON: call it when needed, not on
     /// every call.
     pub fn catalog(&self) -> Catalog {
-        serde_json::from_str(&self.0.catalog()).unwrap_or_default()
+        serde_json::from_str(&self.inner.catalog()).unwrap_or_default()
     }
 
     /// The projects this caller may see (`[projects]`, less those named for
@@ -149,7 +160,10 @@ impl Context {
     /// this call's identity.
     pub async fn call_tool(&self, name: &str, args: Value) -> Result<Value, PackError> {
         let args = args.to_string();
-        let result = self.0.call_tool(name.into(), args.as_str().into()).await;
+        let result = self
+            .inner
+            .call_tool(name.into(), args.as_str().into())
+            .await;
         answer(name, result)
     }
 
@@ -165,7 +179,7 @@ impl Context {
         let positional = Value::from(positional.to_vec()).to_string();
         let keywords = Value::from(keywords.clone()).to_string();
         let result = self
-            .0
+            .inner
             .call_with(
                 name.into(),
                 positional.as_str().into(),

@@ -209,6 +209,15 @@ impl<S: Send + Sync + 'static> Function<S> {
         self
     }
 
+    /// A client capability every call needs (`"elicitation"`, `"sampling"`,
+    /// `"roots"`): a client that did not declare it gets MCP's error
+    /// -32021 and the function does not run. A function that only may ask
+    /// need not say it: its question fails with `INPUT_UNAVAILABLE`.
+    pub fn needs(mut self, capability: &str) -> Self {
+        self.spec.needs.push(capability.to_owned());
+        self
+    }
+
     /// The spec and the handler for pack `pack`; panics on a type that is
     /// not an object (the host reports it as the pack's load error).
     pub(crate) fn into_parts(self, pack: &'static str) -> (FunctionSpec, Handler<S>) {

@@ -65,6 +65,7 @@
 //! do.
 #![deny(missing_docs)]
 
+mod ask;
 mod blocking;
 pub mod bridge;
 pub mod config;
@@ -78,6 +79,7 @@ mod schema;
 #[cfg(feature = "test-support")]
 pub mod testing;
 
+pub use ask::{Action, Elicited, Question, Root};
 pub use blocking::blocking;
 pub use context::{Context, Host};
 pub use def::{Empty, PackDef};
