@@ -4,11 +4,13 @@
 //! Python and TypeScript code delete a notebook session that
 //! `[approval.deletes]` guards. Accepted: deleted, asked once. Declined:
 //! kept, and the code caught `DECLINED`. A client without elicitation:
-//! kept, and the code caught `APPROVAL_UNAVAILABLE`.
+//! kept, and the code caught `APPROVAL_UNAVAILABLE`. On 2026-07-28 (raw
+//! HTTP) the question is an `input_required` result; the retry's answer
+//! resumes the held code, whose earlier side effects are not made twice.
 
 use std::{process::Stdio, time::Duration};
 
-use packhost_tests::{packhost_bin, typescript_package, venv_python};
+use packhost_tests::{http::HttpHost, packhost_bin, typescript_package, venv_python};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -145,4 +147,77 @@ async fn a_declined_delete_from_code_is_not_made_and_the_code_sees_declined() {
 #[tokio::test]
 async fn a_client_without_elicitation_gets_approval_unavailable() {
     each_block(&drive(None).await, "APPROVAL_UNAVAILABLE", true, 0);
+}
+
+/// A 2026-07-28 `tools/call` of `run` with `command`, declaring
+/// elicitation; `retry`: the answers and `requestState` of a retry.
+fn stateless_call(command: &str, retry: Option<(Value, &str)>) -> Value {
+    let mut params = json!({
+        "name": "run",
+        "arguments": {"command": command},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "approval-test", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        },
+    });
+    if let Some((responses, state)) = retry {
+        params["inputResponses"] = responses;
+        params["requestState"] = json!(state);
+    }
+    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+}
+
+/// POST `body` (a `tools/call` of `run`) to `host` on 2026-07-28, with the
+/// headers that wire requires; the JSON-RPC response (sent as JSON or as
+/// one SSE event).
+async fn post(host: &HttpHost, body: &Value) -> Value {
+    let response = host
+        .post(body.to_string())
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "run")
+        .send()
+        .await
+        .expect("the host answers");
+    let text = response.text().await.expect("a body");
+    let json = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(str::trim)
+        .find(|data| data.contains("\"id\""))
+        .unwrap_or(&text);
+    serde_json::from_str(json).unwrap_or_else(|e| panic!("not JSON-RPC ({e}): {text}"))
+}
+
+#[tokio::test]
+async fn over_mrtr_the_retry_resumes_the_held_code_which_runs_once() {
+    // Created before the question: made again, a second session would stay.
+    let code = "```python
+s = exec_ts.session_create(title='approval')['sessionId']
+exec_ts.session_delete(sessionId=s)
+len(exec_ts.session_list()['sessions'])
+```";
+    let host = HttpHost::start_in(setup(), &[], &[]).await;
+    let first = post(&host, &stateless_call(code, None)).await;
+    let asked = &first["result"];
+    assert_eq!(
+        asked["resultType"],
+        "input_required",
+        "{first}\n{}",
+        host.stderr()
+    );
+    let questions = asked["inputRequests"].as_object().unwrap();
+    assert_eq!(questions.len(), 1, "{first}");
+    let (key, question) = questions.iter().next().unwrap();
+    assert_eq!(question["method"], "elicitation/create");
+    let message = question["params"]["message"].as_str().unwrap();
+    assert!(message.contains("`exec_ts.session_delete`"), "{message}");
+    let state = asked["requestState"].as_str().expect("a requestState");
+    let accept = json!({"action": "accept", "content": {"decision": "accept"}});
+    let responses = json!({ key.as_str(): accept });
+    let done = post(&host, &stateless_call(code, Some((responses, state)))).await;
+    let result = &done["result"];
+    assert_eq!(result["isError"], false, "{done}\n{}", host.stderr());
+    assert_eq!(result["structuredContent"]["result"], 0, "{done}");
 }
