@@ -4,7 +4,9 @@
 //! Python and TypeScript code delete a notebook session that
 //! `[approval.deletes]` guards. Accepted: deleted, asked once. Declined:
 //! kept, and the code caught `DECLINED`. A client without elicitation:
-//! kept, and the code caught `APPROVAL_UNAVAILABLE`. On 2026-07-28 (raw
+//! kept, and the code caught `APPROVAL_UNAVAILABLE`. Over HTTP, an
+//! approval remembered by one organisation's user is not another's. On
+//! 2026-07-28 (raw
 //! HTTP) the question is an `input_required` result; the retry's answer
 //! resumes the held code, whose earlier side effects are not made twice.
 
@@ -41,14 +43,14 @@ const left = (await exec_ts.session_list({})).sessions.map((x) => x.sessionId);
 ```";
 
 /// A folder with a config of the code packs whose `session_delete` needs
-/// approval.
-fn setup() -> TempDir {
+/// approval, `remember` as given, and `extra` appended.
+fn setup(remember: &str, extra: &str) -> TempDir {
     let dir = TempDir::new().expect("temp dir");
     let config = format!(
         "[identity]\nuser = \"ada\"\norg = \"acme\"\n\n\
          [packs.exec_py]\n\
          [packs.exec_ts]\nconfig = {{ notebooks_dir = {notebooks:?}, typescript = {typescript:?} }}\n\n\
-         [approval.deletes]\ncalls = [\"*.session_delete\"]\n",
+         [approval.deletes]\ncalls = [\"*.session_delete\"]\nremember = {remember:?}\n\n{extra}\n",
         notebooks = dir.path().join("notebooks"),
         typescript = typescript_package(),
     );
@@ -56,29 +58,41 @@ fn setup() -> TempDir {
     dir
 }
 
-/// Run the Python client, whose user gives `answer` to every question
-/// (`None`: a client without elicitation), on both code blocks; its lines.
-async fn drive(answer: Option<Value>) -> Vec<Value> {
-    let dir = setup();
+/// The two code blocks, as calls of `run`.
+fn both_blocks() -> Value {
+    json!([
+        {"id": "python", "tool": "run", "arguments": {"command": PYTHON}},
+        {"id": "typescript", "tool": "run", "arguments": {"command": TYPESCRIPT}},
+    ])
+}
+
+/// A host over stdio in `dir`, for the client to start.
+fn stdio(dir: &TempDir) -> Value {
     let env: serde_json::Map<String, Value> = ["PATH", "HOME", "LANG"]
         .into_iter()
         .filter_map(|key| Some((key.to_owned(), std::env::var(key).ok()?.into())))
         .collect();
-    let stderr = dir.path().join("stderr.log");
-    let spec = json!({
-        "transport": {"stdio": {
-            "command": packhost_bin(),
-            "args": ["serve", "--config", dir.path().join("packs.toml")],
-            "cwd": dir.path(),
-            "env": env,
-            "stderr": stderr,
-        }},
-        "answer": answer,
-        "calls": [
-            {"id": "python", "tool": "run", "arguments": {"command": PYTHON}},
-            {"id": "typescript", "tool": "run", "arguments": {"command": TYPESCRIPT}},
-        ],
-    });
+    json!({"stdio": {
+        "command": packhost_bin(),
+        "args": ["serve", "--config", dir.path().join("packs.toml")],
+        "cwd": dir.path(),
+        "env": env,
+        "stderr": dir.path().join("stderr.log"),
+    }})
+}
+
+/// Run the Python client on `transport`, its user giving `answer` to every
+/// question (`None`: a client without elicitation), making `calls`; one
+/// line per call. `host_log` tells what the host logged.
+async fn drive(
+    dir: &TempDir,
+    transport: Value,
+    answer: Option<Value>,
+    calls: Value,
+    host_log: impl Fn() -> String,
+) -> Vec<Value> {
+    let count = calls.as_array().map_or(0, Vec::len);
+    let spec = json!({"transport": transport, "answer": answer, "calls": calls});
     let spec_path = dir.path().join("spec.json");
     std::fs::write(&spec_path, spec.to_string()).unwrap();
     let script =
@@ -93,19 +107,31 @@ async fn drive(answer: Option<Value>) -> Vec<Value> {
         .await
         .expect("the client finishes within 5 minutes")
         .expect("run the client");
-    let host_log = std::fs::read_to_string(&stderr).unwrap_or_default();
     assert!(
         output.status.success(),
-        "the client failed ({}):\n{}\nhost stderr:\n{host_log}",
+        "the client failed ({}):\n{}\nhost stderr:\n{}",
         output.status,
         String::from_utf8_lossy(&output.stderr),
+        host_log(),
     );
     let lines: Vec<Value> = String::from_utf8_lossy(&output.stdout)
         .lines()
         .map(|line| serde_json::from_str(line).expect("a JSON line"))
         .collect();
-    assert_eq!(lines.len(), 2, "{lines:#?}\nhost stderr:\n{host_log}");
+    assert_eq!(
+        lines.len(),
+        count,
+        "{lines:#?}\nhost stderr:\n{}",
+        host_log()
+    );
     lines
+}
+
+/// Both code blocks over stdio, the user giving `answer`.
+async fn over_stdio(answer: Option<Value>) -> Vec<Value> {
+    let dir = setup("no", "");
+    let log = || std::fs::read_to_string(dir.path().join("stderr.log")).unwrap_or_default();
+    drive(&dir, stdio(&dir), answer, both_blocks(), log).await
 }
 
 /// Each code block ended with `outcome`, the session `kept` or not, after
@@ -135,18 +161,40 @@ fn each_block(lines: &[Value], outcome: &str, kept: bool, asked: usize) {
 #[tokio::test]
 async fn an_accepted_delete_from_code_is_made_once() {
     let answer = json!({"action": "accept", "content": {"decision": "accept"}});
-    each_block(&drive(Some(answer)).await, "deleted", false, 1);
+    each_block(&over_stdio(Some(answer)).await, "deleted", false, 1);
 }
 
 #[tokio::test]
 async fn a_declined_delete_from_code_is_not_made_and_the_code_sees_declined() {
     let answer = json!({"action": "decline"});
-    each_block(&drive(Some(answer)).await, "DECLINED", true, 1);
+    each_block(&over_stdio(Some(answer)).await, "DECLINED", true, 1);
 }
 
 #[tokio::test]
 async fn a_client_without_elicitation_gets_approval_unavailable() {
-    each_block(&drive(None).await, "APPROVAL_UNAVAILABLE", true, 0);
+    each_block(&over_stdio(None).await, "APPROVAL_UNAVAILABLE", true, 0);
+}
+
+#[tokio::test]
+async fn a_remembered_approval_is_its_organisations_only() {
+    let (acme, acme_entry) = crate::http::token("ada", "acme", &[]);
+    let (globex, globex_entry) = crate::http::token("ada", "globex", &[]);
+    let dir = setup("30m", &format!("{acme_entry}\n{globex_entry}"));
+    let config = std::fs::read_to_string(dir.path().join("packs.toml")).unwrap();
+    let host = HttpHost::start(&config, &[]).await;
+    let log = || host.stderr();
+    let python = || json!([{"id": "python", "tool": "run", "arguments": {"command": PYTHON}}]);
+    let http = |token: &str| json!({"http": {"url": host.url(), "token": token}});
+    let remember = json!({"action": "accept", "content": {"decision": "accept", "remember": true}});
+    // Ada of acme approves and asks to be left alone for 30 minutes...
+    let lines = drive(&dir, http(&acme), Some(remember), python(), log).await;
+    each_block(&lines, "deleted", false, 1);
+    // ...so her next session, which cannot even be asked, deletes.
+    let lines = drive(&dir, http(&acme), None, python(), log).await;
+    each_block(&lines, "deleted", false, 0);
+    // Ada of globex is another caller: asked, and here unable to answer.
+    let lines = drive(&dir, http(&globex), None, python(), log).await;
+    each_block(&lines, "APPROVAL_UNAVAILABLE", true, 0);
 }
 
 /// A 2026-07-28 `tools/call` of `run` with `command`, declaring
@@ -198,7 +246,7 @@ s = exec_ts.session_create(title='approval')['sessionId']
 exec_ts.session_delete(sessionId=s)
 len(exec_ts.session_list()['sessions'])
 ```";
-    let host = HttpHost::start_in(setup(), &[], &[]).await;
+    let host = HttpHost::start_in(setup("no", ""), &[], &[]).await;
     let first = post(&host, &stateless_call(code, None)).await;
     let asked = &first["result"];
     assert_eq!(

@@ -4,8 +4,8 @@ cannot be asked at all.
 
 Usage: python approval.py SPEC.json
 
-SPEC is {"transport": {"stdio": {"command", "args", "cwd", "env", "stderr"}},
-"answer": null | {"action", "content"?}, "calls": [{"id", "tool",
+SPEC is {"transport": {"stdio": {"command", "args", "cwd", "env", "stderr"}}
+or {"http": {"url", "token"}}, "answer": null | {"action", "content"?}, "calls": [{"id", "tool",
 "arguments"}]}. With "answer" null the client declares no elicitation;
 otherwise every elicitation is answered with it.
 
@@ -19,8 +19,10 @@ import json
 import sys
 from contextlib import AsyncExitStack
 
+import httpx
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 
 async def main(spec):
@@ -32,15 +34,28 @@ async def main(spec):
         return types.ElicitResult(action=answer["action"], content=answer.get("content"))
 
     async with AsyncExitStack() as stack:
-        stdio = spec["transport"]["stdio"]
-        params = StdioServerParameters(
-            command=stdio["command"],
-            args=stdio["args"],
-            cwd=stdio.get("cwd"),
-            env=stdio.get("env"),
-        )
-        errlog = stack.enter_context(open(stdio["stderr"], "w"))
-        read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+        transport = spec["transport"]
+        if "stdio" in transport:
+            stdio = transport["stdio"]
+            params = StdioServerParameters(
+                command=stdio["command"],
+                args=stdio["args"],
+                cwd=stdio.get("cwd"),
+                env=stdio.get("env"),
+            )
+            errlog = stack.enter_context(open(stdio["stderr"], "w"))
+            read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+        else:
+            http = transport["http"]
+            client = await stack.enter_async_context(
+                httpx.AsyncClient(
+                    headers={"Authorization": f"Bearer {http['token']}"},
+                    timeout=httpx.Timeout(120, read=300),
+                )
+            )
+            read, write, _ = await stack.enter_async_context(
+                streamable_http_client(http["url"], http_client=client)
+            )
         session = await stack.enter_async_context(
             ClientSession(read, write, elicitation_callback=elicit if answer else None)
         )
