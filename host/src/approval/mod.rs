@@ -25,8 +25,8 @@ use crate::{
     failure::Failure,
 };
 
-pub mod memory;
-pub mod question;
+mod memory;
+mod question;
 pub mod secrets;
 #[cfg(test)]
 mod tests;

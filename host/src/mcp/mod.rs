@@ -560,7 +560,8 @@ impl ServerHandler for PackhostServer {
             progress,
             log,
             cancel: context.ct.clone(),
-            session: Some(self.session.1),
+            // 2026-07-28 has no sessions: nothing to remember an approval for.
+            session: (!answers_by_retry(&context)).then_some(self.session.1),
             ..Caller::new(identity.clone(), context.id.to_string())
         };
         let owner = Owner::new(&identity.org, &identity.user);
