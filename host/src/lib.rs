@@ -8,7 +8,8 @@
 //!   own [`builtin`] pack; only libraries cross the ABI;
 //! - [`executor`]: the one path of every call (resolve, validate, time limit,
 //!   cancellation, errors as results); the `run` command front is the
-//!   `packhost-command` crate;
+//!   `packhost-command` crate; [`approval`]: the user's approval before the
+//!   calls `[approval]` names, asked on that path;
 //! - [`error`]: the host's errors, one family (config, load, call), each
 //!   with a code and the fix;
 //! - [`mcp`]: the rmcp server over the executor; [`http`] serves it over
@@ -18,6 +19,7 @@
 //!   subcommand stops with; [`shutdown`]: stop signals and releasing packs.
 #![deny(missing_docs)]
 
+pub mod approval;
 pub mod auth;
 pub mod backend;
 pub mod builtin;

@@ -1,6 +1,7 @@
 //! End-to-end tests: each starts the real `packhost` binary and talks MCP
 //! (or its CLI) to it. One binary, one module per area.
 
+mod approval;
 mod asking;
 mod calls;
 mod cli;

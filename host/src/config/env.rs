@@ -11,16 +11,16 @@ use figment::{
     providers::{Env, Serialized},
 };
 
-use super::{Config, RawPack};
+use super::RawConfig;
 use crate::error::{ConfigCode, ConfigError, ConfigProblem};
 
 /// The defaults, then what the file set (`from_file`, already checked by
 /// `toml`), then the variables, read into the raw config.
 pub(super) fn overlay(
-    from_file: Option<Config<RawPack>>,
+    from_file: Option<RawConfig>,
     file: Option<&Path>,
-) -> Result<Config<RawPack>, ConfigError> {
-    let mut layers = Figment::from(Serialized::defaults(Config::<RawPack>::default()));
+) -> Result<RawConfig, ConfigError> {
+    let mut layers = Figment::from(Serialized::defaults(RawConfig::default()));
     let mut declared = BTreeSet::new();
     if let Some(from_file) = from_file {
         declared = from_file.packs.keys().cloned().collect();

@@ -4,8 +4,10 @@
 //! reported with the file, line and column; figment then layers the
 //! environment on top (`env`); paths are resolved (`paths`), then the
 //! raw sections are checked and parsed into types (`rules`, `packs`:
-//! a pack's source is a library or a server, never a bag of both).
+//! a pack's source is a library or a server, never a bag of both;
+//! `approval`: the calls that ask the user first).
 
+mod approval;
 mod env;
 mod packs;
 mod paths;
@@ -23,8 +25,9 @@ use pack_api::projects::Project;
 use packhost_command::Snippet;
 use serde::{Deserialize, Serialize};
 
-use self::{packs::RawPack, paths::resolve};
+use self::{approval::RawApproval, packs::RawPack, paths::resolve};
 pub use self::{
+    approval::{Approval, CallPattern, MAX_REMEMBER, Remember, Rule},
     packs::{Library, PackConfig, PackSource},
     server::{AuthConfig, Expose, HttpConfig, ServerConfig, TokenConfig},
 };
@@ -32,11 +35,11 @@ pub use crate::error::{ConfigCode, ConfigError, ConfigProblem};
 use crate::identity::Identity;
 
 /// The whole configuration, with relative paths already resolved and every
-/// pack parsed; `Config<RawPack>` is the same sections as written, what
-/// figment layers before the rules are checked.
+/// pack and approval rule parsed; [`RawConfig`] is the same sections as
+/// written, what figment layers before the rules are checked.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct Config<P = PackConfig> {
+pub struct Config<P = PackConfig, A = Approval> {
     /// Server-wide settings.
     #[serde(default)]
     pub server: ServerConfig,
@@ -66,9 +69,15 @@ pub struct Config<P = PackConfig> {
     /// Results too large to send whole: kept, previewed, read on by handle.
     #[serde(default)]
     pub results: crate::results::ResultsConfig,
+    /// `[approval.<rule>]`: the calls that ask the user first.
+    #[serde(default)]
+    pub approval: A,
 }
 
-impl<P> Default for Config<P> {
+/// The sections as written, before they are checked and parsed.
+type RawConfig = Config<RawPack, RawApproval>;
+
+impl<P, A: Default> Default for Config<P, A> {
     fn default() -> Self {
         Self {
             server: ServerConfig::default(),
@@ -80,6 +89,7 @@ impl<P> Default for Config<P> {
             http: HttpConfig::default(),
             auth: AuthConfig::default(),
             results: crate::results::ResultsConfig::default(),
+            approval: A::default(),
         }
     }
 }
@@ -140,7 +150,7 @@ pub fn load(file: Option<&Path>) -> Result<Loaded, ConfigError> {
         })?;
         // Parsed by `toml` alone: it reports the line and column that figment
         // loses, and figment's own TOML parser is a version behind.
-        let parsed = toml::from_str::<Config<RawPack>>(&text).map_err(|e| {
+        let parsed = toml::from_str::<RawConfig>(&text).map_err(|e| {
             ConfigError::one(ConfigProblem::new(
                 ConfigCode::Syntax,
                 e.to_string().trim_end(),

@@ -7,7 +7,7 @@ use std::path::{Component, Path, PathBuf};
 
 use pack_api::paths::expand_home;
 
-use super::{Config, RawPack};
+use super::RawConfig;
 use crate::error::{ConfigCode, ConfigError, ConfigProblem};
 
 /// `base/p` without `.` and `a/..` components, so that paths shown to users
@@ -26,7 +26,7 @@ pub(super) fn resolve(base: &Path, path: &Path) -> PathBuf {
     clean
 }
 
-impl Config<RawPack> {
+impl RawConfig {
     /// Resolve the paths of the file's sections against `base`, naming the
     /// key of each path that cannot be.
     pub(super) fn resolve_paths(&mut self, base: &Path) -> Result<(), ConfigError> {

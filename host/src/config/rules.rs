@@ -1,17 +1,17 @@
 //! Raw → validated: the rules serde cannot express (names are identifiers,
 //! aliases point at `pack.function`, limits are at least 1, a pack section
-//! says one thing that serves it), all checked before anything is refused,
-//! so that one run names every problem.
+//! says one thing that serves it, approval rules match calls), all checked
+//! before anything is refused, so that one run names every problem.
 
 use std::collections::BTreeMap;
 
-use super::{Config, RawPack};
+use super::{Config, RawConfig, approval};
 use crate::{
     error::{ConfigCode, ConfigError, ConfigProblem},
     tool_name::{HOST_PACK, ToolName, is_identifier},
 };
 
-impl Config<RawPack> {
+impl RawConfig {
     /// The config with every pack parsed, or every problem, one a line.
     pub(super) fn validate(self) -> Result<Config, ConfigError> {
         let mut problems = Vec::new();
@@ -94,6 +94,10 @@ impl Config<RawPack> {
                 )));
             }
         }
+        let approval = approval::parse(self.approval).unwrap_or_else(|found| {
+            problems.extend(found);
+            approval::Approval::default()
+        });
         if !problems.is_empty() {
             return Err(ConfigError::new(problems));
         }
@@ -107,6 +111,7 @@ impl Config<RawPack> {
             http: self.http,
             auth: self.auth,
             results: self.results,
+            approval,
         })
     }
 }

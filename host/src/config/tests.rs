@@ -511,3 +511,49 @@ fn every_problem_has_a_code_and_the_fix_apart() {
     let syntax = load_text("[server\n").unwrap_err();
     assert_eq!(syntax.problems()[0].code().as_str(), "CONFIG_SYNTAX");
 }
+
+#[test]
+fn approval_rules_load_in_name_order_and_bad_ones_are_refused_with_the_fix() {
+    let loaded = load_text(
+        "[approval.remote]\ncalls = [\"remote_mcp.execute_tool\", \"*.session_delete\"]\n\
+         remember = \"30m\"\n\n[approval.destructive]\ndestructive = true\nexcept = [\"exec_py.run\"]\n",
+    )
+    .unwrap();
+    let rules = &loaded.config.approval.rules;
+    let names: Vec<&str> = rules.iter().map(|rule| rule.name.as_str()).collect();
+    assert_eq!(names, ["destructive", "remote"]);
+    assert_eq!(
+        rules[1].remember,
+        Remember::For(std::time::Duration::from_secs(1800))
+    );
+    assert!(
+        loaded
+            .config
+            .approval
+            .rule_for("exec_ts.cell_delete", true)
+            .is_some()
+    );
+    assert!(
+        loaded
+            .config
+            .approval
+            .rule_for("exec_py.run", true)
+            .is_none()
+    );
+    refused(
+        "[approval.x]\ncalls = [\"delete\"]\nremember = \"always\"\n",
+        &[
+            "`approval.x.calls`: \"delete\" is not a `pack.function` pattern",
+            "`approval.x.remember` = \"always\"",
+            "\"session\"",
+        ],
+    );
+    refused(
+        "[approval.x]\nremember = \"session\"\n",
+        &["`[approval.x]` matches no call; give it `calls"],
+    );
+    refused(
+        "[approval.x]\ncall = \"a.b\"\n",
+        &["line 2", "unknown field `call`", "`calls`"],
+    );
+}

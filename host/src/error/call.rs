@@ -97,6 +97,18 @@ pub(crate) enum CallError {
         error: String,
     },
     Cancelled,
+    /// The user declined a call an `[approval.<rule>]` asked about.
+    Declined {
+        tool: String,
+        rule: String,
+    },
+    /// A call an `[approval.<rule>]` asks about, and its client cannot be
+    /// asked (`why`).
+    ApprovalUnavailable {
+        tool: String,
+        rule: String,
+        why: String,
+    },
     /// The call reached its own time limit: its pack's, or the function's
     /// (`own`) when that is less.
     OutOfTime {
@@ -153,6 +165,8 @@ impl CallError {
             | NoFunctionsYet { .. } => codes::UNKNOWN_FUNCTION,
             NoCodePack { .. } | UnknownPack { .. } => codes::UNKNOWN_PACK,
             Cancelled => codes::CANCELLED,
+            Declined { .. } => codes::DECLINED,
+            ApprovalUnavailable { .. } => codes::APPROVAL_UNAVAILABLE,
             NoClientToAsk { .. } => codes::INPUT_UNAVAILABLE,
             OutOfTime { .. } | CutByCaller { .. } => codes::TIMEOUT,
             Panicked { .. } | ResultNotJson { .. } | BadContent { .. } | HostTask { .. } => {
@@ -193,6 +207,9 @@ impl CallError {
             CutByCaller { .. } => {
                 "give the calling code more time, or make its calls sooner".to_owned()
             }
+            ApprovalUnavailable { tool, rule, .. } => format!(
+                "call it from an MCP client that supports elicitation, or leave `{tool}` out of                  `[approval.{rule}]` in packs.toml"
+            ),
             _ => return None,
         };
         Some(help)
@@ -272,6 +289,16 @@ impl fmt::Display for CallError {
                 write!(f, "arguments of `{name}` are not JSON: {error}")
             }
             Cancelled => f.write_str("the client cancelled the call"),
+            Declined { tool, rule } => write!(
+                f,
+                "the user declined the call of `{tool}` (approval rule `[approval.{rule}]`); it \
+                 was not made"
+            ),
+            ApprovalUnavailable { tool, rule, why } => write!(
+                f,
+                "`{tool}` needs the user's approval (`[approval.{rule}]` in packs.toml) and {why}; \
+                 it was not made"
+            ),
             OutOfTime { tool, limit, .. } => write!(
                 f,
                 "`{tool}` did not finish within its time limit of {}",

@@ -1,7 +1,15 @@
 //! One call as the executor carries it from the transport to the pack:
 //! who calls, cancellation, progress, nesting and deadline.
 
-use std::{future::Future, pin::Pin, sync::Arc, time::Instant};
+use std::{
+    future::Future,
+    pin::Pin,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Instant,
+};
 
 use pack_api::LogLevel;
 use serde_json::{Map, Value};
@@ -48,6 +56,9 @@ pub struct Caller {
     pub log: Option<LogSink>,
     /// Where the call's questions go; `None`: no client can be asked.
     pub ask: Option<Arc<dyn Ask>>,
+    /// The client session the call came in on: what an approval
+    /// remembered "for this session" holds for.
+    pub session: Option<SessionId>,
     /// Cancelled when the client cancels the request.
     pub cancel: CancellationToken,
     /// How many tool calls deep this call is (code mode).
@@ -67,9 +78,23 @@ impl Caller {
             progress: None,
             log: None,
             ask: None,
+            session: None,
             cancel: CancellationToken::new(),
             depth: 0,
             deadline: None,
         }
+    }
+}
+
+/// One client session, unique in the process: an id is never given twice,
+/// so a new session never inherits what an ended one was allowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SessionId(u64);
+
+impl SessionId {
+    /// An id no session had before.
+    pub fn unique() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        Self(NEXT.fetch_add(1, Ordering::Relaxed))
     }
 }

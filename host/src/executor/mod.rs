@@ -30,6 +30,7 @@ use self::{
     registry::{CatalogConfig, Function, PackEntry, Registry, Visible, functions_of},
 };
 use crate::{
+    approval::Approvals,
     backend::{Backend, LoadedPack},
     config::Config,
     error::CallError,
@@ -54,7 +55,7 @@ mod output;
 mod prompts;
 mod registry;
 
-pub use caller::{Answers, Ask, Caller, LogSink, ProgressSink, Questions};
+pub use caller::{Answers, Ask, Caller, LogSink, ProgressSink, Questions, SessionId};
 use exposure::Exposure;
 pub use registry::ToolInfo;
 
@@ -75,6 +76,8 @@ pub struct Executor {
     results: Arc<Results>,
     /// Counters for `/metrics`.
     metrics: Metrics,
+    /// `[approval]`: the calls that ask the user first.
+    approvals: Approvals,
     /// Calls under way (graceful shutdown waits for them).
     running: AtomicUsize,
     /// Packs call back on their own threads; host work is spawned here.
@@ -107,6 +110,7 @@ impl Executor {
             generation: watch::Sender::new(0),
             catalog_config,
             metrics: Metrics::default(),
+            approvals: Approvals::new(config.approval.clone()),
             running: AtomicUsize::new(0),
             front: Front {
                 aliases: config.aliases.clone(),
@@ -387,6 +391,9 @@ impl Executor {
         if caller.cancel.is_cancelled() {
             return Err(CallError::Cancelled.into());
         }
+        self.approvals
+            .check(tool, &function.spec, &args, caller)
+            .await?;
         // Its own time limit, or what is left of its caller's if that is less:
         // a call made from code ends with the call that made it.
         let limit = function.limit(pack.loaded.timeout);

@@ -47,7 +47,7 @@ use rounds::state_codec;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    executor::{Caller, Executor, Output, ProgressSink, RUN_TOOL},
+    executor::{Caller, Executor, Output, ProgressSink, RUN_TOOL, SessionId},
     failure::{ERROR_META_KEY, Failure},
     identity::Identity,
     render::value_text,
@@ -85,7 +85,8 @@ impl Listing {
     }
 }
 
-struct SessionEnd(CancellationToken);
+/// A session's end, and its id (approvals remembered for the session).
+struct SessionEnd(CancellationToken, SessionId);
 
 impl Drop for SessionEnd {
     fn drop(&mut self) {
@@ -103,7 +104,7 @@ impl PackhostServer {
             executor,
             identity,
             tools: Arc::new(Mutex::new(tools)),
-            session: Arc::new(SessionEnd(CancellationToken::new())),
+            session: Arc::new(SessionEnd(CancellationToken::new(), SessionId::unique())),
             log: SessionLog::default(),
             rounds: Arc::new(Rounds::new(state_codec()?)),
         })
@@ -112,7 +113,7 @@ impl PackhostServer {
     /// A copy for one more client session (over HTTP), with its own end.
     pub fn for_session(&self) -> Self {
         Self {
-            session: Arc::new(SessionEnd(CancellationToken::new())),
+            session: Arc::new(SessionEnd(CancellationToken::new(), SessionId::unique())),
             log: SessionLog::default(),
             ..self.clone()
         }
@@ -559,6 +560,8 @@ impl ServerHandler for PackhostServer {
             progress,
             log,
             cancel: context.ct.clone(),
+            // 2026-07-28 has no sessions: nothing to remember an approval for.
+            session: (!answers_by_retry(&context)).then_some(self.session.1),
             ..Caller::new(identity.clone(), context.id.to_string())
         };
         let owner = Owner::new(&identity.org, &identity.user);
