@@ -54,7 +54,7 @@ mod output;
 mod prompts;
 mod registry;
 
-pub use caller::{Caller, LogSink, ProgressSink};
+pub use caller::{Answers, Ask, Caller, LogSink, ProgressSink, Questions};
 use exposure::Exposure;
 pub use registry::ToolInfo;
 
@@ -174,6 +174,7 @@ impl Executor {
                 output_schema: Some(f.spec.output_schema.clone()),
                 title: f.spec.title.clone(),
                 annotations: f.spec.annotations,
+                task_support: f.spec.task_support,
             })
         });
         std::iter::once(self.run_tool(Arc::clone(&registry)))

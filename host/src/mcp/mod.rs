@@ -2,7 +2,7 @@
 //! `resources/list` and `resources/read` of the caller's kept results,
 //! `prompts/list` and `prompts/get` of its `[snippets]`, and
 //! `logging/setLevel`, after which a call's pack log lines go to the client
-//! that made it.
+//! that made it, and the tasks extension (`tasks`).
 //! A tool failure is always a result with `isError: true`, never a protocol
 //! error.
 //!
@@ -14,13 +14,17 @@
 //! `{"error": …}` (or the result shape) as structured content, and the same
 //! `_meta`.
 
-use std::sync::{Arc, Mutex};
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
 
-use pack_api::Owner;
+use pack_api::{Owner, TaskSupport};
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+        CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+        GetTaskParams, GetTaskResult, UpdateTaskParams,
         GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, JsonObject,
         ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
         MetaObject, PaginatedRequestParams, ProgressNotificationParam, ProgressToken, Prompt,
@@ -33,13 +37,14 @@ use rmcp::{
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use self::logging::SessionLog;
+use self::{logging::SessionLog, tasks::Tasks};
 
 mod logging;
+mod tasks;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    executor::{Caller, Executor, Output, ProgressSink, RUN_TOOL},
+    executor::{Caller, Executor, Output, ProgressSink, RUN_TOOL, ToolInfo},
     failure::{ERROR_META_KEY, Failure},
     identity::Identity,
     render::value_text,
@@ -59,18 +64,25 @@ pub struct PackhostServer {
     session: Arc<SessionEnd>,
     /// The log lines this session's client asked for.
     log: SessionLog,
+    /// Calls running as tasks, every session's.
+    tasks: Arc<Tasks>,
 }
 
 struct Listing {
     generation: u64,
     tools: Arc<Vec<Tool>>,
+    /// The tools whose calls may run as tasks.
+    task_support: HashMap<String, TaskSupport>,
 }
 
 impl Listing {
     fn of(executor: &Executor) -> Self {
+        let generation = executor.generation();
+        let tools = executor.tools();
         Self {
-            generation: executor.generation(),
-            tools: Arc::new(tools_of(executor)),
+            generation,
+            task_support: tasks::support_of(&tools),
+            tools: Arc::new(tools_of(tools)),
         }
     }
 }
@@ -93,6 +105,7 @@ impl PackhostServer {
             tools: Arc::new(Mutex::new(tools)),
             session: Arc::new(SessionEnd(CancellationToken::new())),
             log: SessionLog::default(),
+            tasks: Arc::default(),
         }
     }
 
@@ -135,9 +148,8 @@ impl PackhostServer {
     }
 }
 
-fn tools_of(executor: &Executor) -> Vec<Tool> {
-    executor
-        .tools()
+fn tools_of(tools: Vec<ToolInfo>) -> Vec<Tool> {
+    tools
         .into_iter()
         .map(|info| {
             let mut tool = Tool::new(info.name, info.description, object(info.input_schema));
@@ -153,6 +165,7 @@ fn tools_of(executor: &Executor) -> Vec<Tool> {
                     hints.open_world,
                 )
             });
+            tasks::declare(&mut tool, info.task_support);
             tool
         })
         .collect()
@@ -168,6 +181,36 @@ impl PackhostServer {
             .and_then(|parts| parts.extensions.get::<Identity>())
             .cloned()
             .unwrap_or_else(|| self.identity.clone())
+    }
+
+    fn owner_of(&self, context: &RequestContext<RoleServer>) -> Owner {
+        let identity = self.identity_of(context);
+        Owner::new(&identity.org, &identity.user)
+    }
+
+    /// Whether calls of `tool` may run as tasks, as `identity` sees it (a
+    /// tool it may not call is none).
+    fn task_support(&self, tool: &str, identity: &Identity) -> TaskSupport {
+        let support = self.listing().task_support.get(tool).copied();
+        support
+            .filter(|_| identity.may_call(tool))
+            .unwrap_or_default()
+    }
+
+    /// A call's outcome as the client gets it.
+    fn answer(
+        &self,
+        tool: &str,
+        outcome: Result<Output, Failure>,
+        identity: &Identity,
+    ) -> CallToolResult {
+        match outcome {
+            Ok(output) => {
+                let owner = Owner::new(&identity.org, &identity.user);
+                self.kept_if_large(success(output), tool, &owner)
+            }
+            Err(e) => self.failure(tool, &e, identity),
+        }
     }
 }
 
@@ -297,6 +340,7 @@ impl ServerHandler for PackhostServer {
                 .enable_resources()
                 .enable_prompts()
                 .enable_logging()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(Implementation::new("packhost", env!("CARGO_PKG_VERSION")))
@@ -531,6 +575,11 @@ impl ServerHandler for PackhostServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let identity = self.identity_of(&context);
+        let support = self.task_support(&request.name, &identity);
+        if tasks::runs_as_task(&request.name, support, &context)? {
+            return Ok(self.tasks.start(self, request, identity, &context).into());
+        }
         let progress = context
             .meta
             .get_progress_token()
@@ -540,14 +589,36 @@ impl ServerHandler for PackhostServer {
             progress,
             log,
             cancel: context.ct.clone(),
-            ..Caller::new(self.identity_of(&context), context.id.to_string())
+            ..Caller::new(identity, context.id.to_string())
         };
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
-        let owner = Owner::new(&caller.identity.org, &caller.identity.user);
-        let result = match self.executor.call_tool(&request.name, args, &caller).await {
-            Ok(output) => self.kept_if_large(success(output), &request.name, &owner),
-            Err(e) => self.failure(&request.name, &e, &caller.identity),
-        };
-        Ok(result.into())
+        let outcome = self.executor.call_tool(&request.name, args, &caller).await;
+        Ok(self.answer(&request.name, outcome, &caller.identity).into())
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.tasks.get(&request.task_id, &self.owner_of(&context))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let answers = request.input_responses.into_iter().collect();
+        let owner = self.owner_of(&context);
+        self.tasks.update(&request.task_id, answers, &owner)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.cancel(&request.task_id, &self.owner_of(&context))
     }
 }

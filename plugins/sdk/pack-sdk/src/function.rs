@@ -4,7 +4,7 @@
 
 use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
 
-use pack_api::{Annotations, ContentResult, Example, FunctionSpec};
+use pack_api::{Annotations, ContentResult, Example, FunctionSpec, TaskSupport};
 use schemars::JsonSchema;
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::{Value, json};
@@ -206,6 +206,15 @@ impl<S: Send + Sync + 'static> Function<S> {
     /// lengthen what the host's admin allows).
     pub fn timeout(mut self, limit: Duration) -> Self {
         self.spec.timeout_ms = Some(u64::try_from(limit.as_millis()).unwrap_or(u64::MAX));
+        self
+    }
+
+    /// Whether its calls run as MCP tasks for clients that negotiated the
+    /// tasks extension (see [`TaskSupport`]): say
+    /// [`TaskSupport::Optional`] for calls that can take long, so a client
+    /// polls for the result instead of holding a request open.
+    pub fn tasks(mut self, support: TaskSupport) -> Self {
+        self.spec.task_support = support;
         self
     }
 
