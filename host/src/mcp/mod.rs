@@ -24,13 +24,13 @@ use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
-        GetTaskParams, GetTaskResult, UpdateTaskParams,
-        GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, JsonObject,
-        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-        MetaObject, PaginatedRequestParams, ProgressNotificationParam, ProgressToken, Prompt,
-        PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
-        ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities,
-        ServerConfig, SubscriptionFilter, Tool, ToolAnnotations,
+        GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetTaskParams, GetTaskResult,
+        Implementation, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
+        ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams,
+        ProgressNotificationParam, ProgressToken, Prompt, PromptArgument, PromptMessage,
+        ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+        ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerConfig,
+        SubscriptionFilter, Tool, ToolAnnotations, UpdateTaskParams,
     },
     service::{NotificationContext, Peer, RequestContext, ServiceError, SubscriptionContext},
 };
@@ -619,6 +619,7 @@ impl ServerHandler for PackhostServer {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.tasks.cancel(&request.task_id, &self.owner_of(&context))
+        self.tasks
+            .cancel(&request.task_id, &self.owner_of(&context))
     }
 }

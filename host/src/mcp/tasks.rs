@@ -153,7 +153,12 @@ impl Tasks {
 
     /// `tasks/update`: the client's answers to the task's questions; keys
     /// that are no open question of it are ignored.
-    pub(super) fn update(&self, id: &str, answers: Answers, owner: &Owner) -> Result<(), ErrorData> {
+    pub(super) fn update(
+        &self,
+        id: &str,
+        answers: Answers,
+        owner: &Owner,
+    ) -> Result<(), ErrorData> {
         self.owned(id, owner)?;
         self.manager
             .update_task(id, answers)
@@ -281,12 +286,14 @@ impl Ask for TaskAsk {
                 let task = task.clone();
                 async move {
                     let answer = task.request_input(format!("{round}-{key}"), question).await;
-                    answer.map(|answer| (key, answer)).map_err(|exit| match exit {
-                        TaskExit::Cancelled => {
-                            Failure::new(codes::CANCELLED, "the task was cancelled")
-                        }
-                        TaskExit::Error(e) => Failure::internal(e.message.to_string()),
-                    })
+                    answer
+                        .map(|answer| (key, answer))
+                        .map_err(|exit| match exit {
+                            TaskExit::Cancelled => {
+                                Failure::new(codes::CANCELLED, "the task was cancelled")
+                            }
+                            TaskExit::Error(e) => Failure::internal(e.message.to_string()),
+                        })
                 }
             });
             futures_util::future::try_join_all(waits)
@@ -298,7 +305,7 @@ impl Ask for TaskAsk {
 
 #[cfg(test)]
 mod tests {
-    use rmcp::model::{JsonObject, MetaObject};
+    use rmcp::model::JsonObject;
 
     use super::*;
 
@@ -311,7 +318,7 @@ mod tests {
     #[test]
     fn only_tools_that_run_as_tasks_say_so() {
         assert_eq!(tool(TaskSupport::Forbidden).meta, None);
-        let meta = tool(TaskSupport::Optional).meta.unwrap_or_else(MetaObject::new);
+        let meta = tool(TaskSupport::Optional).meta.unwrap_or_default();
         assert_eq!(
             meta.get(TASKS_EXTENSION_ID),
             Some(&json!({"taskSupport": "optional"}))

@@ -85,7 +85,7 @@ pub use error::PackError;
 pub use function::{Content, Function, FunctionResult, Link};
 pub use pack_api::{
     Annotations, Catalog, CatalogTool, ContentResult, Example, LogLevel, TaskSupport, codes, names,
-    paths, projects, text,
+    paths, projects, protocol, text,
 };
 pub use schema::input_schema;
 pub use serde_json::{Value, json};
