@@ -90,12 +90,17 @@ pub(super) fn runs_as_task(
     support: TaskSupport,
     context: &RequestContext<RoleServer>,
 ) -> Result<bool, ErrorData> {
+    // Most calls are of functions that never run as tasks: they need not
+    // read the client's capabilities.
+    if support.is_forbidden() {
+        return Ok(false);
+    }
     let negotiated = context
         .client_capabilities()
         .is_some_and(|caps| caps.supports_tasks());
     match (support, negotiated) {
-        (TaskSupport::Forbidden, _) | (TaskSupport::Optional, false) => Ok(false),
         (_, true) => Ok(true),
+        (TaskSupport::Forbidden | TaskSupport::Optional, false) => Ok(false),
         (TaskSupport::Required, false) => Err(ErrorData::new(
             ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
             format!(
