@@ -158,7 +158,7 @@ async fn a_call_run_as_a_task_completes_and_its_result_is_read() {
     let TaskPayload::Completed { result } = task.task.payload else {
         panic!("{task:?}")
     };
-    assert_eq!(result["isError"], true, "{result}");
+    assert_eq!(result["isError"], true, "{result:?}");
     // A pack's panic is the task's own failure.
     let id = start(&client, "conformance.protocol_error_job", json!({})).await;
     let task = settled(&client, &id).await;
@@ -208,7 +208,7 @@ async fn a_task_asks_through_tasks_update() {
     };
     assert_eq!(
         result["structuredContent"]["text"], "name: Ada, confirmed: true",
-        "{result}"
+        "{result:?}"
     );
 }
 
