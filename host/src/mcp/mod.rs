@@ -188,15 +188,6 @@ impl PackhostServer {
         Owner::new(&identity.org, &identity.user)
     }
 
-    /// Whether calls of `tool` may run as tasks, as `identity` sees it (a
-    /// tool it may not call is none).
-    fn task_support(&self, tool: &str, identity: &Identity) -> TaskSupport {
-        let support = self.listing().task_support.get(tool).copied();
-        support
-            .filter(|_| identity.may_call(tool))
-            .unwrap_or_default()
-    }
-
     /// A call's outcome as the client gets it.
     fn answer(
         &self,

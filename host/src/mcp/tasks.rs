@@ -25,8 +25,8 @@ use pack_api::{Owner, TaskSupport, codes};
 use rmcp::{
     ErrorData, RoleServer,
     model::{
-        CallToolRequestParams, ClientCapabilities, CreateTaskResult, ErrorCode, GetTaskResult,
-        InputRequest, TASKS_EXTENSION_ID, Tool,
+        CallToolRequestParams, CallToolResult, ClientCapabilities, CreateTaskResult, ErrorCode,
+        GetTaskResult, InputRequest, TASKS_EXTENSION_ID, Tool,
     },
     service::RequestContext,
     task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions},
@@ -111,6 +111,17 @@ pub(super) fn runs_as_task(
                 "requiredCapabilities": ClientCapabilities::builder().enable_tasks().build(),
             })),
         )),
+    }
+}
+
+impl PackhostServer {
+    /// Whether calls of `tool` may run as tasks, as `identity` sees it (a
+    /// tool it may not call is none).
+    pub(super) fn task_support(&self, tool: &str, identity: &Identity) -> TaskSupport {
+        let support = self.listing().task_support.get(tool).copied();
+        support
+            .filter(|_| identity.may_call(tool))
+            .unwrap_or_default()
     }
 }
 
@@ -209,7 +220,7 @@ async fn run(
     request: CallToolRequestParams,
     caller: Caller,
     task: TaskContext,
-) -> Result<rmcp::model::CallToolResult, TaskExit> {
+) -> Result<CallToolResult, TaskExit> {
     let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
     let call = server.executor.call_tool(&request.name, args, &caller);
     let outcome = tokio::select! {
