@@ -569,7 +569,7 @@ impl ServerHandler for PackhostServer {
         let identity = self.identity_of(&context);
         let support = self.task_support(&request.name, &identity);
         if tasks::runs_as_task(&request.name, support, &context)? {
-            return Ok(self.tasks.start(self, request, identity, &context).into());
+            return Ok(self.tasks.start(self, request, identity, &context));
         }
         let progress = context
             .meta

@@ -25,8 +25,8 @@ use pack_api::{Owner, TaskSupport, codes};
 use rmcp::{
     ErrorData, RoleServer,
     model::{
-        CallToolRequestParams, CallToolResult, ClientCapabilities, CreateTaskResult, ErrorCode,
-        GetTaskResult, InputRequest, TASKS_EXTENSION_ID, Tool,
+        CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities,
+        CreateTaskResult, ErrorCode, GetTaskResult, InputRequest, TASKS_EXTENSION_ID, Tool,
     },
     service::RequestContext,
     task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions},
@@ -48,6 +48,11 @@ const TTL_MS: u64 = 60 * 60 * 1000;
 
 /// How often a client is asked to poll `tasks/get`.
 const POLL_INTERVAL_MS: u64 = 500;
+
+/// How many tasks one caller may have running at once. A task does not hold
+/// a request open, so nothing else bounds how much work a client leaves
+/// running.
+const RUNNING_PER_CALLER: usize = 32;
 
 /// The tasks of one server, every session's.
 #[derive(Default)]
@@ -127,15 +132,19 @@ impl PackhostServer {
 
 impl Tasks {
     /// Start `request` as a task of `server`'s, for the caller of
-    /// `context`; the task can be read as soon as this returns.
+    /// `context`; the task can be read as soon as this returns. A caller
+    /// with too many tasks running gets a failed call instead.
     pub(super) fn start(
         &self,
         server: &PackhostServer,
         request: CallToolRequestParams,
         identity: Identity,
         context: &RequestContext<RoleServer>,
-    ) -> CreateTaskResult {
+    ) -> CallToolResponse {
         let owner = Owner::new(&identity.org, &identity.user);
+        if let Err(failure) = self.admit(&owner) {
+            return server.failure(&request.name, &failure, &identity).into();
+        }
         let caller = Caller {
             log: server.log.forwarder(&context.peer),
             ..Caller::new(identity, context.id.to_string())
@@ -157,7 +166,28 @@ impl Tasks {
         // ago), so the map holds no more than rmcp does.
         owners.retain(|id, _| self.manager.get_task(id).is_ok());
         owners.insert(task.task_id.clone(), owner);
-        CreateTaskResult::new(task)
+        CreateTaskResult::new(task).into()
+    }
+
+    /// Whether `owner` may start one more task.
+    fn admit(&self, owner: &Owner) -> Result<(), Failure> {
+        let owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
+        let running = owners
+            .iter()
+            .filter(|(_, started_by)| *started_by == owner)
+            .filter(|(id, _)| {
+                let task = self.manager.get_task(id);
+                task.is_ok_and(|task| !task.status().is_terminal())
+            })
+            .count();
+        if running < RUNNING_PER_CALLER {
+            return Ok(());
+        }
+        Err(Failure::new(
+            codes::LIMIT_EXCEEDED,
+            format!("you have {running} tasks running, the most one caller may have"),
+        )
+        .with_help("wait for one to end (`tasks/get`), or cancel one (`tasks/cancel`)"))
     }
 
     /// `tasks/get`: the caller's task as it is now.
@@ -358,5 +388,37 @@ mod tests {
         assert_eq!(update.unwrap_err(), unknown("t1"));
         // The owner gets past the check, to rmcp (which never saw `t1`).
         assert_eq!(tasks.get("t1", &ada).unwrap_err(), unknown("t1"));
+    }
+
+    #[test]
+    fn a_caller_has_so_many_tasks_running_at_most() {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let _entered = runtime.enter();
+        let tasks = Tasks::default();
+        let (ada, bob) = (Owner::new("acme", "ada"), Owner::new("acme", "bob"));
+        // Work that ends only when cancelled.
+        let endless = |task: TaskContext| -> rmcp::task_manager::TaskFuture {
+            Box::pin(async move {
+                task.cancelled().await;
+                Err(TaskExit::Cancelled)
+            })
+        };
+        for _ in 0..RUNNING_PER_CALLER {
+            assert_eq!(tasks.admit(&ada), Ok(()));
+            let task = tasks.manager.spawn(TaskOptions::new(), endless);
+            let mut owners = tasks.owners.lock().unwrap();
+            owners.insert(task.task_id, ada.clone());
+        }
+        let refused = tasks.admit(&ada).unwrap_err();
+        assert_eq!(refused.code(), codes::LIMIT_EXCEEDED);
+        assert_eq!(tasks.admit(&bob), Ok(()));
+        // One ended (cancelled here) makes room again.
+        let one = tasks.owners.lock().unwrap().keys().next().unwrap().clone();
+        tasks.manager.cancel_task(&one).unwrap();
+        runtime.block_on(async {
+            while tasks.admit(&ada).is_err() {
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        });
     }
 }
