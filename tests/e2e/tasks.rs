@@ -13,7 +13,7 @@ use packhost_tests::{
     wait_group_gone,
 };
 use rmcp::{
-    ClientHandler, RoleClient,
+    ClientHandler, RoleClient, ServiceExt as _,
     model::{
         CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities,
         ClientConfig, GetTaskParams, GetTaskResult, Implementation, ProtocolVersion, TaskPayload,
@@ -44,13 +44,19 @@ fn negotiating() -> Value {
     json!({"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}})
 }
 
+fn transport(host: &HttpHost, token: &str) -> StreamableHttpClientTransport<reqwest::Client> {
+    let config = StreamableHttpClientTransportConfig::with_uri(host.url()).auth_header(token);
+    StreamableHttpClientTransport::with_client(web_client(), config)
+}
+
+/// A client of the stateless 2026-07-28 wire, which declares its
+/// capabilities in every request's `_meta`.
 async fn connect(
     host: &HttpHost,
     token: &str,
     capabilities: Value,
 ) -> RunningService<RoleClient, Client> {
-    let config = StreamableHttpClientTransportConfig::with_uri(host.url()).auth_header(token);
-    let transport = StreamableHttpClientTransport::with_client(web_client(), config);
+    let transport = transport(host, token);
     let lifecycle = ClientLifecycleMode::Discover {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
     };
@@ -309,5 +315,26 @@ async fn without_the_extension_a_call_is_plain_and_tasks_are_refused() {
     assert_eq!(
         error.data.unwrap()["requiredCapabilities"]["extensions"],
         json!({"io.modelcontextprotocol/tasks": {}})
+    );
+}
+
+#[tokio::test]
+async fn a_session_that_negotiated_at_initialize_gets_tasks() {
+    let (host, acme, _) = host("").await;
+    // The 2025-11-25 wire: capabilities once, in `initialize`.
+    let client = Client(negotiating())
+        .serve(transport(&host, &acme))
+        .await
+        .expect("initialize");
+    let id = start(
+        &client,
+        "conformance.slow_compute",
+        json!({"seconds": 0, "label": "session"}),
+    )
+    .await;
+    let task = settled(&client, &id).await;
+    assert!(
+        matches!(task.task.payload, TaskPayload::Completed { .. }),
+        "{task:?}"
     );
 }
