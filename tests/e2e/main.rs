@@ -26,4 +26,5 @@ mod robustness;
 mod run_front;
 mod sandbox;
 mod servers;
+mod tasks;
 mod tenancy;

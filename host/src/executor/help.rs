@@ -1,6 +1,6 @@
 //! The `run` tool as a model first reads it: what it accepts and what exists.
 
-use pack_api::Annotations;
+use pack_api::{Annotations, TaskSupport};
 use serde_json::json;
 
 use std::sync::Arc;
@@ -47,6 +47,8 @@ impl Executor {
                 idempotent: Some(false),
                 open_world: Some(true),
             },
+            // A command answers when it is done, as it always did.
+            task_support: TaskSupport::Forbidden,
         }
     }
 

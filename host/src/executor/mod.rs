@@ -178,6 +178,7 @@ impl Executor {
                 output_schema: Some(f.spec.output_schema.clone()),
                 title: f.spec.title.clone(),
                 annotations: f.spec.annotations,
+                task_support: f.spec.task_support,
             })
         });
         std::iter::once(self.run_tool(Arc::clone(&registry)))

@@ -10,7 +10,9 @@ use std::{
 };
 
 use abi_stable::std_types::RString;
-use pack_api::{Annotations, Catalog, CatalogTool, FunctionSpec, Owner, projects::Project};
+use pack_api::{
+    Annotations, Catalog, CatalogTool, FunctionSpec, Owner, TaskSupport, projects::Project,
+};
 use packhost_command::Snippet;
 use serde_json::Value;
 
@@ -37,6 +39,8 @@ pub struct ToolInfo {
     pub title: Option<String>,
     /// What a call does to the world (MCP's hints).
     pub annotations: Annotations,
+    /// Whether calls run as MCP tasks for clients that negotiated them.
+    pub task_support: TaskSupport,
 }
 
 pub(super) struct Function {

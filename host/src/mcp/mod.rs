@@ -2,7 +2,7 @@
 //! `resources/list` and `resources/read` of the caller's kept results,
 //! `prompts/list` and `prompts/get` of its `[snippets]`, and
 //! `logging/setLevel`, after which a call's pack log lines go to the client
-//! that made it.
+//! that made it, and the tasks extension (`tasks`).
 //! A tool failure is always a result with `isError: true`, never a protocol
 //! error.
 //!
@@ -14,19 +14,23 @@
 //! `{"error": …}` (or the result shape) as structured content, and the same
 //! `_meta`.
 
-use std::sync::{Arc, Mutex};
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
 
-use pack_api::Owner;
+use pack_api::{Owner, TaskSupport};
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
-        GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, JsonObject,
-        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-        MetaObject, PaginatedRequestParams, ProgressNotificationParam, ProgressToken, Prompt,
-        PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
-        ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities,
-        ServerConfig, SubscriptionFilter, Tool, ToolAnnotations,
+        CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+        GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetTaskParams, GetTaskResult,
+        Implementation, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
+        ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams,
+        ProgressNotificationParam, ProgressToken, Prompt, PromptArgument, PromptMessage,
+        ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+        ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerConfig,
+        SubscriptionFilter, Tool, ToolAnnotations, UpdateTaskParams,
     },
     service::{NotificationContext, Peer, RequestContext, ServiceError, SubscriptionContext},
 };
@@ -37,17 +41,19 @@ use self::{
     ask::{PeerAsk, answers_by_retry, capabilities_of, missing},
     logging::SessionLog,
     rounds::{Retry, Rounds, Step},
+    tasks::Tasks,
 };
 
 mod ask;
 mod logging;
 mod rounds;
+mod tasks;
 pub use rounds::STATE_KEY_VARIABLE;
 use rounds::state_codec;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    executor::{Caller, Executor, Output, ProgressSink, RUN_TOOL, SessionId},
+    executor::{Caller, Executor, Output, ProgressSink, RUN_TOOL, SessionId, ToolInfo},
     failure::{ERROR_META_KEY, Failure},
     identity::Identity,
     render::value_text,
@@ -69,18 +75,25 @@ pub struct PackhostServer {
     log: SessionLog,
     /// Tool calls waiting for their client's answers (2026-07-28).
     rounds: Arc<Rounds<Result<Output, Failure>>>,
+    /// Calls running as tasks, every session's.
+    tasks: Arc<Tasks>,
 }
 
 struct Listing {
     generation: u64,
     tools: Arc<Vec<Tool>>,
+    /// The tools whose calls may run as tasks.
+    task_support: HashMap<String, TaskSupport>,
 }
 
 impl Listing {
     fn of(executor: &Executor) -> Self {
+        let generation = executor.generation();
+        let tools = executor.tools();
         Self {
-            generation: executor.generation(),
-            tools: Arc::new(tools_of(executor)),
+            generation,
+            task_support: tasks::support_of(&tools),
+            tools: Arc::new(tools_of(tools)),
         }
     }
 }
@@ -107,6 +120,7 @@ impl PackhostServer {
             session: Arc::new(SessionEnd(CancellationToken::new(), SessionId::unique())),
             log: SessionLog::default(),
             rounds: Arc::new(Rounds::new(state_codec()?)),
+            tasks: Arc::default(),
         })
     }
 
@@ -149,9 +163,8 @@ impl PackhostServer {
     }
 }
 
-fn tools_of(executor: &Executor) -> Vec<Tool> {
-    executor
-        .tools()
+fn tools_of(tools: Vec<ToolInfo>) -> Vec<Tool> {
+    tools
         .into_iter()
         .map(|info| {
             let mut tool = Tool::new(info.name, info.description, object(info.input_schema));
@@ -167,6 +180,7 @@ fn tools_of(executor: &Executor) -> Vec<Tool> {
                     hints.open_world,
                 )
             });
+            tasks::declare(&mut tool, info.task_support);
             tool
         })
         .collect()
@@ -182,6 +196,27 @@ impl PackhostServer {
             .and_then(|parts| parts.extensions.get::<Identity>())
             .cloned()
             .unwrap_or_else(|| self.identity.clone())
+    }
+
+    fn owner_of(&self, context: &RequestContext<RoleServer>) -> Owner {
+        let identity = self.identity_of(context);
+        Owner::new(&identity.org, &identity.user)
+    }
+
+    /// A call's outcome as the client gets it.
+    fn answer(
+        &self,
+        tool: &str,
+        outcome: Result<Output, Failure>,
+        identity: &Identity,
+    ) -> CallToolResult {
+        match outcome {
+            Ok(output) => {
+                let owner = Owner::new(&identity.org, &identity.user);
+                self.kept_if_large(success(output), tool, &owner)
+            }
+            Err(e) => self.failure(tool, &e, identity),
+        }
     }
 }
 
@@ -311,6 +346,7 @@ impl ServerHandler for PackhostServer {
                 .enable_resources()
                 .enable_prompts()
                 .enable_logging()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(Implementation::new("packhost", env!("CARGO_PKG_VERSION")))
@@ -551,6 +587,10 @@ impl ServerHandler for PackhostServer {
         if let Some(error) = missing(&capabilities, &needs) {
             return Err(error);
         }
+        let support = self.task_support(&request.name, &identity);
+        if tasks::runs_as_task(&request.name, support, &context)? {
+            return Ok(self.tasks.start(self, request, identity, &context));
+        }
         let progress = context
             .meta
             .get_progress_token()
@@ -604,10 +644,33 @@ impl ServerHandler for PackhostServer {
             };
             self.executor.call_tool(&request.name, args, &caller).await
         };
-        let result = match outcome {
-            Ok(output) => self.kept_if_large(success(output), &request.name, &owner),
-            Err(e) => self.failure(&request.name, &e, &identity),
-        };
-        Ok(result.into())
+        Ok(self.answer(&request.name, outcome, &identity).into())
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.tasks.get(&request.task_id, &self.owner_of(&context))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let answers = request.input_responses.into_iter().collect();
+        let owner = self.owner_of(&context);
+        self.tasks.update(&request.task_id, answers, &owner)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks
+            .cancel(&request.task_id, &self.owner_of(&context))
     }
 }

@@ -18,7 +18,7 @@ mod zygote;
 
 use std::sync::Arc;
 
-use pack_sdk::{Context, Function, PackDef, PackError, config::Keyed, json};
+use pack_sdk::{Context, Function, PackDef, PackError, TaskSupport, config::Keyed, json};
 
 use crate::{config::Config, state::ExecPy};
 
@@ -47,6 +47,7 @@ fn pack() -> PackDef<ExecPy> {
             run::run,
         )
         .title("Run Python")
+        .tasks(TaskSupport::Optional)
         .destructive()
         .open_world()
         .example(

@@ -40,7 +40,7 @@ pub mod typecheck;
 
 use std::sync::Arc;
 
-use pack_sdk::{Function, Host, PackDef, config::Keyed, json};
+use pack_sdk::{Function, Host, PackDef, TaskSupport, config::Keyed, json};
 
 use crate::{config::Config, state::State};
 
@@ -67,6 +67,7 @@ fn pack() -> PackDef<State> {
             execute::execute,
         )
         .title("Run TypeScript or JavaScript")
+        .tasks(TaskSupport::Optional)
         .destructive()
         .open_world()
         .example(
@@ -150,6 +151,7 @@ fn pack() -> PackDef<State> {
             cell_execute::cell_execute,
         )
         .title("Run a cell")
+        .tasks(TaskSupport::Optional)
         .destructive()
         .open_world(),
     )
@@ -181,6 +183,7 @@ fn pack() -> PackDef<State> {
             npm_install::npm_install,
         )
         .title("Install npm packages")
+        .tasks(TaskSupport::Optional)
         .destructive()
         .open_world(),
     )

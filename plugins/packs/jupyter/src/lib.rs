@@ -30,7 +30,7 @@ mod state;
 
 use std::sync::Arc;
 
-use pack_sdk::{Function, PackDef, config::Keyed};
+use pack_sdk::{Function, PackDef, TaskSupport, config::Keyed};
 
 use crate::{config::Config, state::Jupyter};
 
@@ -60,6 +60,7 @@ fn pack() -> PackDef<Jupyter> {
             execute_code::execute_code,
         )
         .title("Run code in a kernel")
+        .tasks(TaskSupport::Optional)
         .destructive()
         .open_world(),
     )

@@ -48,7 +48,7 @@ pub mod text;
 mod wire;
 pub use wire::{
     Annotations, Catalog, CatalogTool, ContentResult, Example, FunctionSpec, Manifest, Owner,
-    WireError, codes,
+    TaskSupport, WireError, codes,
 };
 
 /// Outcome of one call crossing the ABI: `ROk(result JSON)` or

@@ -56,6 +56,32 @@ pub struct FunctionSpec {
     /// instead of a call.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub needs: Vec<String>,
+    /// Whether a call may run as an MCP task (the tasks extension), as
+    /// MCP's `execution.taskSupport` says it.
+    #[serde(default, skip_serializing_if = "TaskSupport::is_forbidden")]
+    pub task_support: TaskSupport,
+}
+
+/// Whether a function's calls run as MCP tasks (`execution.taskSupport`)
+/// for a client that negotiated the tasks extension: a task answers at once
+/// with its id, and the client polls `tasks/get` for the result.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskSupport {
+    /// Never a task: the call answers when it is done.
+    #[default]
+    Forbidden,
+    /// A task for clients that negotiated tasks; a plain call for others.
+    Optional,
+    /// Only as a task: clients that did not negotiate tasks are refused.
+    Required,
+}
+
+impl TaskSupport {
+    /// Whether calls never run as tasks (nothing said).
+    pub fn is_forbidden(&self) -> bool {
+        *self == Self::Forbidden
+    }
 }
 
 /// MCP's tool annotations: hints about what a call does. `None` is "not
@@ -334,6 +360,7 @@ mod tests {
         let spec: FunctionSpec = serde_json::from_value(old.clone()).unwrap();
         assert_eq!((spec.title.as_deref(), spec.content), (None, false));
         assert!(spec.annotations.is_empty() && spec.examples.is_empty());
+        assert_eq!(spec.task_support, TaskSupport::Forbidden);
         // Nothing said is nothing written: the JSON stays what it was.
         assert_eq!(serde_json::to_value(&spec).unwrap(), old);
     }

@@ -4,7 +4,7 @@
 
 use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
 
-use pack_api::{Annotations, ContentResult, Example, FunctionSpec};
+use pack_api::{Annotations, ContentResult, Example, FunctionSpec, TaskSupport};
 use schemars::JsonSchema;
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::{Value, json};
@@ -215,6 +215,15 @@ impl<S: Send + Sync + 'static> Function<S> {
     /// need not say it: its question fails with `INPUT_UNAVAILABLE`.
     pub fn needs(mut self, capability: &str) -> Self {
         self.spec.needs.push(capability.to_owned());
+        self
+    }
+
+    /// Whether its calls run as MCP tasks for clients that negotiated the
+    /// tasks extension (see [`TaskSupport`]): say
+    /// [`TaskSupport::Optional`] for calls that can take long, so a client
+    /// polls for the result instead of holding a request open.
+    pub fn tasks(mut self, support: TaskSupport) -> Self {
+        self.spec.task_support = support;
         self
     }
 

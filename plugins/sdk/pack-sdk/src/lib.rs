@@ -86,8 +86,8 @@ pub use def::{Empty, PackDef};
 pub use error::PackError;
 pub use function::{Content, Function, FunctionResult, Link};
 pub use pack_api::{
-    Annotations, Catalog, CatalogTool, ContentResult, Example, LogLevel, codes, names, paths,
-    projects, text,
+    Annotations, Catalog, CatalogTool, ContentResult, Example, LogLevel, TaskSupport, codes, names,
+    paths, projects, protocol, text,
 };
 pub use schema::input_schema;
 pub use serde_json::{Value, json};

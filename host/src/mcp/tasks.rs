@@ -1,0 +1,424 @@
+//! The tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663): a call
+//! of a function that supports tasks, from a client that negotiated the
+//! extension (for its session or in the request's `_meta`), answers at once
+//! with a task; the client polls `tasks/get` for its status and, once it
+//! ends, its result; `tasks/update` answers the questions the call asks
+//! meanwhile; `tasks/cancel` stops it. rmcp's `TaskManager` keeps the
+//! tasks; this module decides which calls become tasks, runs them, and
+//! keeps each task to its caller: for anyone else a task id reads exactly
+//! like an unknown one.
+//!
+//! rmcp already refuses `tasks/*` with -32021 to a client that did not
+//! negotiate the extension, and a task result to a `tools/call` that did not.
+
+use std::{
+    collections::HashMap,
+    future::Future,
+    pin::Pin,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
+};
+
+use pack_api::{Owner, TaskSupport, codes};
+use rmcp::{
+    ErrorData, RoleServer,
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities,
+        CreateTaskResult, ErrorCode, GetTaskResult, InputRequest, TASKS_EXTENSION_ID, Tool,
+    },
+    service::RequestContext,
+    task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions},
+};
+use serde_json::{Value, json};
+
+use super::PackhostServer;
+use crate::{
+    executor::{Answers, Ask, Caller, Questions, ToolInfo},
+    failure::Failure,
+    identity::Identity,
+};
+
+/// How long a task's id stays valid: from its start, and again after it
+/// ends (rmcp keeps an ended task one more TTL so pollers see how it
+/// ended). Longer than any call's time limit, which ends a task first; a
+/// task still running at its TTL is stopped and reads `failed`.
+const TTL_MS: u64 = 60 * 60 * 1000;
+
+/// How often a client is asked to poll `tasks/get`.
+const POLL_INTERVAL_MS: u64 = 500;
+
+/// How many tasks one caller may have running at once. A task does not hold
+/// a request open, so nothing else bounds how much work a client leaves
+/// running.
+const RUNNING_PER_CALLER: usize = 32;
+
+/// The tasks of one server, every session's.
+#[derive(Default)]
+pub(super) struct Tasks {
+    manager: TaskManager,
+    /// Who started each task that rmcp may still hold.
+    owners: Mutex<HashMap<String, Owner>>,
+}
+
+/// The tools whose calls may run as tasks (the rest never do).
+pub(super) fn support_of(tools: &[ToolInfo]) -> HashMap<String, TaskSupport> {
+    tools
+        .iter()
+        .filter(|tool| !tool.task_support.is_forbidden())
+        .map(|tool| (tool.name.clone(), tool.task_support))
+        .collect()
+}
+
+/// Say in `tools/list` whether a tool's calls run as tasks, the way
+/// SEP-2663 has clients read it (`execution.taskSupport`). rmcp's `Tool`
+/// has no `execution` member, so it is said in `_meta` under the
+/// extension's id.
+pub(super) fn declare(tool: &mut Tool, support: TaskSupport) {
+    if support.is_forbidden() {
+        return;
+    }
+    let mut meta = tool.meta.take().unwrap_or_default();
+    meta.insert(
+        TASKS_EXTENSION_ID.to_owned(),
+        json!({ "taskSupport": support }),
+    );
+    tool.meta = Some(meta);
+}
+
+/// Whether a call of `tool` (whose functions say `support`) runs as a
+/// task for this request; a tool that runs only as a task, called by a
+/// client that did not negotiate tasks, is refused with -32021.
+pub(super) fn runs_as_task(
+    tool: &str,
+    support: TaskSupport,
+    context: &RequestContext<RoleServer>,
+) -> Result<bool, ErrorData> {
+    // Most calls are of functions that never run as tasks: they need not
+    // read the client's capabilities.
+    if support.is_forbidden() {
+        return Ok(false);
+    }
+    let negotiated = context
+        .client_capabilities()
+        .is_some_and(|caps| caps.supports_tasks());
+    match (support, negotiated) {
+        (_, true) => Ok(true),
+        (TaskSupport::Forbidden | TaskSupport::Optional, false) => Ok(false),
+        (TaskSupport::Required, false) => Err(ErrorData::new(
+            ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            format!(
+                "`{tool}` runs only as a task: declare the `{TASKS_EXTENSION_ID}` extension in \
+                 the client's capabilities (for the session, or in this request's `_meta`)"
+            ),
+            Some(json!({
+                "requiredCapabilities": ClientCapabilities::builder().enable_tasks().build(),
+            })),
+        )),
+    }
+}
+
+impl PackhostServer {
+    /// Whether calls of `tool` may run as tasks, as `identity` sees it (a
+    /// tool it may not call is none).
+    pub(super) fn task_support(&self, tool: &str, identity: &Identity) -> TaskSupport {
+        let support = self.listing().task_support.get(tool).copied();
+        support
+            .filter(|_| identity.may_call(tool))
+            .unwrap_or_default()
+    }
+}
+
+impl Tasks {
+    /// Start `request` as a task of `server`'s, for the caller of
+    /// `context`; the task can be read as soon as this returns. A caller
+    /// with too many tasks running gets a failed call instead.
+    pub(super) fn start(
+        &self,
+        server: &PackhostServer,
+        request: CallToolRequestParams,
+        identity: Identity,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        let owner = Owner::new(&identity.org, &identity.user);
+        if let Err(failure) = self.admit(&owner) {
+            return server.failure(&request.name, &failure, &identity).into();
+        }
+        let caller = Caller {
+            log: server.log.forwarder(&context.peer),
+            ..Caller::new(identity, context.id.to_string())
+        };
+        let server = server.clone();
+        let capabilities = context.client_capabilities().unwrap_or_default();
+        let options = TaskOptions::new()
+            .with_ttl_ms(TTL_MS)
+            .with_poll_interval_ms(POLL_INTERVAL_MS);
+        let task = self.manager.spawn(options, move |task| {
+            let caller = Caller {
+                ask: Some(Arc::new(TaskAsk::new(task.clone(), capabilities))),
+                ..caller
+            };
+            Box::pin(run(server, request, caller, task))
+        });
+        let mut owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
+        // Forget the owners of tasks rmcp let go of (ended more than a TTL
+        // ago), so the map holds no more than rmcp does.
+        owners.retain(|id, _| self.manager.get_task(id).is_ok());
+        owners.insert(task.task_id.clone(), owner);
+        CreateTaskResult::new(task).into()
+    }
+
+    /// Whether `owner` may start one more task.
+    fn admit(&self, owner: &Owner) -> Result<(), Failure> {
+        let owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
+        let running = owners
+            .iter()
+            .filter(|(_, started_by)| *started_by == owner)
+            .filter(|(id, _)| {
+                let task = self.manager.get_task(id);
+                task.is_ok_and(|task| !task.status().is_terminal())
+            })
+            .count();
+        if running < RUNNING_PER_CALLER {
+            return Ok(());
+        }
+        Err(Failure::new(
+            codes::LIMIT_EXCEEDED,
+            format!("you have {running} tasks running, the most one caller may have"),
+        )
+        .with_help("wait for one to end (`tasks/get`), or cancel one (`tasks/cancel`)"))
+    }
+
+    /// `tasks/get`: the caller's task as it is now.
+    pub(super) fn get(&self, id: &str, owner: &Owner) -> Result<GetTaskResult, ErrorData> {
+        self.owned(id, owner)?;
+        let task = self.manager.get_task(id).map_err(|_| unknown(id))?;
+        Ok(GetTaskResult::new(task))
+    }
+
+    /// `tasks/update`: the client's answers to the task's questions; keys
+    /// that are no open question of it are ignored.
+    pub(super) fn update(
+        &self,
+        id: &str,
+        answers: Answers,
+        owner: &Owner,
+    ) -> Result<(), ErrorData> {
+        self.owned(id, owner)?;
+        self.manager
+            .update_task(id, answers)
+            .map_err(|_| unknown(id))
+    }
+
+    /// `tasks/cancel`: stop the caller's task; an ended one stays as it
+    /// ended.
+    pub(super) fn cancel(&self, id: &str, owner: &Owner) -> Result<(), ErrorData> {
+        self.owned(id, owner)?;
+        self.manager.cancel_task(id).map_err(|_| unknown(id))
+    }
+
+    fn owned(&self, id: &str, owner: &Owner) -> Result<(), ErrorData> {
+        let owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
+        match owners.get(id) {
+            Some(started_by) if started_by == owner => Ok(()),
+            _ => Err(unknown(id)),
+        }
+    }
+}
+
+/// The one answer for a task id that is not the caller's, whether another
+/// caller's, ended too long ago, or never made.
+fn unknown(id: &str) -> ErrorData {
+    ErrorData::invalid_params(
+        format!(
+            "no task `{id}`: a task is kept for the caller that started it, until {} minutes \
+             after it ends",
+            TTL_MS / 60_000
+        ),
+        None,
+    )
+}
+
+/// One task: the call until it ends, or until the client cancels it (the
+/// call is then cancelled and dropped, which stops the pack's work). A
+/// failure of the call is a `completed` task whose result says so, as a
+/// direct call would answer; only the host's or the pack's internal
+/// failures (a panic) are a `failed` task, with the error inlined.
+async fn run(
+    server: PackhostServer,
+    request: CallToolRequestParams,
+    caller: Caller,
+    task: TaskContext,
+) -> Result<CallToolResult, TaskExit> {
+    let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+    let call = server.executor.call_tool(&request.name, args, &caller);
+    let outcome = tokio::select! {
+        biased;
+        () = task.cancelled() => {
+            caller.cancel.cancel();
+            return Err(TaskExit::Cancelled);
+        }
+        outcome = call => outcome,
+    };
+    match outcome {
+        Err(failure) if failure.code() == codes::INTERNAL => Err(TaskExit::Error(
+            ErrorData::internal_error(failure.text(), Some(failure.error_object())),
+        )),
+        outcome => Ok(server.answer(&request.name, outcome, &caller.identity)),
+    }
+}
+
+/// The questions of a call that runs as a task: the task reads
+/// `input_required` with them as its `inputRequests` until `tasks/update`
+/// answers every one.
+struct TaskAsk {
+    task: TaskContext,
+    /// What the client declared it can answer.
+    capabilities: ClientCapabilities,
+    /// Rounds of questions so far: a key is used once in a task's life, so
+    /// each round's keys are prefixed with its number.
+    rounds: AtomicU64,
+}
+
+impl TaskAsk {
+    fn new(task: TaskContext, capabilities: ClientCapabilities) -> Self {
+        Self {
+            task,
+            capabilities,
+            rounds: AtomicU64::new(0),
+        }
+    }
+
+    /// The question of `key` as rmcp takes it, if the client can answer it.
+    fn question(&self, key: &str, question: Value) -> Result<InputRequest, Failure> {
+        let method = question["method"].as_str().unwrap_or_default().to_owned();
+        let declared = match method.as_str() {
+            "elicitation/create" => self.capabilities.elicitation.is_some(),
+            "sampling/createMessage" => self.capabilities.sampling.is_some(),
+            "roots/list" => self.capabilities.roots.is_some(),
+            _ => {
+                return Err(Failure::invalid_argument(format!(
+                    "question `{key}` has method `{method}`; a question is \
+                     `elicitation/create`, `sampling/createMessage` or `roots/list`"
+                )));
+            }
+        };
+        if !declared {
+            return Err(Failure::new(
+                codes::INPUT_UNAVAILABLE,
+                format!("the client cannot answer `{method}`: it did not declare it"),
+            ));
+        }
+        serde_json::from_value(question).map_err(|e| {
+            Failure::invalid_argument(format!("question `{key}` is not a valid `{method}`: {e}"))
+        })
+    }
+}
+
+impl Ask for TaskAsk {
+    fn ask(
+        &self,
+        questions: Questions,
+    ) -> Pin<Box<dyn Future<Output = Result<Answers, Failure>> + Send>> {
+        let round = self.rounds.fetch_add(1, Ordering::Relaxed);
+        let asked: Result<Vec<_>, Failure> = questions
+            .into_iter()
+            .map(|(key, question)| Ok((key.clone(), self.question(&key, question)?)))
+            .collect();
+        let task = self.task.clone();
+        Box::pin(async move {
+            let waits = asked?.into_iter().map(|(key, question)| {
+                let task = task.clone();
+                async move {
+                    let answer = task.request_input(format!("{round}-{key}"), question).await;
+                    answer
+                        .map(|answer| (key, answer))
+                        .map_err(|exit| match exit {
+                            TaskExit::Cancelled => {
+                                Failure::new(codes::CANCELLED, "the task was cancelled")
+                            }
+                            TaskExit::Error(e) => Failure::internal(e.message.to_string()),
+                        })
+                }
+            });
+            futures_util::future::try_join_all(waits)
+                .await
+                .map(|answers| answers.into_iter().collect())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::JsonObject;
+
+    use super::*;
+
+    fn tool(support: TaskSupport) -> Tool {
+        let mut tool = Tool::new("p.f", "f", JsonObject::new());
+        declare(&mut tool, support);
+        tool
+    }
+
+    #[test]
+    fn only_tools_that_run_as_tasks_say_so() {
+        assert_eq!(tool(TaskSupport::Forbidden).meta, None);
+        let meta = tool(TaskSupport::Optional).meta.unwrap_or_default();
+        assert_eq!(
+            meta.get(TASKS_EXTENSION_ID),
+            Some(&json!({"taskSupport": "optional"}))
+        );
+    }
+
+    #[test]
+    fn a_task_of_another_caller_reads_as_unknown() {
+        let tasks = Tasks::default();
+        let ada = Owner::new("acme", "ada");
+        tasks
+            .owners
+            .lock()
+            .unwrap()
+            .insert("t1".to_owned(), ada.clone());
+        // The same user name in another organisation is someone else.
+        let other = Owner::new("other", "ada");
+        assert_eq!(tasks.get("t1", &other).unwrap_err(), unknown("t1"));
+        assert_eq!(tasks.cancel("t1", &other).unwrap_err(), unknown("t1"));
+        let update = tasks.update("t1", Answers::new(), &other);
+        assert_eq!(update.unwrap_err(), unknown("t1"));
+        // The owner gets past the check, to rmcp (which never saw `t1`).
+        assert_eq!(tasks.get("t1", &ada).unwrap_err(), unknown("t1"));
+    }
+
+    #[test]
+    fn a_caller_has_so_many_tasks_running_at_most() {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let _entered = runtime.enter();
+        let tasks = Tasks::default();
+        let (ada, bob) = (Owner::new("acme", "ada"), Owner::new("acme", "bob"));
+        // Work that ends only when cancelled.
+        let endless = |task: TaskContext| -> rmcp::task_manager::TaskFuture {
+            Box::pin(async move {
+                task.cancelled().await;
+                Err(TaskExit::Cancelled)
+            })
+        };
+        for _ in 0..RUNNING_PER_CALLER {
+            assert_eq!(tasks.admit(&ada), Ok(()));
+            let task = tasks.manager.spawn(TaskOptions::new(), endless);
+            let mut owners = tasks.owners.lock().unwrap();
+            owners.insert(task.task_id, ada.clone());
+        }
+        let refused = tasks.admit(&ada).unwrap_err();
+        assert_eq!(refused.code(), codes::LIMIT_EXCEEDED);
+        assert_eq!(tasks.admit(&bob), Ok(()));
+        // One ended (cancelled here) makes room again.
+        let one = tasks.owners.lock().unwrap().keys().next().unwrap().clone();
+        tasks.manager.cancel_task(&one).unwrap();
+        runtime.block_on(async {
+            while tasks.admit(&ada).is_err() {
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        });
+    }
+}
