@@ -50,6 +50,7 @@ mod caller;
 mod code_mode;
 mod exposure;
 mod help;
+mod offers;
 mod output;
 mod prompts;
 mod registry;
@@ -90,10 +91,7 @@ impl Executor {
             .into_iter()
             .map(|loaded| {
                 let functions = functions_of(&loaded.name, &loaded.manifest.functions);
-                let entry = PackEntry {
-                    loaded: Arc::new(loaded),
-                    functions,
-                };
+                let entry = PackEntry::new(Arc::new(loaded), functions);
                 (entry.loaded.name.clone(), Arc::new(entry))
             })
             .collect();
@@ -138,10 +136,7 @@ impl Executor {
         let Some(entry) = packs.get(name) else {
             return;
         };
-        let entry = PackEntry {
-            loaded: Arc::clone(&entry.loaded),
-            functions: functions_of(name, specs),
-        };
+        let entry = PackEntry::new(Arc::clone(&entry.loaded), functions_of(name, specs));
         packs.insert(name.to_owned(), Arc::new(entry));
         *registry = Arc::new(Registry::new(packs, &self.catalog_config));
         self.generation.send_modify(|generation| *generation += 1);

@@ -10,7 +10,11 @@ use std::{
 };
 
 use abi_stable::std_types::RString;
-use pack_api::{Annotations, Catalog, CatalogTool, FunctionSpec, Owner, projects::Project};
+use pack_api::{
+    Annotations, Catalog, CatalogTool, FunctionSpec, Owner,
+    projects::Project,
+    protocol::{COMPLETE, PROMPTS_GET, RESOURCES_READ},
+};
 use packhost_command::Snippet;
 use serde_json::Value;
 
@@ -89,6 +93,42 @@ impl Function {
 pub(super) struct PackEntry {
     pub(super) loaded: Arc<LoadedPack>,
     pub(super) functions: Vec<Function>,
+    /// What renders its prompts, reads its resources and completes their
+    /// arguments: `pack_api::protocol`'s names, called as functions are
+    /// (none when its manifest offers nothing).
+    pub(super) reserved: Vec<Function>,
+}
+
+impl PackEntry {
+    /// `loaded` with these functions.
+    pub(super) fn new(loaded: Arc<LoadedPack>, functions: Vec<Function>) -> Self {
+        let manifest = &loaded.manifest;
+        let offers = !manifest.prompts.is_empty()
+            || !manifest.resources.is_empty()
+            || !manifest.resource_templates.is_empty();
+        let reserved = if offers {
+            let any_object = serde_json::json!({"type": "object"});
+            let names = [PROMPTS_GET, RESOURCES_READ, COMPLETE];
+            let specs: Vec<FunctionSpec> = names
+                .into_iter()
+                .map(|name| FunctionSpec {
+                    name: name.to_owned(),
+                    description: format!("MCP's `{name}` of the pack"),
+                    input_schema: any_object.clone(),
+                    output_schema: any_object.clone(),
+                    ..FunctionSpec::default()
+                })
+                .collect();
+            functions_of(&loaded.name, &specs)
+        } else {
+            Vec::new()
+        };
+        Self {
+            loaded,
+            functions,
+            reserved,
+        }
+    }
 }
 
 /// The packs and what code mode can reach. Replaced whole when a server
@@ -193,6 +233,11 @@ impl<'a> Visible<'a> {
     pub(super) fn packs(&self) -> impl Iterator<Item = &PackEntry> {
         let packs = &self.registry.packs;
         packs.keys().filter_map(|name| self.pack(name))
+    }
+
+    /// What clients call prompt `name` of `pack`.
+    pub(super) fn offered_name(&self, pack: &PackEntry, name: &str) -> String {
+        ToolName::new(&pack.loaded.name, name).to_string()
     }
 
     /// The functions of `pack` the caller may call.
