@@ -46,6 +46,7 @@ pub use crate::{
 
 mod aliases;
 mod arguments;
+mod bare;
 mod caller;
 mod code_mode;
 mod exposure;
@@ -99,6 +100,12 @@ impl Executor {
             aliases: config.aliases.clone(),
             projects: config.projects.clone(),
             identity: Owner::new(&config.identity.org, &config.identity.user),
+            unprefixed: config
+                .packs
+                .iter()
+                .filter(|(_, pack)| !pack.prefix)
+                .map(|(name, _)| name.clone())
+                .collect(),
         };
         Arc::new(Self {
             registry: RwLock::new(Arc::new(Registry::new(packs, &catalog_config))),
@@ -162,8 +169,9 @@ impl Executor {
                 .functions
                 .iter()
                 .filter(|f| self.exposure.lists(&pack.loaded.name, &f.spec.name));
+            let registry = &registry;
             listed.map(move |f| ToolInfo {
-                name: ToolName::new(&pack.loaded.name, &f.spec.name).to_string(),
+                name: registry.listed(&pack.loaded.name, &f.spec.name),
                 description: f.spec.description.clone(),
                 input_schema: f.spec.input_schema.clone(),
                 output_schema: Some(f.spec.output_schema.clone()),
@@ -171,9 +179,20 @@ impl Executor {
                 annotations: f.spec.annotations,
             })
         });
-        std::iter::once(self.run_tool(Arc::clone(&registry)))
-            .chain(functions)
-            .collect()
+        let run = self.run_tool(Arc::clone(&registry));
+        std::iter::once(run).chain(functions).collect()
+    }
+
+    /// Whether `identity` may call listed tool `tool` (a function of a pack
+    /// with `prefix = false` goes by its own name).
+    pub fn may_call(&self, identity: &Identity, tool: &str) -> bool {
+        let visible = self.visible(identity);
+        match visible.target(tool).and_then(ToolName::parse) {
+            Some(name) if !identity.may_call(tool) => {
+                visible.may_call_function(&name.pack, &name.function)
+            }
+            _ => identity.may_call(tool),
+        }
     }
 
     /// Whether a failure's result `shape` fits `tool`'s output schema; `None`
@@ -185,8 +204,8 @@ impl Executor {
         shape: Option<&Value>,
         identity: &Identity,
     ) -> Option<bool> {
-        let name = ToolName::parse(tool)?;
         let visible = self.visible(identity);
+        let name = ToolName::parse(visible.target(tool).unwrap_or(tool))?;
         let function = visible
             .function(visible.pack(&name.pack)?, &name.function)
             .ok()?;
@@ -281,7 +300,7 @@ impl Executor {
             .front
             .interpret_with(
                 command,
-                |name| visible.alias(name),
+                |name| visible.target(name),
                 |snippet| visible.snippet(snippet),
             )
             .map_err(CallError::Command)?;
@@ -335,7 +354,9 @@ impl Executor {
         args: Value,
         caller: &Caller,
     ) -> Result<Output, Failure> {
-        let tool = ToolName::new(&pack.loaded.name, &function.spec.name).to_string();
+        let tool = self
+            .registry()
+            .listed(&pack.loaded.name, &function.spec.name);
         let span = tracing::info_span!("call", tool = %tool, request = %caller.request_id);
         let started = Instant::now();
         let _running = Running::start(&self.running);

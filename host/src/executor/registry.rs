@@ -4,7 +4,7 @@
 //! as one caller sees it ([`Visible`]).
 
 use std::{
-    collections::BTreeMap,
+    collections::{BTreeMap, BTreeSet},
     sync::{Arc, OnceLock},
     time::Duration,
 };
@@ -138,6 +138,10 @@ pub(super) struct Registry {
     pub(super) catalog: Arc<Catalog>,
     /// `catalog` as JSON, for callers that may use every tool.
     pub(super) catalog_json: Arc<str>,
+    /// The packs whose functions and prompts go by their own names.
+    pub(super) unprefixed: BTreeSet<String>,
+    /// Such a function's own name -> `pack.function`.
+    pub(super) bare: BTreeMap<String, String>,
 }
 
 impl Registry {
@@ -146,10 +150,41 @@ impl Registry {
         let catalog_json = serde_json::to_string(&catalog)
             .expect("a catalog is serialisable")
             .into();
+        let mut bare = BTreeMap::new();
+        let unprefixed = packs
+            .values()
+            .filter(|p| config.unprefixed.contains(&p.loaded.name));
+        for pack in unprefixed {
+            for function in &pack.functions {
+                let qualified = ToolName::new(&pack.loaded.name, &function.spec.name).to_string();
+                // The start refused such clashes; a server's tools arrive later.
+                if let Some(first) = bare.get(&function.spec.name) {
+                    tracing::warn!(
+                        "`{qualified}` is not served as `{}`: `{first}` is (both packs have \
+                         `prefix = false`)",
+                        function.spec.name
+                    );
+                    continue;
+                }
+                bare.insert(function.spec.name.clone(), qualified);
+            }
+        }
         Self {
             packs,
             catalog: Arc::new(catalog),
             catalog_json,
+            unprefixed: config.unprefixed.clone(),
+            bare,
+        }
+    }
+
+    /// What clients call function (or prompt) `name` of pack `pack`:
+    /// `pack.name`, or `name` when the pack has `prefix = false`.
+    pub(super) fn listed(&self, pack: &str, name: &str) -> String {
+        if self.unprefixed.contains(pack) {
+            name.to_owned()
+        } else {
+            ToolName::new(pack, name).to_string()
         }
     }
 }
@@ -161,6 +196,8 @@ pub(super) struct CatalogConfig {
     pub(super) projects: BTreeMap<String, Project>,
     /// `[identity]`.
     pub(super) identity: Owner,
+    /// The packs with `prefix = false`.
+    pub(super) unprefixed: BTreeSet<String>,
 }
 
 /// The registry as one caller sees it: the one place its allow-list applies
@@ -190,6 +227,26 @@ impl<'a> Visible<'a> {
     /// Whether the caller may call `tool` (`pack.function` or `run`).
     pub(super) fn may_call(&self, tool: &str) -> bool {
         self.identity.may_call(tool)
+    }
+
+    /// Whether the caller may call `function` of `pack`: an allow-list
+    /// names it `pack.function`, `pack.*`, or by its own name when the
+    /// pack has `prefix = false`.
+    pub(super) fn may_call_function(&self, pack: &str, function: &str) -> bool {
+        self.may_call(&ToolName::new(pack, function).to_string())
+            || (self.registry.unprefixed.contains(pack) && self.may_call(function))
+    }
+
+    /// What `name` calls when it is no `pack.function`: an alias's target,
+    /// or the function of a pack with `prefix = false` of that name, when
+    /// the caller may call it.
+    pub(super) fn target(&self, name: &str) -> Option<&str> {
+        self.alias(name).or_else(|| {
+            let qualified = self.registry.bare.get(name)?;
+            let tool = ToolName::parse(qualified)?;
+            self.may_call_function(&tool.pack, &tool.function)
+                .then_some(qualified.as_str())
+        })
     }
 
     /// The target of alias `name`, when the caller may call it.
@@ -237,14 +294,14 @@ impl<'a> Visible<'a> {
 
     /// What clients call prompt `name` of `pack`.
     pub(super) fn offered_name(&self, pack: &PackEntry, name: &str) -> String {
-        ToolName::new(&pack.loaded.name, name).to_string()
+        self.registry.listed(&pack.loaded.name, name)
     }
 
     /// The functions of `pack` the caller may call.
     pub(super) fn functions<'p>(&self, pack: &'p PackEntry) -> impl Iterator<Item = &'p Function> {
         let name = pack.loaded.name.as_str();
         let functions = pack.functions.iter();
-        functions.filter(move |f| self.may_call(&ToolName::new(name, &f.spec.name).to_string()))
+        functions.filter(move |f| self.may_call_function(name, &f.spec.name))
     }
 
     /// `alias`, or `pack.function` → the pack and its function, or an error
@@ -256,7 +313,7 @@ impl<'a> Visible<'a> {
     }
 
     fn lookup(&self, name: &str) -> Result<(&PackEntry, &Function), CallError> {
-        let target = self.alias(name).unwrap_or(name);
+        let target = self.target(name).unwrap_or(name);
         let Some(ToolName {
             pack: pack_name,
             function: function_name,
@@ -340,7 +397,7 @@ impl<'a> Visible<'a> {
         let mut catalog = Catalog::clone(&self.registry.catalog);
         catalog
             .tools
-            .retain(|t| self.may_call(&ToolName::new(&t.pack, &t.function).to_string()));
+            .retain(|t| self.may_call_function(&t.pack, &t.function));
         catalog.aliases.retain(|name, _| self.alias(name).is_some());
         let tools = &catalog.tools;
         catalog
@@ -370,6 +427,7 @@ fn catalog(packs: &BTreeMap<String, Arc<PackEntry>>, config: &CatalogConfig) -> 
                     output_schema: f.spec.output_schema.clone(),
                     title: f.spec.title.clone(),
                     examples: f.spec.examples.clone(),
+                    bare: config.unprefixed.contains(&pack.loaded.name),
                 })
             })
             .collect(),

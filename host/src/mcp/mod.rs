@@ -373,7 +373,7 @@ impl ServerHandler for PackhostServer {
         let tools = self
             .tools()
             .iter()
-            .filter(|t| identity.may_call(&t.name))
+            .filter(|t| self.executor.may_call(&identity, &t.name))
             .map(|tool| match &identity.allowed {
                 // An allow-list: `run`'s description names only what it allows.
                 Some(_) if tool.name == RUN_TOOL => {

@@ -238,12 +238,21 @@ pub struct CatalogTool {
     /// Example calls and what their results hold (discovery shows them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub examples: Vec<Example>,
+    /// Whether it goes by its own name (its pack has `prefix = false`).
+    /// Hosts before it did not say.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub bare: bool,
 }
 
 impl CatalogTool {
-    /// `pack.function`: how calls name it.
+    /// How calls name it: `pack.function`, or `function` when it goes by
+    /// its own name.
     pub fn name(&self) -> String {
-        crate::names::qualified(&self.pack, &self.function)
+        if self.bare {
+            self.function.clone()
+        } else {
+            crate::names::qualified(&self.pack, &self.function)
+        }
     }
 }
 
