@@ -57,7 +57,10 @@ impl PackhostServer {
         match self.executor.complete_pack(params, &caller).await {
             Some(completed) => {
                 let completed = completed.map_err(|failure| protocol_error(&failure))?;
-                serde_json::from_value(completed).map_err(|e| not_mcp("completion", &e))
+                let given: CompleteResult =
+                    serde_json::from_value(completed).map_err(|e| not_mcp("completion", &e))?;
+                // Built anew, so that the wire's own fields (`resultType`) are set.
+                Ok(CompleteResult::new(given.completion))
             }
             None => Err(ErrorData::invalid_params(
                 "no prompt or resource template of that name to complete: `prompts/list` and \

@@ -72,8 +72,11 @@ impl PackhostServer {
             .await
         {
             let rendered = rendered.map_err(|failure| protocol_error(&failure))?;
-            let result: GetPromptResult =
+            let given: GetPromptResult =
                 serde_json::from_value(rendered).map_err(|e| not_mcp("prompt", &e))?;
+            // Built anew, so that the wire's own fields (`resultType`) are set.
+            let mut result = GetPromptResult::new(given.messages);
+            result.description = given.description;
             return Ok(result.into());
         }
         // Arguments are strings in MCP; anything else is taken as its JSON.

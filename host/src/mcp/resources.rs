@@ -85,9 +85,10 @@ impl PackhostServer {
         match self.executor.read_pack_resource(&uri, &caller).await {
             Some(read) => {
                 let read = read.map_err(|failure| protocol_error(&failure))?;
+                // Built anew, so that the wire's own fields (`resultType`) are set.
                 let result: ReadResourceResult =
                     serde_json::from_value(read).map_err(|e| not_mcp("resource", &e))?;
-                Ok(result.into())
+                Ok(ReadResourceResult::new(result.contents).into())
             }
             None => Err(not_found(&uri)),
         }
