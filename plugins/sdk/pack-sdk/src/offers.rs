@@ -124,16 +124,19 @@ impl<S: Send + Sync + 'static> Offers<S> {
             Value::Null => json!({}),
             given => given.clone(),
         };
-        let missing: Vec<&str> = spec
+        let missing: Vec<String> = spec
             .arguments
             .iter()
             .filter(|a| a.required && arguments.get(&a.name).is_none())
-            .map(|a| a.name.as_str())
+            .map(|a| match &a.description {
+                Some(description) => format!("`{}` ({description})", a.name),
+                None => format!("`{}`", a.name),
+            })
             .collect();
         if !missing.is_empty() {
             return Err(PackError::invalid_argument(format!(
-                "prompt `{name}` needs the argument(s) {}",
-                list(&missing)
+                "prompt `{name}` needs the argument {}",
+                missing.join(", ")
             )));
         }
         Ok((Arc::clone(render), arguments))
