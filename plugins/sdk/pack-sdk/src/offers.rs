@@ -210,3 +210,95 @@ fn list(names: &[&str]) -> String {
         names.join(", ")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A handler that answers which one it is and what it was given.
+    fn echo(which: &'static str) -> Handler<()> {
+        Arc::new(move |_, input, _| Box::pin(async move { Ok(json!({which: input})) }))
+    }
+
+    fn refused(routed: Routed<()>) -> PackError {
+        match routed {
+            Err(error) => error,
+            Ok((_, input)) => panic!("routed with {input}"),
+        }
+    }
+
+    fn offers() -> Offers<()> {
+        let mut offers = Offers::default();
+        let prompt = PromptSpec {
+            name: "review".into(),
+            arguments: vec![pack_api::PromptArgumentSpec {
+                name: "file".into(),
+                description: Some("the file".into()),
+                required: true,
+            }],
+            ..PromptSpec::default()
+        };
+        offers.prompts.push((prompt, echo("review")));
+        let resource = ResourceSpec {
+            uri: "notes://index".into(),
+            ..ResourceSpec::default()
+        };
+        offers.resources.push((resource, echo("index")));
+        let template = TemplateSpec {
+            uri_template: "notes://{id}".into(),
+            ..TemplateSpec::default()
+        };
+        offers.templates.push((template, echo("note")));
+        offers.complete_template("notes://{id}", echo("ids"));
+        offers
+    }
+
+    #[test]
+    fn reserved_names_reach_the_handler_they_name() {
+        let offers = offers();
+        let (_, input) = offers
+            .read("notes", json!({"uri": "notes://index"}))
+            .unwrap();
+        assert_eq!(input, json!({"uri": "notes://index"}));
+        let (_, input) = offers.read("notes", json!({"uri": "notes://42"})).unwrap();
+        assert_eq!(
+            input,
+            json!({"uri": "notes://42", "variables": {"id": "42"}})
+        );
+        let unknown = refused(offers.read("notes", json!({"uri": "other://1"})));
+        assert_eq!(unknown.code(), codes::NOT_FOUND);
+
+        let args = json!({"name": "review", "arguments": {"file": "a.rs"}});
+        let (_, input) = offers.prompt("notes", args).unwrap();
+        assert_eq!(input, json!({"file": "a.rs"}));
+        let missing = refused(offers.prompt("notes", json!({"name": "review"})));
+        assert!(
+            missing.to_string().contains("`file` (the file)"),
+            "{missing}"
+        );
+        let unknown = refused(offers.prompt("notes", json!({"name": "nope"})));
+        assert!(unknown.to_string().contains("(has: review)"), "{unknown}");
+
+        let request = json!({
+            "ref": {"type": "ref/resource", "uri": "notes://{id}"},
+            "argument": {"name": "id", "value": "4"},
+        });
+        let (_, input) = offers.complete("notes", request).unwrap();
+        assert_eq!(
+            input,
+            json!({"argument": "id", "value": "4", "context": {}})
+        );
+    }
+
+    #[test]
+    fn completions_are_at_most_a_hundred_and_say_how_many_more() {
+        let values: Vec<String> = (0..150).map(|n| n.to_string()).collect();
+        let result = completion(values);
+        assert_eq!(
+            result["completion"]["values"].as_array().unwrap().len(),
+            100
+        );
+        assert_eq!(result["completion"]["total"], 150);
+        assert_eq!(result["completion"]["hasMore"], true);
+    }
+}
