@@ -137,6 +137,25 @@ async fn a_pack_without_prefix_is_called_by_its_own_names() {
         assert_eq!(structured(&result)["projects"][0]["name"], "repo");
     }
 
+    // Discovery shows it by its own name and describes it by either.
+    let found = host
+        .call("packhost.search", json!({"query": "list the projects"}))
+        .await;
+    let found = structured(&found);
+    let names: Vec<&str> = found["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|hit| hit["name"].as_str())
+        .collect();
+    assert!(names.contains(&"list"), "{found}");
+    for name in ["list", "proj.list"] {
+        let described = host
+            .call("packhost.describe", json!({ "name": name }))
+            .await;
+        assert!(!is_error(&described), "{described:?}");
+    }
+
     // An allow-list may name the function by its own name.
     let (eve, eve_entry) = token("eve", "acme", &["list"]);
     let http = HttpHost::start(&format!("{config}\n{eve_entry}\n"), &[]).await;

@@ -245,13 +245,19 @@ pub struct CatalogTool {
 }
 
 impl CatalogTool {
-    /// How calls name it: `pack.function`, or `function` when it goes by
-    /// its own name.
+    /// `pack.function`: how calls name it (code too, where a function's
+    /// own name could be a builtin's).
     pub fn name(&self) -> String {
+        crate::names::qualified(&self.pack, &self.function)
+    }
+
+    /// How clients see it listed: [`Self::name`], or the function's own
+    /// name when it goes by it ([`Self::bare`]).
+    pub fn listed(&self) -> String {
         if self.bare {
             self.function.clone()
         } else {
-            crate::names::qualified(&self.pack, &self.function)
+            self.name()
         }
     }
 }
