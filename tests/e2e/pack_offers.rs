@@ -89,6 +89,13 @@ async fn a_packs_prompt_renders_and_its_resources_read_for_callers_who_may_call_
     let data: Value = serde_json::from_str(text_of(&read.contents[0])).unwrap();
     assert_eq!(data["id"], "7");
 
+    // The pack completes its template's variable.
+    let ids = ada
+        .complete_resource_simple("test://template/{id}/data", "id", "12")
+        .await
+        .expect("completion/complete");
+    assert_eq!(ids, ["123"]);
+
     // eve sees none of it, and reads it as a URI that does not exist.
     let prompts = eve.list_all_prompts().await.expect("prompts/list");
     assert!(prompts.iter().all(|p| !p.name.starts_with("conformance.")));

@@ -179,9 +179,10 @@ impl Registry {
     }
 
     /// What clients call function (or prompt) `name` of pack `pack`:
-    /// `pack.name`, or `name` when the pack has `prefix = false`.
+    /// `pack.name`, or `name` when the pack has `prefix = false`. A
+    /// reserved name (`prompts/get`) is no pack's own: it keeps its pack.
     pub(super) fn listed(&self, pack: &str, name: &str) -> String {
-        if self.unprefixed.contains(pack) {
+        if self.unprefixed.contains(pack) && !name.contains('/') {
             name.to_owned()
         } else {
             ToolName::new(pack, name).to_string()

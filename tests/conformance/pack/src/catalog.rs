@@ -1,13 +1,13 @@
 //! The suite's prompts and resources that are more than text: a prompt
 //! embedding a resource, a prompt with an image, text and binary resources,
-//! a template, and a resource to subscribe to. (Its plain text prompts are
-//! `[snippets]` of tests/conformance/packs.toml.)
+//! a template (whose ids complete), and a resource to subscribe to. (Its
+//! plain text prompts are `[snippets]` of tests/conformance/packs.toml.)
 
 use std::{collections::BTreeMap, sync::Arc};
 
 use pack_sdk::{
-    Block, Context, Empty, PackDef, PackError, Prompt, PromptMessage, PromptResult, ReadRequest,
-    Resource, ResourceContents, Template, json,
+    Block, Completing, Context, Empty, PackDef, PackError, Prompt, PromptMessage, PromptResult,
+    ReadRequest, Resource, ResourceContents, Template, json,
 };
 
 /// A 1x1 PNG.
@@ -66,6 +66,13 @@ pub(crate) fn add(pack: PackDef<()>) -> PackDef<()> {
                 "application/json",
                 text,
             )])
+        },
+    )
+    .complete_template(
+        "test://template/{id}/data",
+        |_, completing: Completing, _| async move {
+            let ids = ["1", "2", "123"].into_iter().map(str::to_owned);
+            Ok(ids.filter(|id| id.starts_with(&completing.value)).collect())
         },
     )
 }
