@@ -118,7 +118,8 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
     let (server_packs, servers) = servers::connect_all(&loaded.config).await;
     packs.extend(server_packs);
     let executor = Executor::new(packs, &loaded.config);
-    if let Err(e) = executor.check_aliases(&loaded) {
+    let names = executor.check_aliases(&loaded);
+    if let Err(e) = names.and_then(|()| executor.check_bare_names(&loaded.config)) {
         shutdown::shutdown_packs(&executor).await;
         return Err(e.into());
     }

@@ -46,7 +46,9 @@ impl Identity {
     }
 }
 
-/// A token's allow-list: `pack.function`, `pack.*`, `run`, or `*`.
+/// A token's allow-list: `pack.function`, `pack.*`, `run`, or `*`; a
+/// function of a pack with `prefix = false` also by its own name (the
+/// executor asks for both).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolFilter(Vec<String>);
 

@@ -139,6 +139,7 @@ pub async fn connect_all(config: &Config) -> (Vec<LoadedPack>, Servers) {
                 version: "mcp".to_owned(),
                 description: format!("Tools of the MCP server {}", endpoint.describe()),
                 functions,
+                ..Manifest::default()
             },
             backend: Backend::Server(Box::new(pack)),
             timeout,

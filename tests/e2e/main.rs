@@ -18,6 +18,7 @@ mod loading;
 mod new_pack;
 mod npm_egress;
 mod official_clients;
+mod pack_offers;
 mod proj;
 mod prompts;
 mod remote_mcp;

@@ -47,7 +47,7 @@ pub(super) fn search(catalog: &Catalog, query: &str, limit: usize) -> Value {
         .map(|hit| {
             let tool = &catalog.tools[hit.index];
             json!({
-                "name": tool.name(),
+                "name": tool.listed(),
                 "signature": tool.signature,
                 "description": tool.description,
                 "score": hit.score,
@@ -76,7 +76,10 @@ pub(super) fn packs(catalog: &Catalog) -> Value {
 
 pub(super) fn describe(catalog: &Catalog, name: &str) -> Result<Value, Failure> {
     let target = catalog.aliases.get(name).map_or(name, String::as_str);
-    let tool = catalog.tools.iter().find(|t| t.name() == target);
+    let tool = catalog
+        .tools
+        .iter()
+        .find(|t| t.name() == target || t.listed() == target);
     if let Some(tool) = tool {
         let (example, example_typescript) = examples(tool);
         let mut described = json!({

@@ -67,6 +67,7 @@ impl Builtin {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             description: "Find what you can call (search, describe, list packs) and read results kept by handle".to_owned(),
             functions: table::specs(),
+            ..Manifest::default()
         }
     }
 

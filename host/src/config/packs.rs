@@ -24,6 +24,9 @@ pub struct PackConfig {
     pub expose: Option<Expose>,
     /// Time limit of this pack's calls (at least 1).
     pub timeout_ms: Option<u64>,
+    /// `false`: its functions and prompts go by their own names
+    /// (`read`, not `pack.read`), as its server would offer them.
+    pub prefix: bool,
 }
 
 /// What serves a pack.
@@ -109,6 +112,9 @@ pub(super) struct RawPack {
     /// Time limit of this pack's calls.
     #[serde(default)]
     pub timeout_ms: Option<u64>,
+    /// `false`: serve its functions and prompts under their own names.
+    #[serde(default)]
+    pub prefix: Option<bool>,
     /// A library pack's settings, handed to its constructor as JSON.
     #[serde(default)]
     pub config: Option<Value>,
@@ -149,6 +155,7 @@ impl RawPack {
                 enabled: self.enabled,
                 expose: self.expose,
                 timeout_ms: self.timeout_ms,
+                prefix: self.prefix.unwrap_or(true),
             }),
             _ => Err(problems),
         }

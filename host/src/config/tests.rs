@@ -459,6 +459,13 @@ fn a_pack_section_is_parsed_into_what_serves_it() {
 }
 
 #[test]
+fn a_pack_keeps_its_prefix_unless_its_section_says_prefix_false() {
+    let loaded = load_text("[packs.a]\n[packs.b]\nprefix = false\n").unwrap();
+    assert!(loaded.config.packs["a"].prefix);
+    assert!(!loaded.config.packs["b"].prefix);
+}
+
+#[test]
 fn a_server_pack_with_a_library_config_is_refused() {
     let message = refused(
         "[packs.s]\nkind = \"mcp\"\nurl = \"http://h/mcp\"\nconfig = { a = 1 }\n",

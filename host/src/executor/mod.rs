@@ -47,10 +47,12 @@ pub use crate::{
 
 mod aliases;
 mod arguments;
+mod bare;
 mod caller;
 mod code_mode;
 mod exposure;
 mod help;
+mod offers;
 mod output;
 mod prompts;
 mod registry;
@@ -93,10 +95,7 @@ impl Executor {
             .into_iter()
             .map(|loaded| {
                 let functions = functions_of(&loaded.name, &loaded.manifest.functions);
-                let entry = PackEntry {
-                    loaded: Arc::new(loaded),
-                    functions,
-                };
+                let entry = PackEntry::new(Arc::new(loaded), functions);
                 (entry.loaded.name.clone(), Arc::new(entry))
             })
             .collect();
@@ -104,6 +103,12 @@ impl Executor {
             aliases: config.aliases.clone(),
             projects: config.projects.clone(),
             identity: Owner::new(&config.identity.org, &config.identity.user),
+            unprefixed: config
+                .packs
+                .iter()
+                .filter(|(_, pack)| !pack.prefix)
+                .map(|(name, _)| name.clone())
+                .collect(),
         };
         Arc::new(Self {
             registry: RwLock::new(Arc::new(Registry::new(packs, &catalog_config))),
@@ -142,10 +147,7 @@ impl Executor {
         let Some(entry) = packs.get(name) else {
             return;
         };
-        let entry = PackEntry {
-            loaded: Arc::clone(&entry.loaded),
-            functions: functions_of(name, specs),
-        };
+        let entry = PackEntry::new(Arc::clone(&entry.loaded), functions_of(name, specs));
         packs.insert(name.to_owned(), Arc::new(entry));
         *registry = Arc::new(Registry::new(packs, &self.catalog_config));
         self.generation.send_modify(|generation| *generation += 1);
@@ -171,8 +173,9 @@ impl Executor {
                 .functions
                 .iter()
                 .filter(|f| self.exposure.lists(&pack.loaded.name, &f.spec.name));
+            let registry = &registry;
             listed.map(move |f| ToolInfo {
-                name: ToolName::new(&pack.loaded.name, &f.spec.name).to_string(),
+                name: registry.listed(&pack.loaded.name, &f.spec.name),
                 description: f.spec.description.clone(),
                 input_schema: f.spec.input_schema.clone(),
                 output_schema: Some(f.spec.output_schema.clone()),
@@ -181,9 +184,20 @@ impl Executor {
                 task_support: f.spec.task_support,
             })
         });
-        std::iter::once(self.run_tool(Arc::clone(&registry)))
-            .chain(functions)
-            .collect()
+        let run = self.run_tool(Arc::clone(&registry));
+        std::iter::once(run).chain(functions).collect()
+    }
+
+    /// Whether `identity` may call listed tool `tool` (a function of a pack
+    /// with `prefix = false` goes by its own name).
+    pub fn may_call(&self, identity: &Identity, tool: &str) -> bool {
+        let visible = self.visible(identity);
+        match visible.target(tool).and_then(ToolName::parse) {
+            Some(name) if !identity.may_call(tool) => {
+                visible.may_call_function(&name.pack, &name.function)
+            }
+            _ => identity.may_call(tool),
+        }
     }
 
     /// Whether a failure's result `shape` fits `tool`'s output schema; `None`
@@ -195,8 +209,8 @@ impl Executor {
         shape: Option<&Value>,
         identity: &Identity,
     ) -> Option<bool> {
-        let name = ToolName::parse(tool)?;
         let visible = self.visible(identity);
+        let name = ToolName::parse(visible.target(tool).unwrap_or(tool))?;
         let function = visible
             .function(visible.pack(&name.pack)?, &name.function)
             .ok()?;
@@ -305,7 +319,7 @@ impl Executor {
             .front
             .interpret_with(
                 command,
-                |name| visible.alias(name),
+                |name| visible.target(name),
                 |snippet| visible.snippet(snippet),
             )
             .map_err(CallError::Command)?;
@@ -359,7 +373,9 @@ impl Executor {
         args: Value,
         caller: &Caller,
     ) -> Result<Output, Failure> {
-        let tool = ToolName::new(&pack.loaded.name, &function.spec.name).to_string();
+        let tool = self
+            .registry()
+            .listed(&pack.loaded.name, &function.spec.name);
         let span = tracing::info_span!("call", tool = %tool, request = %caller.request_id);
         let started = Instant::now();
         let _running = Running::start(&self.running);

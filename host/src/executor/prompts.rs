@@ -35,9 +35,16 @@ impl Executor {
         let snippet = self.front.snippets.get(name);
         let Some(snippet) = snippet.filter(|snippet| visible.snippet(snippet)) else {
             let prompts = self.prompts(identity);
-            let names: Vec<&str> = prompts.iter().map(|(prompt, _)| *prompt).collect();
+            let packs = self.pack_prompts(identity);
+            let snippets = prompts.iter().map(|(prompt, _)| *prompt);
+            let names: Vec<&str> = snippets
+                .chain(packs.iter().map(|(name, _)| name.as_str()))
+                .collect();
             return Err(if names.is_empty() {
-                format!("unknown prompt `{name}`: there are none (prompts are `[snippets]`)")
+                format!(
+                    "unknown prompt `{name}`: there are none (prompts are `[snippets]` and the \
+                     prompts of packs)"
+                )
             } else {
                 format!("unknown prompt `{name}`; available: {}", names.join(", "))
             });

@@ -4,14 +4,16 @@
 //! as one caller sees it ([`Visible`]).
 
 use std::{
-    collections::BTreeMap,
+    collections::{BTreeMap, BTreeSet},
     sync::{Arc, OnceLock},
     time::Duration,
 };
 
 use abi_stable::std_types::RString;
 use pack_api::{
-    Annotations, Catalog, CatalogTool, FunctionSpec, Owner, TaskSupport, projects::Project,
+    Annotations, Catalog, CatalogTool, FunctionSpec, Owner, TaskSupport,
+    projects::Project,
+    protocol::{COMPLETE, PROMPTS_GET, RESOURCES_READ},
 };
 use packhost_command::Snippet;
 use serde_json::Value;
@@ -93,6 +95,42 @@ impl Function {
 pub(super) struct PackEntry {
     pub(super) loaded: Arc<LoadedPack>,
     pub(super) functions: Vec<Function>,
+    /// What renders its prompts, reads its resources and completes their
+    /// arguments: `pack_api::protocol`'s names, called as functions are
+    /// (none when its manifest offers nothing).
+    pub(super) reserved: Vec<Function>,
+}
+
+impl PackEntry {
+    /// `loaded` with these functions.
+    pub(super) fn new(loaded: Arc<LoadedPack>, functions: Vec<Function>) -> Self {
+        let manifest = &loaded.manifest;
+        let offers = !manifest.prompts.is_empty()
+            || !manifest.resources.is_empty()
+            || !manifest.resource_templates.is_empty();
+        let reserved = if offers {
+            let any_object = serde_json::json!({"type": "object"});
+            let names = [PROMPTS_GET, RESOURCES_READ, COMPLETE];
+            let specs: Vec<FunctionSpec> = names
+                .into_iter()
+                .map(|name| FunctionSpec {
+                    name: name.to_owned(),
+                    description: format!("MCP's `{name}` of the pack"),
+                    input_schema: any_object.clone(),
+                    output_schema: any_object.clone(),
+                    ..FunctionSpec::default()
+                })
+                .collect();
+            functions_of(&loaded.name, &specs)
+        } else {
+            Vec::new()
+        };
+        Self {
+            loaded,
+            functions,
+            reserved,
+        }
+    }
 }
 
 /// The packs and what code mode can reach. Replaced whole when a server
@@ -102,6 +140,10 @@ pub(super) struct Registry {
     pub(super) catalog: Arc<Catalog>,
     /// `catalog` as JSON, for callers that may use every tool.
     pub(super) catalog_json: Arc<str>,
+    /// The packs whose functions and prompts go by their own names.
+    pub(super) unprefixed: BTreeSet<String>,
+    /// Such a function's own name -> `pack.function`.
+    pub(super) bare: BTreeMap<String, String>,
 }
 
 impl Registry {
@@ -110,10 +152,42 @@ impl Registry {
         let catalog_json = serde_json::to_string(&catalog)
             .expect("a catalog is serialisable")
             .into();
+        let mut bare = BTreeMap::new();
+        let unprefixed = packs
+            .values()
+            .filter(|p| config.unprefixed.contains(&p.loaded.name));
+        for pack in unprefixed {
+            for function in &pack.functions {
+                let qualified = ToolName::new(&pack.loaded.name, &function.spec.name).to_string();
+                // The start refused such clashes; a server's tools arrive later.
+                if let Some(first) = bare.get(&function.spec.name) {
+                    tracing::warn!(
+                        "`{qualified}` is not served as `{}`: `{first}` is (both packs have \
+                         `prefix = false`)",
+                        function.spec.name
+                    );
+                    continue;
+                }
+                bare.insert(function.spec.name.clone(), qualified);
+            }
+        }
         Self {
             packs,
             catalog: Arc::new(catalog),
             catalog_json,
+            unprefixed: config.unprefixed.clone(),
+            bare,
+        }
+    }
+
+    /// What clients call function (or prompt) `name` of pack `pack`:
+    /// `pack.name`, or `name` when the pack has `prefix = false`. A
+    /// reserved name (`prompts/get`) is no pack's own: it keeps its pack.
+    pub(super) fn listed(&self, pack: &str, name: &str) -> String {
+        if self.unprefixed.contains(pack) && !name.contains('/') {
+            name.to_owned()
+        } else {
+            ToolName::new(pack, name).to_string()
         }
     }
 }
@@ -125,6 +199,8 @@ pub(super) struct CatalogConfig {
     pub(super) projects: BTreeMap<String, Project>,
     /// `[identity]`.
     pub(super) identity: Owner,
+    /// The packs with `prefix = false`.
+    pub(super) unprefixed: BTreeSet<String>,
 }
 
 /// The registry as one caller sees it: the one place its allow-list applies
@@ -154,6 +230,26 @@ impl<'a> Visible<'a> {
     /// Whether the caller may call `tool` (`pack.function` or `run`).
     pub(super) fn may_call(&self, tool: &str) -> bool {
         self.identity.may_call(tool)
+    }
+
+    /// Whether the caller may call `function` of `pack`: an allow-list
+    /// names it `pack.function`, `pack.*`, or by its own name when the
+    /// pack has `prefix = false`.
+    pub(super) fn may_call_function(&self, pack: &str, function: &str) -> bool {
+        self.may_call(&ToolName::new(pack, function).to_string())
+            || (self.registry.unprefixed.contains(pack) && self.may_call(function))
+    }
+
+    /// What `name` calls when it is no `pack.function`: an alias's target,
+    /// or the function of a pack with `prefix = false` of that name, when
+    /// the caller may call it.
+    pub(super) fn target(&self, name: &str) -> Option<&str> {
+        self.alias(name).or_else(|| {
+            let qualified = self.registry.bare.get(name)?;
+            let tool = ToolName::parse(qualified)?;
+            self.may_call_function(&tool.pack, &tool.function)
+                .then_some(qualified.as_str())
+        })
     }
 
     /// The target of alias `name`, when the caller may call it.
@@ -199,11 +295,16 @@ impl<'a> Visible<'a> {
         packs.keys().filter_map(|name| self.pack(name))
     }
 
+    /// What clients call prompt `name` of `pack`.
+    pub(super) fn offered_name(&self, pack: &PackEntry, name: &str) -> String {
+        self.registry.listed(&pack.loaded.name, name)
+    }
+
     /// The functions of `pack` the caller may call.
     pub(super) fn functions<'p>(&self, pack: &'p PackEntry) -> impl Iterator<Item = &'p Function> {
         let name = pack.loaded.name.as_str();
         let functions = pack.functions.iter();
-        functions.filter(move |f| self.may_call(&ToolName::new(name, &f.spec.name).to_string()))
+        functions.filter(move |f| self.may_call_function(name, &f.spec.name))
     }
 
     /// `alias`, or `pack.function` → the pack and its function, or an error
@@ -215,7 +316,7 @@ impl<'a> Visible<'a> {
     }
 
     fn lookup(&self, name: &str) -> Result<(&PackEntry, &Function), CallError> {
-        let target = self.alias(name).unwrap_or(name);
+        let target = self.target(name).unwrap_or(name);
         let Some(ToolName {
             pack: pack_name,
             function: function_name,
@@ -299,7 +400,7 @@ impl<'a> Visible<'a> {
         let mut catalog = Catalog::clone(&self.registry.catalog);
         catalog
             .tools
-            .retain(|t| self.may_call(&ToolName::new(&t.pack, &t.function).to_string()));
+            .retain(|t| self.may_call_function(&t.pack, &t.function));
         catalog.aliases.retain(|name, _| self.alias(name).is_some());
         let tools = &catalog.tools;
         catalog
@@ -329,6 +430,7 @@ fn catalog(packs: &BTreeMap<String, Arc<PackEntry>>, config: &CatalogConfig) -> 
                     output_schema: f.spec.output_schema.clone(),
                     title: f.spec.title.clone(),
                     examples: f.spec.examples.clone(),
+                    bare: config.unprefixed.contains(&pack.loaded.name),
                 })
             })
             .collect(),

@@ -1,6 +1,7 @@
 //! The MCP face of the executor (rmcp): `tools/list`, `tools/call`,
-//! `resources/list` and `resources/read` of the caller's kept results,
-//! `prompts/list` and `prompts/get` of its `[snippets]`, and
+//! resources (the caller's kept results and its packs': resources.rs),
+//! prompts (its `[snippets]` and its packs': prompts.rs), completions
+//! (completion.rs), and
 //! `logging/setLevel`, after which a call's pack log lines go to the client
 //! that made it, and the tasks extension (`tasks`).
 //! A tool failure is always a result with `isError: true`, never a protocol
@@ -23,14 +24,14 @@ use pack_api::{Owner, TaskSupport};
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
-        GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetTaskParams, GetTaskResult,
-        Implementation, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
-        ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams,
-        ProgressNotificationParam, ProgressToken, Prompt, PromptArgument, PromptMessage,
-        ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-        ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerConfig,
-        SubscriptionFilter, Tool, ToolAnnotations, UpdateTaskParams,
+        CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+        CompleteRequestParams, CompleteResult, ContentBlock, GetPromptRequestParams,
+        GetPromptResponse, GetTaskParams, GetTaskResult, Implementation, JsonObject,
+        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+        MetaObject, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+        ReadResourceRequestParams, ReadResourceResponse, Resource, ServerCapabilities,
+        ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool, ToolAnnotations,
+        UnsubscribeRequestParams, UpdateTaskParams,
     },
     service::{NotificationContext, Peer, RequestContext, ServiceError, SubscriptionContext},
 };
@@ -45,7 +46,11 @@ use self::{
 };
 
 mod ask;
+mod completion;
 mod logging;
+mod prompts;
+mod request;
+mod resources;
 mod rounds;
 mod tasks;
 pub use rounds::STATE_KEY_VARIABLE;
@@ -57,7 +62,6 @@ use crate::{
     failure::{ERROR_META_KEY, Failure},
     identity::Identity,
     render::value_text,
-    results::URI_PREFIX,
 };
 
 /// One MCP server over the shared executor.
@@ -344,7 +348,9 @@ impl ServerHandler for PackhostServer {
                 .enable_tools()
                 .enable_tool_list_changed()
                 .enable_resources()
+                .enable_resources_subscribe()
                 .enable_prompts()
+                .enable_completions()
                 .enable_logging()
                 .enable_tasks()
                 .build(),
@@ -417,7 +423,7 @@ impl ServerHandler for PackhostServer {
         let tools = self
             .tools()
             .iter()
-            .filter(|t| identity.may_call(&t.name))
+            .filter(|t| self.executor.may_call(&identity, &t.name))
             .map(|tool| match &identity.allowed {
                 // An allow-list: `run`'s description names only what it allows.
                 Some(_) if tool.name == RUN_TOOL => {
@@ -431,133 +437,68 @@ impl ServerHandler for PackhostServer {
         Ok(ListToolsResult::with_all_items(tools))
     }
 
-    /// The caller's own kept results.
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let identity = self.identity_of(&context);
-        let owner = Owner::new(&identity.org, &identity.user);
-        let resources = self
-            .executor
-            .results()
-            .list(&owner)
-            .into_iter()
-            .map(|(handle, kept)| {
-                Resource::new(format!("{URI_PREFIX}{handle}"), handle)
-                    .with_description(format!("The whole result of `{}`", kept.tool))
-                    .with_mime_type("text/plain")
-                    .with_size(kept.text.chars().count() as u64)
-            })
-            .collect();
-        Ok(ListResourcesResult::with_all_items(resources))
+        Ok(self.resources_list(&context))
     }
 
-    /// Kept results as one template: a handle (from the result that kept
-    /// it, or `resources/list`) names a whole result of the caller's own.
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let template = ResourceTemplate::new(format!("{URI_PREFIX}{{handle}}"), "kept result")
-            .with_description(
-                "The whole result of one of your calls that was too large to send whole: the \
-                 call's result links it (its handle also in `_meta`), until it expires",
-            )
-            .with_mime_type("text/plain");
-        Ok(ListResourceTemplatesResult::with_all_items(vec![template]))
+        Ok(self.resource_templates_list(&context))
     }
 
-    /// A kept result of the caller's own; any other URI is not found alike.
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let identity = self.identity_of(&context);
-        let owner = Owner::new(&identity.org, &identity.user);
-        let kept = request
-            .uri
-            .strip_prefix(URI_PREFIX)
-            .and_then(|handle| self.executor.results().get(&owner, handle));
-        match kept {
-            Some(kept) => Ok(ReadResourceResult::new(vec![ResourceContents::text(
-                kept.text.to_string(),
-                request.uri,
-            )])
-            .into()),
-            None => Err(ErrorData::resource_not_found(
-                format!(
-                    "no resource {}: packhost serves kept results (`{URI_PREFIX}<handle>`) to \
-                     the caller that made them, until they expire",
-                    request.uri
-                ),
-                None,
-            )),
-        }
+        self.resource_read(request, &context).await
     }
 
-    /// The caller's `[snippets]`, as prompts: a parameter without a
-    /// default is a required argument.
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.resource_subscribe(&request.uri, &context)
+    }
+
+    async fn unsubscribe(
+        &self,
+        _request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Ok(())
+    }
+
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let identity = self.identity_of(&context);
-        let prompts = self
-            .executor
-            .prompts(&identity)
-            .into_iter()
-            .map(|(name, snippet)| {
-                let arguments = snippet
-                    .params
-                    .iter()
-                    .map(|(param, spec)| {
-                        let argument =
-                            PromptArgument::new(param).with_required(spec.default.is_none());
-                        match &spec.description {
-                            Some(description) => argument.with_description(description),
-                            None => argument,
-                        }
-                    })
-                    .collect();
-                let description = Some(&snippet.description).filter(|d| !d.is_empty());
-                Prompt::new(name, description, Some(arguments))
-            })
-            .collect();
-        Ok(ListPromptsResult::with_all_items(prompts))
+        Ok(self.prompts_list(&context))
     }
 
-    /// A snippet of the caller's, rendered as one user message: the command
-    /// it stands for, to give to `run`.
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let identity = self.identity_of(&context);
-        // Arguments are strings in MCP; anything else is taken as its JSON.
-        let arguments = request
-            .arguments
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(name, value)| match value {
-                Value::String(text) => (name, text),
-                other => (name, other.to_string()),
-            })
-            .collect();
-        let (description, text) = self
-            .executor
-            .prompt(&identity, &request.name, &arguments)
-            .map_err(|message| ErrorData::invalid_params(message, None))?;
-        let mut result = GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)]);
-        if !description.is_empty() {
-            result = result.with_description(description);
-        }
-        Ok(result.into())
+        self.prompt_get(request, &context).await
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        self.completion(request, &context).await
     }
 
     /// From now on, this session's calls send their packs' log lines at

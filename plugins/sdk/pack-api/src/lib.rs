@@ -21,7 +21,8 @@
 //! Besides the ABI, conventions both sides share: how a config path reads
 //! ([`paths`]: `~/x` is under `$HOME`), who may see a project
 //! ([`projects`]), how a function is named ([`names`]), how a long line
-//! is cut ([`text`]), and MCP's features besides tools ([`protocol`]).
+//! is cut ([`text`]), MCP's features besides tools ([`protocol`]) and which
+//! URI a resource template names ([`uri_template`]).
 //!
 //! Threading rule: each side runs its own work on its own tokio runtime and hands
 //! the other side only an [`FfiFuture`] that awaits the finished work. Dropping
@@ -41,14 +42,16 @@ pub use async_ffi::FfiFuture;
 use serde::{Deserialize, Serialize};
 
 pub mod names;
+mod offers;
 pub mod paths;
 pub mod projects;
 pub mod protocol;
 pub mod text;
+pub mod uri_template;
 mod wire;
 pub use wire::{
     Annotations, Catalog, CatalogTool, ContentResult, Example, FunctionSpec, Manifest, Owner,
-    TaskSupport, WireError, codes,
+    PromptArgumentSpec, PromptSpec, ResourceSpec, TaskSupport, TemplateSpec, WireError, codes,
 };
 
 /// Outcome of one call crossing the ABI: `ROk(result JSON)` or

@@ -3,8 +3,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// What a pack says about itself.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub use crate::offers::{PromptArgumentSpec, PromptSpec, ResourceSpec, TemplateSpec};
+
+/// What a pack says about itself. Everything after `functions` is optional
+/// (packs built before it did not say it, and still load).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Manifest {
     /// Call name of the pack: an identifier (`exec_py`), unique in one host.
     pub name: String,
@@ -14,6 +17,16 @@ pub struct Manifest {
     pub description: String,
     /// The functions the pack serves, in the order to list them.
     pub functions: Vec<FunctionSpec>,
+    /// MCP prompts the pack renders (through [`crate::protocol::PROMPTS_GET`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prompts: Vec<PromptSpec>,
+    /// MCP resources at fixed URIs the pack reads (through
+    /// [`crate::protocol::RESOURCES_READ`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<ResourceSpec>,
+    /// MCP resource templates: URIs the pack reads by their variables.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resource_templates: Vec<TemplateSpec>,
 }
 
 /// One function of a pack. Everything after `output_schema` is optional
@@ -256,12 +269,27 @@ pub struct CatalogTool {
     /// Example calls and what their results hold (discovery shows them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub examples: Vec<Example>,
+    /// Whether it goes by its own name (its pack has `prefix = false`).
+    /// Hosts before it did not say.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub bare: bool,
 }
 
 impl CatalogTool {
-    /// `pack.function`: how calls name it.
+    /// `pack.function`: how calls name it (code too, where a function's
+    /// own name could be a builtin's).
     pub fn name(&self) -> String {
         crate::names::qualified(&self.pack, &self.function)
+    }
+
+    /// How clients see it listed: [`Self::name`], or the function's own
+    /// name when it goes by it ([`Self::bare`]).
+    pub fn listed(&self) -> String {
+        if self.bare {
+            self.function.clone()
+        } else {
+            self.name()
+        }
     }
 }
 
@@ -363,6 +391,19 @@ mod tests {
         assert_eq!(spec.task_support, TaskSupport::Forbidden);
         // Nothing said is nothing written: the JSON stays what it was.
         assert_eq!(serde_json::to_value(&spec).unwrap(), old);
+    }
+
+    #[test]
+    fn a_manifest_of_a_pack_built_before_prompts_and_resources_still_reads() {
+        let old = json!({
+            "name": "proj", "version": "0.1.0", "description": "Project files",
+            "functions": [],
+        });
+        let manifest: Manifest = serde_json::from_value(old.clone()).unwrap();
+        assert!(manifest.prompts.is_empty() && manifest.resources.is_empty());
+        assert!(manifest.resource_templates.is_empty());
+        // Nothing offered is nothing written: an older host reads it as before.
+        assert_eq!(serde_json::to_value(&manifest).unwrap(), old);
     }
 
     #[test]

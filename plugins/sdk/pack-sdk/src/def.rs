@@ -8,8 +8,10 @@ use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
 use crate::{
-    Context, Function, FunctionResult, Host, PackError,
+    Completing, Context, Function, FunctionResult, Host, PackError, Prompt, PromptResult,
+    ReadRequest, Resource, ResourceContents, Template,
     function::{BoxFuture, Handler},
+    offers::{Offers, completion, handler},
 };
 
 type Init<S> = Box<dyn Fn(Value, Host) -> Result<S, PackError> + Send + Sync>;
@@ -65,6 +67,7 @@ pub struct PackDef<S> {
     pub(crate) description: &'static str,
     pub(crate) init: Init<S>,
     pub(crate) functions: Vec<(FunctionSpec, Handler<S>)>,
+    pub(crate) offers: Offers<S>,
     pub(crate) shutdown: Option<Shutdown<S>>,
 }
 
@@ -90,6 +93,7 @@ impl<S: Send + Sync + 'static> PackDef<S> {
                 init(config, host)
             }),
             functions: Vec::new(),
+            offers: Offers::default(),
             shutdown: None,
         }
     }
@@ -118,6 +122,99 @@ impl<S: Send + Sync + 'static> PackDef<S> {
         self
     }
 
+    /// Add a prompt, rendered by `render` from its arguments (`A`: an
+    /// object of strings, such as a map or a struct of `String`s; [`Empty`]
+    /// for none). Clients list it as `pack.prompt` (or `prompt` when the
+    /// pack's section says `prefix = false`):
+    ///
+    /// ```
+    /// # use std::{collections::BTreeMap, sync::Arc};
+    /// # use pack_sdk::{Block, Context, Empty, PackDef, PackError, Prompt, PromptMessage, PromptResult};
+    /// async fn review(
+    ///     _: Arc<()>,
+    ///     args: BTreeMap<String, String>,
+    ///     _: Context,
+    /// ) -> Result<PromptResult, PackError> {
+    ///     let text = format!("Review {} for bugs.", args["file"]);
+    ///     Ok(PromptResult::new(vec![PromptMessage::user(Block::text(text))]))
+    /// }
+    ///
+    /// PackDef::new("code", "Code review", |_: Empty, _| Ok(()))
+    ///     .prompt(Prompt::new("review", "Review a file").argument("file", "The file", true), review);
+    /// ```
+    pub fn prompt<A, F, Fut>(mut self, prompt: Prompt, render: F) -> Self
+    where
+        A: DeserializeOwned,
+        F: Fn(Arc<S>, A, Context) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<PromptResult, PackError>> + Send + 'static,
+    {
+        let what = format!("arguments of prompt `{}`", prompt.spec.name);
+        let render = handler(what, render, PromptResult::into_value);
+        self.offers.prompts.push((prompt.spec, render));
+        self
+    }
+
+    /// Add a resource at a fixed URI, read by `read`:
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use pack_sdk::{Context, Empty, PackDef, PackError, ReadRequest, Resource, ResourceContents};
+    /// async fn motd(_: Arc<()>, read: ReadRequest, _: Context) -> Result<Vec<ResourceContents>, PackError> {
+    ///     Ok(vec![ResourceContents::text(&read.uri, "text/plain", "Welcome.")])
+    /// }
+    ///
+    /// PackDef::new("notes", "Notes", |_: Empty, _| Ok(()))
+    ///     .resource(Resource::new("notes://motd", "motd").mime_type("text/plain"), motd);
+    /// ```
+    pub fn resource<F, Fut>(mut self, resource: Resource, read: F) -> Self
+    where
+        F: Fn(Arc<S>, ReadRequest, Context) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<ResourceContents>, PackError>> + Send + 'static,
+    {
+        let read = handler(format!("read of `{}`", resource.spec.uri), read, contents);
+        self.offers.resources.push((resource.spec, read));
+        self
+    }
+
+    /// Add a resource template: `read` reads every URI that fits it, with
+    /// the template's variables in [`ReadRequest::variables`].
+    pub fn resource_template<F, Fut>(mut self, template: Template, read: F) -> Self
+    where
+        F: Fn(Arc<S>, ReadRequest, Context) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<ResourceContents>, PackError>> + Send + 'static,
+    {
+        let what = format!("read of `{}`", template.spec.uri_template);
+        let read = handler(what, read, contents);
+        self.offers.templates.push((template.spec, read));
+        self
+    }
+
+    /// Complete the arguments of prompt `prompt`: `complete` gives the
+    /// values that fit what was typed (the first 100 are sent).
+    pub fn complete_prompt<F, Fut>(mut self, prompt: &str, complete: F) -> Self
+    where
+        F: Fn(Arc<S>, Completing, Context) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<String>, PackError>> + Send + 'static,
+    {
+        let what = format!("completion of prompt `{prompt}`");
+        self.offers
+            .complete_prompt(prompt, handler(what, complete, completion));
+        self
+    }
+
+    /// Complete the variables of the template `uri_template` (as given to
+    /// [`Template::new`]).
+    pub fn complete_template<F, Fut>(mut self, uri_template: &str, complete: F) -> Self
+    where
+        F: Fn(Arc<S>, Completing, Context) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<String>, PackError>> + Send + 'static,
+    {
+        let what = format!("completion of `{uri_template}`");
+        self.offers
+            .complete_template(uri_template, handler(what, complete, completion));
+        self
+    }
+
     /// Run `f` once when the host shuts down (kill child processes, close
     /// connections).
     pub fn on_shutdown<F, Fut>(mut self, f: F) -> Self
@@ -139,8 +236,24 @@ impl<S: Send + Sync + 'static> PackDef<S> {
                 .iter()
                 .map(|(spec, _)| spec.clone())
                 .collect(),
+            prompts: specs(&self.offers.prompts),
+            resources: specs(&self.offers.resources),
+            resource_templates: specs(&self.offers.templates),
         }
     }
+}
+
+fn specs<T: Clone, H>(offered: &[(T, H)]) -> Vec<T> {
+    offered.iter().map(|(spec, _)| spec.clone()).collect()
+}
+
+/// MCP's `ReadResourceResult`.
+fn contents(contents: Vec<ResourceContents>) -> Value {
+    let contents: Vec<Value> = contents
+        .into_iter()
+        .map(ResourceContents::into_value)
+        .collect();
+    serde_json::json!({ "contents": contents })
 }
 
 /// Arguments of a function that takes none, or the config of a pack that has

@@ -147,6 +147,7 @@ pub(crate) fn instantiate<S: Send + Sync + 'static>(
             .functions
             .into_iter()
             .map(|(spec, handler)| (spec.name, handler))
+            .chain(def.offers.handlers(def.name))
             .collect(),
         shutdown: def.shutdown,
     };

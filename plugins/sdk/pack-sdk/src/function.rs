@@ -10,7 +10,7 @@ use serde::{Serialize, de::DeserializeOwned};
 use serde_json::{Value, json};
 
 use crate::{
-    Context, PackError,
+    Block, Context, Link, PackError,
     schema::{input_schema, object_result, output_schema},
 };
 
@@ -293,44 +293,29 @@ impl<R> Content<R> {
 
     /// An image block: base64 `data` of type `mime_type` (`image/png`).
     pub fn image(self, mime_type: &str, data_base64: impl Into<String>) -> Self {
-        let data: String = data_base64.into();
-        self.block(json!({"type": "image", "mimeType": mime_type, "data": data}))
+        self.block(Block::image(mime_type, data_base64).into_value())
     }
 
     /// An audio block: base64 `data` of type `mime_type` (`audio/wav`).
     pub fn audio(self, mime_type: &str, data_base64: impl Into<String>) -> Self {
-        let data: String = data_base64.into();
-        self.block(json!({"type": "audio", "mimeType": mime_type, "data": data}))
+        self.block(Block::audio(mime_type, data_base64).into_value())
     }
 
     /// A resource embedded whole: text of type `mime_type` at `uri` (a
     /// client shows or keeps it as that resource, without reading it).
     pub fn resource_text(self, uri: &str, mime_type: &str, text: impl Into<String>) -> Self {
-        let text: String = text.into();
-        self.block(json!({"type": "resource", "resource": {"uri": uri, "mimeType": mime_type, "text": text}}))
+        self.block(Block::resource_text(uri, mime_type, text).into_value())
     }
 
     /// A resource embedded whole: base64 `blob` of type `mime_type` at
     /// `uri`.
     pub fn resource_blob(self, uri: &str, mime_type: &str, blob_base64: impl Into<String>) -> Self {
-        let blob: String = blob_base64.into();
-        self.block(json!({"type": "resource", "resource": {"uri": uri, "mimeType": mime_type, "blob": blob}}))
+        self.block(Block::resource_blob(uri, mime_type, blob_base64).into_value())
     }
 
     /// A link to a resource the client can read (`resources/read`) or open.
     pub fn link(self, link: Link) -> Self {
-        let mut block = json!({"type": "resource_link", "uri": link.uri, "name": link.name});
-        for (key, value) in [
-            ("title", link.title.map(Value::from)),
-            ("description", link.description.map(Value::from)),
-            ("mimeType", link.mime_type.map(Value::from)),
-            ("size", link.size.map(Value::from)),
-        ] {
-            if let Some(value) = value {
-                block[key] = value;
-            }
-        }
-        self.block(block)
+        self.block(Block::link(link).into_value())
     }
 
     /// Any MCP content block, in MCP's JSON (`{"type": "text", "text":
@@ -338,52 +323,6 @@ impl<R> Content<R> {
     /// refuses a result whose blocks are not MCP's (an `INTERNAL` failure).
     pub fn block(mut self, block: Value) -> Self {
         self.parts.blocks.push(block);
-        self
-    }
-}
-
-/// A resource link block for [`Content::link`].
-#[derive(Debug, Clone, Default)]
-pub struct Link {
-    uri: String,
-    name: String,
-    title: Option<String>,
-    description: Option<String>,
-    mime_type: Option<String>,
-    size: Option<u64>,
-}
-
-impl Link {
-    /// A link to `uri`, called `name`.
-    pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
-        Self {
-            uri: uri.into(),
-            name: name.into(),
-            ..Self::default()
-        }
-    }
-
-    /// A title for people.
-    pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.title = Some(title.into());
-        self
-    }
-
-    /// What it is.
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.description = Some(description.into());
-        self
-    }
-
-    /// Its MIME type.
-    pub fn mime_type(mut self, mime_type: impl Into<String>) -> Self {
-        self.mime_type = Some(mime_type.into());
-        self
-    }
-
-    /// Its size in bytes.
-    pub fn size(mut self, size: u64) -> Self {
-        self.size = Some(size);
         self
     }
 }

@@ -42,6 +42,17 @@
 //! limit. A function that returns [`Content`] sends content blocks (images,
 //! resource links) beside its value.
 //!
+//! Besides functions, a pack can offer MCP prompts and resources:
+//! [`PackDef::prompt`] (a [`Prompt`] with its arguments, and a function that
+//! renders its messages: text, images, embedded resources, as [`Block`]s),
+//! [`PackDef::resource`] (a [`Resource`] at a fixed URI and its reader),
+//! [`PackDef::resource_template`] (a [`Template`] such as `notes://{id}`,
+//! read with the URI's variables), and completions of their arguments
+//! ([`PackDef::complete_prompt`], [`PackDef::complete_template`]). Their
+//! functions get the call's [`Context`] as functions do: the host renders
+//! and reads them for the client's caller, under the same identity, time
+//! limit and cancellation as a call.
+//!
 //! Its `Cargo.toml` has `crate-type = ["cdylib"]` and depends on `pack-sdk`,
 //! `serde` (with `derive`) and `schemars` 1; `cargo build`, then name the library
 //! in `packs.toml`.
@@ -66,6 +77,7 @@
 #![deny(missing_docs)]
 
 mod ask;
+mod block;
 mod blocking;
 pub mod bridge;
 pub mod config;
@@ -74,21 +86,28 @@ mod def;
 mod error;
 mod ffi;
 mod function;
+mod offers;
 pub mod owned;
+mod prompt;
+mod resource;
 mod schema;
 #[cfg(feature = "test-support")]
 pub mod testing;
 
 pub use ask::{Action, Elicited, Question, Root};
+pub use block::{Block, Link};
 pub use blocking::blocking;
 pub use context::{Context, Host};
 pub use def::{Empty, PackDef};
 pub use error::PackError;
-pub use function::{Content, Function, FunctionResult, Link};
+pub use function::{Content, Function, FunctionResult};
+pub use offers::Completing;
 pub use pack_api::{
     Annotations, Catalog, CatalogTool, ContentResult, Example, LogLevel, TaskSupport, codes, names,
     paths, projects, protocol, text,
 };
+pub use prompt::{Prompt, PromptMessage, PromptResult, Role};
+pub use resource::{ReadRequest, Resource, ResourceContents, Template};
 pub use schema::input_schema;
 pub use serde_json::{Value, json};
 

@@ -118,6 +118,7 @@ impl PackTest {
                     output_schema: spec.output_schema.clone(),
                     title: spec.title.clone(),
                     examples: spec.examples.clone(),
+                    bare: false,
                 })
                 .collect(),
             packs: BTreeMap::from([(self.name.clone(), String::new())]),

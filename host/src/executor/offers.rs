@@ -1,0 +1,161 @@
+//! What packs offer besides functions (MCP prompts, resources, templates
+//! and completions), as one caller sees them: listed only to callers that
+//! may call the pack, and rendered, read or completed by a call into the
+//! pack under the reserved names of `pack_api::protocol`, through
+//! [`Executor::dispatch`] (the caller's identity, the pack's time limit,
+//! the client's cancellation), exactly as a function call.
+
+use std::sync::Arc;
+
+use pack_api::{
+    PromptSpec, ResourceSpec, TemplateSpec,
+    protocol::{COMPLETE, PROMPTS_GET, RESOURCES_READ},
+    uri_template,
+};
+use serde_json::{Value, json};
+
+use super::{
+    Caller, Executor,
+    registry::{PackEntry, Visible},
+};
+use crate::{failure::Failure, identity::Identity};
+
+impl Executor {
+    /// The prompts of the packs `identity` sees, each under the name
+    /// clients give it.
+    pub fn pack_prompts(&self, identity: &Identity) -> Vec<(String, PromptSpec)> {
+        let visible = self.visible(identity);
+        visible
+            .packs()
+            .flat_map(|pack| {
+                let prompts = pack.loaded.manifest.prompts.iter();
+                prompts.map(|spec| (visible.offered_name(pack, &spec.name), spec.clone()))
+            })
+            .collect()
+    }
+
+    /// The resources at fixed URIs of the packs `identity` sees.
+    pub fn pack_resources(&self, identity: &Identity) -> Vec<ResourceSpec> {
+        let visible = self.visible(identity);
+        let packs = visible.packs();
+        packs
+            .flat_map(|pack| pack.loaded.manifest.resources.clone())
+            .collect()
+    }
+
+    /// The resource templates of the packs `identity` sees.
+    pub fn pack_templates(&self, identity: &Identity) -> Vec<TemplateSpec> {
+        let visible = self.visible(identity);
+        let packs = visible.packs();
+        packs
+            .flat_map(|pack| pack.loaded.manifest.resource_templates.clone())
+            .collect()
+    }
+
+    /// Whether a pack `identity` sees serves `uri` (a resource's, or one
+    /// that fits a template's).
+    pub fn serves_uri(&self, identity: &Identity, uri: &str) -> bool {
+        owner_of_uri(&self.visible(identity), uri).is_some()
+    }
+
+    /// Render pack prompt `name` (as listed) with `arguments`: MCP's
+    /// `GetPromptResult`, or `None` when no pack prompt the caller sees has
+    /// that name.
+    pub async fn render_prompt(
+        self: &Arc<Self>,
+        name: &str,
+        arguments: Value,
+        caller: &Caller,
+    ) -> Option<Result<Value, Failure>> {
+        let visible = self.visible(&caller.identity);
+        let (pack, own) = prompt_named(&visible, name)?;
+        let args = json!({"name": own, "arguments": arguments});
+        Some(self.call_reserved(pack, PROMPTS_GET, args, caller).await)
+    }
+
+    /// Read `uri` from the pack that serves it: MCP's `ReadResourceResult`,
+    /// or `None` when no pack the caller sees serves it.
+    pub async fn read_pack_resource(
+        self: &Arc<Self>,
+        uri: &str,
+        caller: &Caller,
+    ) -> Option<Result<Value, Failure>> {
+        let visible = self.visible(&caller.identity);
+        let pack = owner_of_uri(&visible, uri)?;
+        let args = json!({ "uri": uri });
+        Some(self.call_reserved(pack, RESOURCES_READ, args, caller).await)
+    }
+
+    /// Complete an argument of a pack prompt or template: `request` is
+    /// MCP's `CompleteRequest` params; the pack gets them with the prompt's
+    /// own name. `None` when no pack prompt or template the caller sees is
+    /// the one referred to.
+    pub async fn complete_pack(
+        self: &Arc<Self>,
+        mut request: Value,
+        caller: &Caller,
+    ) -> Option<Result<Value, Failure>> {
+        let visible = self.visible(&caller.identity);
+        let reference = &request["ref"];
+        let pack = match reference["type"].as_str() {
+            Some("ref/prompt") => {
+                let (pack, own) = prompt_named(&visible, reference["name"].as_str()?)?;
+                request["ref"]["name"] = own.into();
+                pack
+            }
+            _ => {
+                let uri = reference["uri"].as_str()?;
+                visible.packs().find(|pack| {
+                    let templates = &pack.loaded.manifest.resource_templates;
+                    templates.iter().any(|t| t.uri_template == uri)
+                })?
+            }
+        };
+        Some(self.call_reserved(pack, COMPLETE, request, caller).await)
+    }
+
+    /// Call reserved name `name` of `pack` as a call of one of its functions.
+    async fn call_reserved(
+        self: &Arc<Self>,
+        pack: &PackEntry,
+        name: &str,
+        args: Value,
+        caller: &Caller,
+    ) -> Result<Value, Failure> {
+        let Some(function) = pack.reserved.iter().find(|f| f.spec.name == name) else {
+            return Err(Failure::internal(format!(
+                "pack `{}` offers no prompts or resources",
+                pack.loaded.name
+            )));
+        };
+        let output = self.dispatch(pack, function, args, caller).await?;
+        Ok(output.value)
+    }
+}
+
+/// The pack whose prompt clients call `name`, and the prompt's own name.
+fn prompt_named<'v>(visible: &'v Visible<'_>, name: &str) -> Option<(&'v PackEntry, String)> {
+    visible.packs().find_map(|pack| {
+        let prompts = &pack.loaded.manifest.prompts;
+        let spec = prompts
+            .iter()
+            .find(|spec| visible.offered_name(pack, &spec.name) == name)?;
+        Some((pack, spec.name.clone()))
+    })
+}
+
+/// The pack that serves `uri`: a resource's URI first, then a template's.
+fn owner_of_uri<'v>(visible: &'v Visible<'_>, uri: &str) -> Option<&'v PackEntry> {
+    let manifest = |pack: &'v PackEntry| &pack.loaded.manifest;
+    visible
+        .packs()
+        .find(|pack| manifest(pack).resources.iter().any(|r| r.uri == uri))
+        .or_else(|| {
+            visible.packs().find(|pack| {
+                let templates = &manifest(pack).resource_templates;
+                templates
+                    .iter()
+                    .any(|t| uri_template::matches(&t.uri_template, uri).is_some())
+            })
+        })
+}

@@ -1,0 +1,100 @@
+//! `prompts/list` and `prompts/get`: the caller's `[snippets]`, and the
+//! prompts of the packs it may call (rendered by the pack).
+
+use rmcp::{
+    ErrorData, RoleServer,
+    model::{
+        GetPromptRequestParams, GetPromptResponse, GetPromptResult, ListPromptsResult, Prompt,
+        PromptArgument, PromptMessage, Role,
+    },
+    service::RequestContext,
+};
+use serde_json::Value;
+
+use super::{
+    PackhostServer,
+    request::{not_mcp, protocol_error},
+};
+
+impl PackhostServer {
+    /// The caller's `[snippets]` (a parameter without a default is a
+    /// required argument), then its packs' prompts.
+    pub(super) fn prompts_list(&self, context: &RequestContext<RoleServer>) -> ListPromptsResult {
+        let identity = self.identity_of(context);
+        let snippets = self
+            .executor
+            .prompts(&identity)
+            .into_iter()
+            .map(|(name, snippet)| {
+                let arguments = snippet
+                    .params
+                    .iter()
+                    .map(|(param, spec)| {
+                        let argument =
+                            PromptArgument::new(param).with_required(spec.default.is_none());
+                        match &spec.description {
+                            Some(description) => argument.with_description(description),
+                            None => argument,
+                        }
+                    })
+                    .collect();
+                let description = Some(&snippet.description).filter(|d| !d.is_empty());
+                Prompt::new(name, description, Some(arguments))
+            });
+        let packs = self
+            .executor
+            .pack_prompts(&identity)
+            .into_iter()
+            .filter_map(|(name, spec)| {
+                let prompt = serde_json::to_value(spec).and_then(serde_json::from_value::<Prompt>);
+                let mut prompt = prompt
+                    .inspect_err(|e| tracing::warn!(prompt = name, error = %e, "prompt not listed"))
+                    .ok()?;
+                prompt.name = name;
+                Some(prompt)
+            });
+        ListPromptsResult::with_all_items(snippets.chain(packs).collect())
+    }
+
+    /// A snippet of the caller's, rendered as one user message (the command
+    /// it stands for, to give to `run`), or a pack prompt rendered by its
+    /// pack.
+    pub(super) async fn prompt_get(
+        &self,
+        request: GetPromptRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let caller = self.caller_for(context);
+        let arguments = request.arguments.unwrap_or_default();
+        if let Some(rendered) = self
+            .executor
+            .render_prompt(&request.name, Value::Object(arguments.clone()), &caller)
+            .await
+        {
+            let rendered = rendered.map_err(|failure| protocol_error(&failure))?;
+            let given: GetPromptResult =
+                serde_json::from_value(rendered).map_err(|e| not_mcp("prompt", &e))?;
+            // Built anew, so that the wire's own fields (`resultType`) are set.
+            let mut result = GetPromptResult::new(given.messages);
+            result.description = given.description;
+            return Ok(result.into());
+        }
+        // Arguments are strings in MCP; anything else is taken as its JSON.
+        let arguments = arguments
+            .into_iter()
+            .map(|(name, value)| match value {
+                Value::String(text) => (name, text),
+                other => (name, other.to_string()),
+            })
+            .collect();
+        let (description, text) = self
+            .executor
+            .prompt(&caller.identity, &request.name, &arguments)
+            .map_err(|message| ErrorData::invalid_params(message, None))?;
+        let mut result = GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)]);
+        if !description.is_empty() {
+            result = result.with_description(description);
+        }
+        Ok(result.into())
+    }
+}
