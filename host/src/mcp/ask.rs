@@ -1,9 +1,9 @@
-//! A call's questions to its client, on either wire. On 2025-11-25 (and
-//! stdio) a question is a request to the client ([`PeerAsk`]); on
-//! 2026-07-28, which has no server-to-client requests, it is an
-//! `input_required` result answered by the client's retry
-//! ([`super::rounds`]). Both check the client declared what a question
-//! needs and read answers the same way, here.
+//! A call's questions to its client, on either wire (chosen in
+//! [`super::wire`]). On 2025-11-25 (and stdio) a question is a request to
+//! the client ([`PeerAsk`]); on 2026-07-28, which has no server-to-client
+//! requests, it is an `input_required` result answered by the client's
+//! retry ([`super::rounds`]). Both check the client declared what a
+//! question needs and read answers the same way, here.
 
 use std::{future::Future, pin::Pin};
 
@@ -11,7 +11,7 @@ use pack_api::codes;
 use rmcp::{
     ErrorData, RoleServer,
     model::{ClientCapabilities, InputRequest, ServerRequest},
-    service::{Peer, RequestContext},
+    service::Peer,
 };
 use serde_json::{Value, json};
 
@@ -26,20 +26,6 @@ const NEEDS: [(&str, &str); 3] = [
     ("sampling/createMessage", "sampling"),
     ("roots/list", "roots"),
 ];
-
-/// What the client that sent `context` declared: per request on
-/// 2026-07-28, at `initialize` before.
-pub(super) fn capabilities_of(context: &RequestContext<RoleServer>) -> ClientCapabilities {
-    context.client_capabilities().unwrap_or_default()
-}
-
-/// Whether the client answers by retrying (2026-07-28 and later) rather
-/// than taking requests.
-pub(super) fn answers_by_retry(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .protocol_version()
-        .is_some_and(|version| !version.has_initialize())
-}
 
 fn declares(capabilities: &ClientCapabilities, capability: &str) -> bool {
     match capability {

@@ -39,10 +39,11 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use self::{
-    ask::{PeerAsk, answers_by_retry, capabilities_of, missing},
+    ask::missing,
     logging::SessionLog,
     rounds::{Retry, Rounds, Step},
     tasks::Tasks,
+    wire::{answers_by_retry, asking, capabilities_of},
 };
 
 mod ask;
@@ -53,6 +54,7 @@ mod request;
 mod resources;
 mod rounds;
 mod tasks;
+mod wire;
 pub use rounds::STATE_KEY_VARIABLE;
 use rounds::state_codec;
 use tokio_util::sync::CancellationToken;
@@ -79,6 +81,8 @@ pub struct PackhostServer {
     log: SessionLog,
     /// Tool calls waiting for their client's answers (2026-07-28).
     rounds: Arc<Rounds<Result<Output, Failure>>>,
+    /// Prompt renders waiting for their client's answers (2026-07-28).
+    prompt_rounds: Arc<Rounds<Option<Result<Value, Failure>>>>,
     /// Calls running as tasks, every session's.
     tasks: Arc<Tasks>,
 }
@@ -117,13 +121,15 @@ impl PackhostServer {
     /// ([`STATE_KEY_VARIABLE`]) is unusable.
     pub fn new(executor: Arc<Executor>, identity: Identity) -> Result<Self, String> {
         let tools = Listing::of(&executor);
+        let states = state_codec()?;
         Ok(Self {
             executor,
             identity,
             tools: Arc::new(Mutex::new(tools)),
             session: Arc::new(SessionEnd(CancellationToken::new(), SessionId::unique())),
             log: SessionLog::default(),
-            rounds: Arc::new(Rounds::new(state_codec()?)),
+            rounds: Arc::new(Rounds::new(Arc::clone(&states))),
+            prompt_rounds: Arc::new(Rounds::new(states)),
             tasks: Arc::default(),
         })
     }
@@ -545,45 +551,18 @@ impl ServerHandler for PackhostServer {
             session: (!answers_by_retry(&context)).then_some(self.session.1),
             ..Caller::new(identity.clone(), context.id.to_string())
         };
-        let owner = Owner::new(&identity.org, &identity.user);
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
-        let outcome = if answers_by_retry(&context) {
-            let binding = format!("tools/call\n{}\n{args}", request.name);
-            let retry = Retry {
-                state: request.request_state,
-                responses: request.input_responses,
-            };
-            let (executor, name) = (Arc::clone(&self.executor), request.name.clone());
-            let call = move |ask, cancel| async move {
-                let caller = Caller {
-                    ask: Some(ask),
-                    cancel,
-                    ..caller
-                };
-                executor.call_tool(&name, args, &caller).await
-            };
-            let step = self.rounds.run(
-                &owner,
-                &binding,
-                retry,
-                capabilities,
-                context.ct.clone(),
-                call,
-            );
-            match step.await? {
-                Step::Done(outcome) => outcome,
-                Step::Asked(asked) => return Ok(asked.into()),
-            }
-        } else {
-            let ask = PeerAsk {
-                peer: context.peer.clone(),
-                capabilities,
-            };
-            let caller = Caller {
-                ask: Some(Arc::new(ask)),
-                ..caller
-            };
-            self.executor.call_tool(&request.name, args, &caller).await
+        let binding = format!("tools/call\n{}\n{args}", request.name);
+        let retry = Retry {
+            state: request.request_state,
+            responses: request.input_responses,
+        };
+        let (executor, name) = (Arc::clone(&self.executor), request.name.clone());
+        let call =
+            move |caller: Caller| async move { executor.call_tool(&name, args, &caller).await };
+        let outcome = match asking(&self.rounds, &context, &binding, retry, caller, call).await? {
+            Step::Done(outcome) => outcome,
+            Step::Asked(asked) => return Ok(asked.into()),
         };
         Ok(self.answer(&request.name, outcome, &identity).into())
     }

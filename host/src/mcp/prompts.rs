@@ -1,6 +1,8 @@
 //! `prompts/list` and `prompts/get`: the caller's `[snippets]`, and the
 //! prompts of the packs it may call (rendered by the pack).
 
+use std::sync::Arc;
+
 use rmcp::{
     ErrorData, RoleServer,
     model::{
@@ -14,7 +16,10 @@ use serde_json::Value;
 use super::{
     PackhostServer,
     request::{not_mcp, protocol_error},
+    rounds::{Retry, Step},
+    wire::asking,
 };
+use crate::executor::Caller;
 
 impl PackhostServer {
     /// The caller's `[snippets]` (a parameter without a default is a
@@ -65,12 +70,32 @@ impl PackhostServer {
         context: &RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let caller = self.caller_for(context);
+        let identity = caller.identity.clone();
         let arguments = request.arguments.unwrap_or_default();
-        if let Some(rendered) = self
-            .executor
-            .render_prompt(&request.name, Value::Object(arguments.clone()), &caller)
-            .await
+        // A pack's prompt may ask the client while it renders.
+        let args = Value::Object(arguments.clone());
+        let binding = format!("prompts/get\n{}\n{args}", request.name);
+        let retry = Retry {
+            state: request.request_state,
+            responses: request.input_responses,
+        };
+        let (executor, name) = (Arc::clone(&self.executor), request.name.clone());
+        let render =
+            move |caller: Caller| async move { executor.render_prompt(&name, args, &caller).await };
+        let rendered = match asking(
+            &self.prompt_rounds,
+            context,
+            &binding,
+            retry,
+            caller,
+            render,
+        )
+        .await?
         {
+            Step::Done(rendered) => rendered,
+            Step::Asked(asked) => return Ok(asked.into()),
+        };
+        if let Some(rendered) = rendered {
             let rendered = rendered.map_err(|failure| protocol_error(&failure))?;
             let given: GetPromptResult =
                 serde_json::from_value(rendered).map_err(|e| not_mcp("prompt", &e))?;
@@ -89,7 +114,7 @@ impl PackhostServer {
             .collect();
         let (description, text) = self
             .executor
-            .prompt(&caller.identity, &request.name, &arguments)
+            .prompt(&identity, &request.name, &arguments)
             .map_err(|message| ErrorData::invalid_params(message, None))?;
         let mut result = GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)]);
         if !description.is_empty() {

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use pack_sdk::{
-    Content, Context, Empty, Function, PackDef, PackError, Question, Value, codes, json,
+    Block, Content, Context, Empty, Function, PackDef, PackError, Prompt, PromptMessage,
+    PromptResult, Question, Value, codes, json,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -267,8 +268,29 @@ async fn ir_capabilities(_: Arc<()>, _: Empty, ctx: Context) -> Result<Content<R
     Ok(reply(format!("answered: {}", got.join(", "))))
 }
 
+/// A prompt that asks the user for its context before it renders.
+async fn asking_prompt(_: Arc<()>, _: Empty, ctx: Context) -> Result<PromptResult, PackError> {
+    let question = Question::elicit(
+        "What context should the prompt use?",
+        form(&[("context", string_field())]),
+    );
+    let answer = ask_one(&ctx, "user_context", question).await?;
+    let context = answer["content"]["context"].as_str().unwrap_or("none");
+    let text = format!("Use this context: {context}");
+    Ok(PromptResult::new(vec![PromptMessage::user(Block::text(
+        &text,
+    ))]))
+}
+
 pub(crate) fn add(pack: PackDef<()>) -> PackDef<()> {
-    pack.function(
+    pack.prompt(
+        Prompt::new(
+            "test_input_required_result_prompt",
+            "Asks the user for the context to render with",
+        ),
+        asking_prompt,
+    )
+    .function(
         "test_sampling",
         "Asks the client's model the prompt",
         sampling,
