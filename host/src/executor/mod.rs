@@ -209,25 +209,38 @@ impl Executor {
         shape: Option<&Value>,
         identity: &Identity,
     ) -> Option<bool> {
+        self.with_function(tool, identity, |function| {
+            shape.is_some_and(|shape| function.fits_output(tool, shape))
+        })
+    }
+
+    /// `look` at the function `tool` names (by its whole name, an alias, or
+    /// a bare name), as `identity` sees it; `None` for tools it cannot see.
+    fn with_function<R>(
+        &self,
+        tool: &str,
+        identity: &Identity,
+        look: impl FnOnce(&registry::Function) -> R,
+    ) -> Option<R> {
         let visible = self.visible(identity);
         let name = ToolName::parse(visible.target(tool).unwrap_or(tool))?;
         let function = visible
             .function(visible.pack(&name.pack)?, &name.function)
             .ok()?;
-        Some(shape.is_some_and(|shape| function.fits_output(tool, shape)))
+        Some(look(function))
     }
 
     /// The client capabilities a call of `tool` needs, as `identity` sees
     /// the tool (none for tools it cannot see: the call says why).
     pub fn needs(&self, tool: &str, identity: &Identity) -> Vec<String> {
-        let visible = self.visible(identity);
-        ToolName::parse(tool)
-            .and_then(|name| {
-                visible
-                    .function(visible.pack(&name.pack)?, &name.function)
-                    .ok()
-            })
-            .map(|function| function.spec.needs.clone())
+        self.with_function(tool, identity, |function| function.spec.needs.clone())
+            .unwrap_or_default()
+    }
+
+    /// Whether calls of `tool` ask before their long work, so that they
+    /// become tasks only once answered (see `FunctionSpec::asks_first`).
+    pub fn asks_first(&self, tool: &str, identity: &Identity) -> bool {
+        self.with_function(tool, identity, |function| function.spec.asks_first)
             .unwrap_or_default()
     }
 

@@ -135,20 +135,27 @@ impl Ask for PeerAsk {
     }
 }
 
-async fn request(peer: &Peer<RoleServer>, key: &str, question: Value) -> Result<Value, Failure> {
-    let unreadable = |e: String| {
+/// Question `key` as rmcp takes it.
+pub(super) fn read_question(key: &str, question: Value) -> Result<InputRequest, Failure> {
+    serde_json::from_value(question).map_err(|e| {
         Failure::new(
             codes::INVALID_ARGUMENT,
             format!("question `{key}` is not one MCP has: {e}"),
         )
-    };
-    let question: InputRequest =
-        serde_json::from_value(question).map_err(|e| unreadable(e.to_string()))?;
-    let request = match question {
+    })
+}
+
+async fn request(peer: &Peer<RoleServer>, key: &str, question: Value) -> Result<Value, Failure> {
+    let request = match read_question(key, question)? {
         InputRequest::CreateMessage(r) => ServerRequest::CreateMessageRequest(r),
         InputRequest::Elicitation(r) => ServerRequest::ElicitRequest(r),
         InputRequest::ListRoots(r) => ServerRequest::ListRootsRequest(r),
-        other => return Err(unreadable(format!("{other:?}"))),
+        other => {
+            return Err(Failure::new(
+                codes::INVALID_ARGUMENT,
+                format!("question `{key}` is not one a client answers: {other:?}"),
+            ));
+        }
     };
     let answer = peer.send_request(request).await.map_err(|e| {
         Failure::new(

@@ -535,7 +535,12 @@ impl ServerHandler for PackhostServer {
             return Err(error);
         }
         let support = self.task_support(&request.name, &identity);
-        if tasks::runs_as_task(&request.name, support, &context)? {
+        let as_task = tasks::runs_as_task(&request.name, support, &context)?;
+        // Questions first, then a task: only where questions are rounds.
+        let asks_first = as_task
+            && answers_by_retry(&context)
+            && self.executor.asks_first(&request.name, &identity);
+        if as_task && !asks_first {
             return Ok(self.tasks.start(self, request, identity, &context));
         }
         let progress = context
@@ -560,9 +565,24 @@ impl ServerHandler for PackhostServer {
         let (executor, name) = (Arc::clone(&self.executor), request.name.clone());
         let call =
             move |caller: Caller| async move { executor.call_tool(&name, args, &caller).await };
-        let outcome = match asking(&self.rounds, &context, &binding, retry, caller, call).await? {
+        let escalate_after = asks_first.then_some(tasks::ASKS_FIRST_WITHIN);
+        let step = asking(
+            &self.rounds,
+            &context,
+            &binding,
+            retry,
+            escalate_after,
+            caller,
+            call,
+        );
+        let (tool, tasks) = (request.name.to_string(), &self.tasks);
+        let outcome = match step.await? {
+            Step::Done(outcome) if asks_first => {
+                return Ok(tasks.ended(self, identity, tool, outcome));
+            }
             Step::Done(outcome) => outcome,
             Step::Asked(asked) => return Ok(asked.into()),
+            Step::Running(call) => return Ok(tasks.adopt(self, identity, tool, call, &context)),
         };
         Ok(self.answer(&request.name, outcome, &identity).into())
     }

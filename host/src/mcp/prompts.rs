@@ -82,18 +82,19 @@ impl PackhostServer {
         let (executor, name) = (Arc::clone(&self.executor), request.name.clone());
         let render =
             move |caller: Caller| async move { executor.render_prompt(&name, args, &caller).await };
-        let rendered = match asking(
+        let step = asking(
             &self.prompt_rounds,
             context,
             &binding,
             retry,
+            None,
             caller,
             render,
-        )
-        .await?
-        {
+        );
+        let rendered = match step.await? {
             Step::Done(rendered) => rendered,
             Step::Asked(asked) => return Ok(asked.into()),
+            Step::Running(_) => unreachable!("a render is never handed back running"),
         };
         if let Some(rendered) = rendered {
             let rendered = rendered.map_err(|failure| protocol_error(&failure))?;

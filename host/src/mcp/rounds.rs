@@ -24,7 +24,10 @@ use std::{
 use pack_api::{Owner, codes};
 use rmcp::{
     ErrorData,
-    model::{InputRequests, InputRequiredResult, InputResponses, RequestStateCodec, SealOptions},
+    model::{
+        ClientCapabilities, InputRequests, InputRequiredResult, InputResponses, RequestStateCodec,
+        SealOptions,
+    },
 };
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
@@ -55,16 +58,67 @@ pub(super) struct Retry {
     pub(super) responses: Option<InputResponses>,
 }
 
+/// One request of a call, as the rounds see it.
+pub(super) struct Request<'a> {
+    pub(super) owner: &'a Owner,
+    /// Names the request (method, name, arguments), so a state answers
+    /// only the request it was given for.
+    pub(super) binding: &'a str,
+    pub(super) retry: Retry,
+    pub(super) capabilities: ClientCapabilities,
+    pub(super) cancelled: CancellationToken,
+    /// After this long without ending or asking, the call is handed back
+    /// running ([`Step::Running`]), to go on as a task.
+    pub(super) escalate_after: Option<Duration>,
+}
+
 /// What one request of a call comes to.
 pub(super) enum Step<T> {
     Done(T),
     Asked(InputRequiredResult),
+    Running(Escalated<T>),
+}
+
+/// A call handed back running: it goes on elsewhere (as a task), its
+/// further questions asked the way that place asks.
+pub(super) struct Escalated<T>(Running<T>);
+
+impl<T: Send + 'static> Escalated<T> {
+    /// The token that cancels the call.
+    pub(super) fn cancel(&self) -> CancellationToken {
+        self.0.cancel.clone()
+    }
+
+    /// The call's end, its questions put through `ask`.
+    pub(super) async fn finish(self, ask: Arc<dyn Ask>) -> Result<T, tokio::task::JoinError> {
+        let Running {
+            mut result,
+            mut questions,
+            ..
+        } = self.0;
+        loop {
+            tokio::select! {
+                ended = &mut result => return ended,
+                Some(asked) = questions.recv() => {
+                    // The call may have ended meanwhile; then the answer is moot.
+                    let _ = asked.answer.send(ask.ask(asked.questions).await);
+                }
+            }
+        }
+    }
 }
 
 /// The calls of one kind (tool calls, prompt renders) held between rounds.
 pub(super) struct Rounds<T> {
     codec: Arc<RequestStateCodec>,
     held: Mutex<HashMap<String, Held<T>>>,
+}
+
+/// What ends a request's wait besides the call: the client cancelling,
+/// or the time after which the call goes on as a task.
+struct Watch {
+    cancelled: CancellationToken,
+    escalate_after: Option<Duration>,
 }
 
 /// What a state says: which held call, and the answers given so far.
@@ -92,7 +146,7 @@ struct Running<T> {
 struct Asked {
     questions: Questions,
     methods: Vec<&'static str>,
-    answer: oneshot::Sender<Answers>,
+    answer: oneshot::Sender<Result<Answers, Failure>>,
 }
 
 /// The signing key: from [`STATE_KEY_VARIABLE`], else made for this process
@@ -120,22 +174,24 @@ impl<T: Send + 'static> Rounds<T> {
     }
 
     /// One request of a call: `start` runs it (given how it asks and the
-    /// token that cancels it) unless the state names a call held here;
-    /// `binding` names the request (caller, method, name, arguments), so a
-    /// state answers only the request it was given for.
+    /// token that cancels it) unless the state names a call held here.
     pub(super) async fn run<F, Fut>(
         &self,
-        owner: &Owner,
-        binding: &str,
-        retry: Retry,
-        capabilities: rmcp::model::ClientCapabilities,
-        request_cancelled: CancellationToken,
+        request: Request<'_>,
         start: F,
     ) -> Result<Step<T>, ErrorData>
     where
         F: FnOnce(Arc<dyn Ask>, CancellationToken) -> Fut,
         Fut: Future<Output = T> + Send + 'static,
     {
+        let Request {
+            owner,
+            binding,
+            retry,
+            capabilities,
+            cancelled,
+            escalate_after,
+        } = request;
         let binding = format!("{}\n{}\n{binding}", owner.org, owner.user);
         let state = retry
             .state
@@ -162,7 +218,7 @@ impl<T: Send + 'static> Rounds<T> {
                 };
                 answers.extend(given.clone());
                 // The call may have ended meanwhile; then the answer is moot.
-                let _ = pending.answer.send(given);
+                let _ = pending.answer.send(Ok(given));
                 (new_id(), call, answers)
             }
             (None, state) => {
@@ -184,8 +240,11 @@ impl<T: Send + 'static> Rounds<T> {
                 (new_id(), call, given)
             }
         };
-        self.drive(id, owner, call, answers, &binding, request_cancelled)
-            .await
+        let watch = Watch {
+            cancelled,
+            escalate_after,
+        };
+        self.drive(id, owner, call, answers, &binding, watch).await
     }
 
     /// Runs the call until it ends or asks.
@@ -196,8 +255,14 @@ impl<T: Send + 'static> Rounds<T> {
         mut call: Running<T>,
         answers: Answers,
         binding: &str,
-        request_cancelled: CancellationToken,
+        watch: Watch,
     ) -> Result<Step<T>, ErrorData> {
+        let escalate = async {
+            match watch.escalate_after {
+                Some(after) => tokio::time::sleep(after).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             result = &mut call.result => result.map(Step::Done).map_err(|e| {
                 ErrorData::internal_error(format!("the call's task failed: {e}"), None)
@@ -207,7 +272,8 @@ impl<T: Send + 'static> Rounds<T> {
                 self.hold(id, owner, call, pending, answers);
                 Ok(Step::Asked(asked))
             }
-            () = request_cancelled.cancelled() => {
+            () = escalate => Ok(Step::Running(Escalated(call))),
+            () = watch.cancelled.cancelled() => {
                 // The call ends as cancelled, and says so as its result.
                 call.cancel.cancel();
                 (&mut call.result).await.map(Step::Done).map_err(|e| {
@@ -326,7 +392,7 @@ fn new_id() -> String {
 /// already gave are taken at once; other questions wait for a round.
 struct RetryAsk {
     given: Mutex<Answers>,
-    capabilities: rmcp::model::ClientCapabilities,
+    capabilities: ClientCapabilities,
     sender: mpsc::UnboundedSender<Asked>,
 }
 
@@ -361,7 +427,7 @@ impl Ask for RetryAsk {
         });
         Box::pin(async move {
             sent.map_err(|_| cancelled())?;
-            answered.await.map_err(|_| cancelled())
+            answered.await.map_err(|_| cancelled())?
         })
     }
 }
@@ -429,24 +495,22 @@ mod tests {
         responses: Option<InputResponses>,
         starts: &Arc<AtomicUsize>,
     ) -> Result<Step<String>, ErrorData> {
-        let retry = Retry { state, responses };
-        let cancel = CancellationToken::new();
-        rounds
-            .run(
-                &owner(user),
-                "tools/call\ngreet",
-                retry,
-                elicitation(),
-                cancel,
-                greeter(starts),
-            )
-            .await
+        let request = Request {
+            owner: &owner(user),
+            binding: "tools/call\ngreet",
+            retry: Retry { state, responses },
+            capabilities: elicitation(),
+            cancelled: CancellationToken::new(),
+            escalate_after: None,
+        };
+        rounds.run(request, greeter(starts)).await
     }
 
     fn state_of(step: Result<Step<String>, ErrorData>) -> String {
         match step {
             Ok(Step::Asked(asked)) => asked.request_state.expect("a state"),
             Ok(Step::Done(done)) => panic!("done without asking: {done}"),
+            Ok(Step::Running(_)) => panic!("handed back running"),
             Err(e) => panic!("{e:?}"),
         }
     }
@@ -454,7 +518,7 @@ mod tests {
     fn done(step: Result<Step<String>, ErrorData>) -> String {
         match step {
             Ok(Step::Done(done)) => done,
-            Ok(Step::Asked(_)) => panic!("asked again"),
+            Ok(Step::Asked(_) | Step::Running(_)) => panic!("not done"),
             Err(e) => panic!("{e:?}"),
         }
     }

@@ -19,6 +19,7 @@ use std::{
         Arc, Mutex,
         atomic::{AtomicU64, Ordering},
     },
+    time::Duration,
 };
 
 use pack_api::{Owner, TaskSupport, codes};
@@ -32,10 +33,15 @@ use rmcp::{
     task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions},
 };
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
-use super::PackhostServer;
+use super::{
+    PackhostServer,
+    ask::{check, read_question},
+    rounds::Escalated,
+};
 use crate::{
-    executor::{Answers, Ask, Caller, Questions, ToolInfo},
+    executor::{Answers, Ask, Caller, Output, Questions, ToolInfo},
     failure::Failure,
     identity::Identity,
 };
@@ -48,6 +54,13 @@ const TTL_MS: u64 = 60 * 60 * 1000;
 
 /// How often a client is asked to poll `tasks/get`.
 const POLL_INTERVAL_MS: u64 = 500;
+
+/// A call of a function that asks first (`FunctionSpec::asks_first`), from
+/// a 2026-07-28 client that negotiated tasks, runs as a plain request
+/// while it asks: its questions go back by rounds (`input_required`), and
+/// it becomes a task once it has run this long without asking, or once
+/// its questions are answered (the suite's `tasks-mrtr-composition`).
+pub(super) const ASKS_FIRST_WITHIN: Duration = Duration::from_millis(500);
 
 /// How many tasks one caller may have running at once. A task does not hold
 /// a request open, so nothing else bounds how much work a client leaves
@@ -132,8 +145,9 @@ impl PackhostServer {
 
 impl Tasks {
     /// Start `request` as a task of `server`'s, for the caller of
-    /// `context`; the task can be read as soon as this returns. A caller
-    /// with too many tasks running gets a failed call instead.
+    /// `context` (a 2025-11-25 session: its call is a task from the
+    /// start); the task can be read as soon as this returns. A caller with
+    /// too many tasks running gets a failed call instead.
     pub(super) fn start(
         &self,
         server: &PackhostServer,
@@ -141,25 +155,93 @@ impl Tasks {
         identity: Identity,
         context: &RequestContext<RoleServer>,
     ) -> CallToolResponse {
-        let owner = Owner::new(&identity.org, &identity.user);
-        if let Err(failure) = self.admit(&owner) {
-            return server.failure(&request.name, &failure, &identity).into();
-        }
         let caller = Caller {
             log: server.log.forwarder(&context.peer),
-            ..Caller::new(identity, context.id.to_string())
+            ..Caller::new(identity.clone(), context.id.to_string())
         };
-        let server = server.clone();
+        let cancel = caller.cancel.clone();
+        let (executor, tool) = (Arc::clone(&server.executor), request.name.to_string());
+        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let name = tool.clone();
+        let work = move |ask| async move {
+            let caller = Caller {
+                ask: Some(ask),
+                ..caller
+            };
+            executor.call_tool(&name, args, &caller).await
+        };
         let capabilities = context.client_capabilities().unwrap_or_default();
+        self.spawn(server, identity, tool, capabilities, cancel, work)
+    }
+
+    /// Go on with a call that ran as a plain request first (2026-07-28:
+    /// it may ask by rounds before it becomes a task) as a task.
+    pub(super) fn adopt(
+        &self,
+        server: &PackhostServer,
+        identity: Identity,
+        tool: String,
+        call: Escalated<Result<Output, Failure>>,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        let cancel = call.cancel();
+        let work = move |ask| async move {
+            let ended = call.finish(ask).await;
+            ended.unwrap_or_else(|e| Err(Failure::internal(format!("the call's task failed: {e}"))))
+        };
+        let capabilities = context.client_capabilities().unwrap_or_default();
+        self.spawn(server, identity, tool, capabilities, cancel, work)
+    }
+
+    /// A call that ended while it ran as a plain request, as the task it
+    /// would have been.
+    pub(super) fn ended(
+        &self,
+        server: &PackhostServer,
+        identity: Identity,
+        tool: String,
+        outcome: Result<Output, Failure>,
+    ) -> CallToolResponse {
+        let capabilities = ClientCapabilities::default();
+        let work = move |_| async move { outcome };
+        self.spawn(
+            server,
+            identity,
+            tool,
+            capabilities,
+            CancellationToken::new(),
+            work,
+        )
+    }
+
+    /// A task running `work` (given how the task asks), which `cancel`
+    /// stops, for the caller of `server`; its result is what a call of
+    /// `tool` answers.
+    fn spawn<F, Fut>(
+        &self,
+        server: &PackhostServer,
+        identity: Identity,
+        tool: String,
+        capabilities: ClientCapabilities,
+        cancel: CancellationToken,
+        work: F,
+    ) -> CallToolResponse
+    where
+        F: FnOnce(Arc<dyn Ask>) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<Output, Failure>> + Send + 'static,
+    {
+        let owner = Owner::new(&identity.org, &identity.user);
+        if let Err(failure) = self.admit(&owner) {
+            cancel.cancel();
+            return server.failure(&tool, &failure, &identity).into();
+        }
+        let server = server.clone();
         let options = TaskOptions::new()
             .with_ttl_ms(TTL_MS)
             .with_poll_interval_ms(POLL_INTERVAL_MS);
         let task = self.manager.spawn(options, move |task| {
-            let caller = Caller {
-                ask: Some(Arc::new(TaskAsk::new(task.clone(), capabilities))),
-                ..caller
-            };
-            Box::pin(run(server, request, caller, task))
+            let ask = Arc::new(TaskAsk::new(task.clone(), capabilities));
+            Box::pin(run(server, tool, identity, cancel, work(ask), task))
         });
         let mut owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
         // Forget the owners of tasks rmcp let go of (ended more than a TTL
@@ -247,25 +329,25 @@ fn unknown(id: &str) -> ErrorData {
 /// failures (a panic) are a `failed` task, with the error inlined.
 async fn run(
     server: PackhostServer,
-    request: CallToolRequestParams,
-    caller: Caller,
+    tool: String,
+    identity: Identity,
+    cancel: CancellationToken,
+    work: impl Future<Output = Result<Output, Failure>>,
     task: TaskContext,
 ) -> Result<CallToolResult, TaskExit> {
-    let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
-    let call = server.executor.call_tool(&request.name, args, &caller);
     let outcome = tokio::select! {
         biased;
         () = task.cancelled() => {
-            caller.cancel.cancel();
+            cancel.cancel();
             return Err(TaskExit::Cancelled);
         }
-        outcome = call => outcome,
+        outcome = work => outcome,
     };
     match outcome {
         Err(failure) if failure.code() == codes::INTERNAL => Err(TaskExit::Error(
             ErrorData::internal_error(failure.text(), Some(failure.error_object())),
         )),
-        outcome => Ok(server.answer(&request.name, outcome, &caller.identity)),
+        outcome => Ok(server.answer(&tool, outcome, &identity)),
     }
 }
 
@@ -289,31 +371,6 @@ impl TaskAsk {
             rounds: AtomicU64::new(0),
         }
     }
-
-    /// The question of `key` as rmcp takes it, if the client can answer it.
-    fn question(&self, key: &str, question: Value) -> Result<InputRequest, Failure> {
-        let method = question["method"].as_str().unwrap_or_default().to_owned();
-        let declared = match method.as_str() {
-            "elicitation/create" => self.capabilities.elicitation.is_some(),
-            "sampling/createMessage" => self.capabilities.sampling.is_some(),
-            "roots/list" => self.capabilities.roots.is_some(),
-            _ => {
-                return Err(Failure::invalid_argument(format!(
-                    "question `{key}` has method `{method}`; a question is \
-                     `elicitation/create`, `sampling/createMessage` or `roots/list`"
-                )));
-            }
-        };
-        if !declared {
-            return Err(Failure::new(
-                codes::INPUT_UNAVAILABLE,
-                format!("the client cannot answer `{method}`: it did not declare it"),
-            ));
-        }
-        serde_json::from_value(question).map_err(|e| {
-            Failure::invalid_argument(format!("question `{key}` is not a valid `{method}`: {e}"))
-        })
-    }
 }
 
 impl Ask for TaskAsk {
@@ -322,10 +379,13 @@ impl Ask for TaskAsk {
         questions: Questions,
     ) -> Pin<Box<dyn Future<Output = Result<Answers, Failure>> + Send>> {
         let round = self.rounds.fetch_add(1, Ordering::Relaxed);
-        let asked: Result<Vec<_>, Failure> = questions
-            .into_iter()
-            .map(|(key, question)| Ok((key.clone(), self.question(&key, question)?)))
-            .collect();
+        let asked: Result<Vec<(String, InputRequest)>, Failure> =
+            check(&questions, &self.capabilities).and_then(|_| {
+                questions
+                    .into_iter()
+                    .map(|(key, question)| Ok((key.clone(), read_question(&key, question)?)))
+                    .collect()
+            });
         let task = self.task.clone();
         Box::pin(async move {
             let waits = asked?.into_iter().map(|(key, question)| {

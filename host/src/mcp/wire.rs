@@ -2,14 +2,14 @@
 //! wires, for every request that calls into a pack and may ask (a tool
 //! call, a prompt render).
 
-use std::{future::Future, sync::Arc};
+use std::{future::Future, sync::Arc, time::Duration};
 
 use pack_api::Owner;
 use rmcp::{ErrorData, RoleServer, model::ClientCapabilities, service::RequestContext};
 
 use super::{
     ask::PeerAsk,
-    rounds::{Retry, Rounds, Step},
+    rounds::{Request, Retry, Rounds, Step},
 };
 use crate::executor::Caller;
 
@@ -29,12 +29,15 @@ pub(super) fn answers_by_retry(context: &RequestContext<RoleServer>) -> bool {
 
 /// Runs `work` as `caller`, whose questions go the way `context`'s client
 /// takes them: requests to it (2025-11-25), or rounds of `input_required`
-/// results answered by retries of the request `binding` names (2026-07-28).
+/// results answered by retries of the request `binding` names (2026-07-28),
+/// where a call running `escalate_after` without ending or asking is
+/// handed back running.
 pub(super) async fn asking<T, F, Fut>(
     rounds: &Rounds<T>,
     context: &RequestContext<RoleServer>,
     binding: &str,
     retry: Retry,
+    escalate_after: Option<Duration>,
     caller: Caller,
     work: F,
 ) -> Result<Step<T>, ErrorData>
@@ -53,10 +56,15 @@ where
                 ..caller
             })
         };
-        let cancelled = context.ct.clone();
-        rounds
-            .run(&owner, binding, retry, capabilities, cancelled, start)
-            .await
+        let request = Request {
+            owner: &owner,
+            binding,
+            retry,
+            capabilities,
+            cancelled: context.ct.clone(),
+            escalate_after,
+        };
+        rounds.run(request, start).await
     } else {
         let ask = PeerAsk {
             peer: context.peer.clone(),

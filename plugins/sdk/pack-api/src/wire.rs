@@ -73,6 +73,12 @@ pub struct FunctionSpec {
     /// MCP's `execution.taskSupport` says it.
     #[serde(default, skip_serializing_if = "TaskSupport::is_forbidden")]
     pub task_support: TaskSupport,
+    /// Its calls ask their questions before their long work: one that may
+    /// run as a task, from a 2026-07-28 client, asks by rounds
+    /// (`input_required` results) and becomes a task once answered, rather
+    /// than being a task from the start that asks through `tasks/update`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub asks_first: bool,
 }
 
 /// Whether a function's calls run as MCP tasks (`execution.taskSupport`)

@@ -227,6 +227,16 @@ impl<S: Send + Sync + 'static> Function<S> {
         self
     }
 
+    /// Its calls ask their questions before their long work: a call from
+    /// a 2026-07-28 client that negotiated tasks then asks by rounds
+    /// (`input_required` results its retries answer) and goes on as a task
+    /// once answered, instead of being a task from the start whose
+    /// questions go through `tasks/update`.
+    pub fn asks_first(mut self) -> Self {
+        self.spec.asks_first = true;
+        self
+    }
+
     /// The spec and the handler for pack `pack`; panics on a type that is
     /// not an object (the host reports it as the pack's load error).
     pub(crate) fn into_parts(self, pack: &'static str) -> (FunctionSpec, Handler<S>) {

@@ -10,8 +10,29 @@ use pack_sdk::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+/// Asks the user's name by rounds, then goes on as a task that greets them.
+async fn with_task(_: Arc<()>, _: Nothing, ctx: Context) -> Result<Content<Said>, PackError> {
+    let question = elicit(
+        "What is your name?",
+        json!({"name": {"type": "string", "description": "Your name"}}),
+    );
+    let answers = ctx.ask([("user_name", question)]).await?;
+    let name = accepted(&answers["user_name"]).and_then(|content| content["name"].as_str());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    Ok(said(format!("Hello, {}!", name.unwrap_or("stranger"))))
+}
+
 pub(crate) fn add(pack: PackDef<()>) -> PackDef<()> {
     pack.function("greet", "Greet someone by name (never a task)", greet)
+        .function_with(
+            Function::new(
+                "test_tool_with_task",
+                "Ask the user's name, then greet them as a task",
+                with_task,
+            )
+            .tasks(TaskSupport::Required)
+            .asks_first(),
+        )
         .function_with(
             Function::new(
                 "slow_compute",
