@@ -1,8 +1,8 @@
 //! The MCP face of the executor (rmcp): `tools/list`, `tools/call`,
 //! `resources/list` and `resources/read` of the caller's kept results,
 //! `prompts/list` and `prompts/get` of its `[snippets]`, and
-//! `logging/setLevel`, after which a call's pack log lines go to the client
-//! that made it.
+//! `logging/setLevel` (or a request's own `logLevel`), after which a call's
+//! pack log lines go to the client that made it.
 //! A tool failure is always a result with `isError: true`, never a protocol
 //! error.
 //!
@@ -23,23 +23,23 @@ use rmcp::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
         GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, JsonObject,
         ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-        MetaObject, PaginatedRequestParams, ProgressNotificationParam, ProgressToken, Prompt,
-        PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
-        ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities,
-        ServerConfig, SubscriptionFilter, Tool, ToolAnnotations,
+        MetaObject, PaginatedRequestParams, Prompt, PromptArgument, PromptMessage,
+        ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+        ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerConfig,
+        SubscriptionFilter, Tool, ToolAnnotations,
     },
-    service::{NotificationContext, Peer, RequestContext, ServiceError, SubscriptionContext},
+    service::{NotificationContext, RequestContext, SubscriptionContext},
 };
 use serde_json::Value;
-use tokio::sync::mpsc;
 
-use self::logging::SessionLog;
+use self::{logging::SessionLog, notices::Notices};
 
 mod logging;
+mod notices;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    executor::{Caller, Executor, Output, ProgressSink, RUN_TOOL},
+    executor::{Caller, Executor, Output, RUN_TOOL},
     failure::{ERROR_META_KEY, Failure},
     identity::Identity,
     render::value_text,
@@ -248,44 +248,6 @@ pub const RESULT_META_KEY: &str = "packhost/result";
 /// The one tool whose results are not kept: it reads kept ones, a page at a
 /// time.
 const READ_RESULT: &str = "packhost.result_read";
-
-/// Packs report progress and log lines from their own threads, where no
-/// host runtime runs: a call's sink only queues on the sender this gives,
-/// and one task on the host's runtime sends the `what` notifications to
-/// `peer` in order. The task ends when the call drops the sink.
-fn queued<T, F, Fut>(
-    peer: &Peer<RoleServer>,
-    what: &'static str,
-    send: F,
-) -> mpsc::UnboundedSender<T>
-where
-    T: Send + 'static,
-    F: Fn(Peer<RoleServer>, T) -> Fut + Send + 'static,
-    Fut: Future<Output = Result<(), ServiceError>> + Send,
-{
-    let (sender, mut queue) = mpsc::unbounded_channel::<T>();
-    let peer = peer.clone();
-    tokio::spawn(async move {
-        while let Some(item) = queue.recv().await {
-            if let Err(e) = send(peer.clone(), item).await {
-                tracing::debug!(error = %e, "{what} notification not delivered");
-            }
-        }
-    });
-    sender
-}
-
-fn progress_forwarder(token: ProgressToken, peer: Peer<RoleServer>) -> ProgressSink {
-    let sender = queued(&peer, "progress", |peer, param| async move {
-        peer.notify_progress(param).await
-    });
-    Arc::new(move |progress, total, message: String| {
-        let mut param = ProgressNotificationParam::new(token.clone(), progress);
-        param.total = total;
-        param.message = Some(message).filter(|m| !m.is_empty());
-        let _ = sender.send(param);
-    })
-}
 
 impl ServerHandler for PackhostServer {
     #[allow(deprecated)] // `enable_logging`: see `logging`
@@ -531,11 +493,12 @@ impl ServerHandler for PackhostServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let notices = Notices::to(&context.peer);
         let progress = context
             .meta
             .get_progress_token()
-            .map(|token| progress_forwarder(token, context.peer.clone()));
-        let log = self.log.forwarder(&context.peer);
+            .map(|t| notices.progress(t));
+        let log = self.log.forwarder(&notices, &context.meta);
         let caller = Caller {
             progress,
             log,
@@ -548,6 +511,7 @@ impl ServerHandler for PackhostServer {
             Ok(output) => self.kept_if_large(success(output), &request.name, &owner),
             Err(e) => self.failure(&request.name, &e, &caller.identity),
         };
+        notices.caught_up().await;
         Ok(result.into())
     }
 }

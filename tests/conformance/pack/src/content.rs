@@ -93,6 +93,20 @@ async fn logging(_: Arc<()>, _: Empty, ctx: Context) -> Result<Content<Said>, Pa
     Ok(said("Logged three lines at info level."))
 }
 
+/// The stateless scenario's probe: a request that asks for no log level
+/// must get none of these.
+async fn logging_probe(_: Arc<()>, _: Empty, ctx: Context) -> Result<Content<Said>, PackError> {
+    for level in [
+        LogLevel::Debug,
+        LogLevel::Info,
+        LogLevel::Warn,
+        LogLevel::Error,
+    ] {
+        ctx.log(level, &format!("a line at {level:?} level"));
+    }
+    Ok(said("Logged one line at each level."))
+}
+
 async fn error(_: Arc<()>, _: Empty, _: Context) -> Result<Said, PackError> {
     Err(PackError::internal(
         "This tool intentionally returns an error for testing",
@@ -156,6 +170,11 @@ pub(crate) fn add(pack: PackDef<()>) -> PackDef<()> {
             "test_tool_with_logging",
             "Logs three lines at info level, 50 ms apart",
             logging,
+        )
+        .function(
+            "test_logging_tool",
+            "Logs one line at each level (debug, info, warning, error)",
+            logging_probe,
         )
         .function("test_error_handling", "Always fails", error)
         .function_with(
