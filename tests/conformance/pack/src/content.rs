@@ -186,3 +186,46 @@ pub(crate) fn add(pack: PackDef<()>) -> PackDef<()> {
             .input_schema(contact_schema()),
         )
 }
+
+#[cfg(test)]
+mod tests {
+    use pack_sdk::{owned::Owner, testing::PackTest};
+
+    use super::*;
+
+    #[test]
+    fn the_fixture_is_what_mcp_clients_accept() {
+        pack_sdk::testing::check_manifest(crate::conformance).unwrap();
+    }
+
+    #[tokio::test]
+    async fn tools_give_the_blocks_the_suite_checks() {
+        let pack = PackTest::build(crate::conformance).start().unwrap();
+        let caller = Owner::new("acme", "ada");
+        let mixed = pack
+            .call_content(&caller, "test_multiple_content_types", json!({}))
+            .await
+            .unwrap();
+        let kinds: Vec<&str> = mixed
+            .blocks
+            .iter()
+            .map(|b| b["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["image", "resource"]);
+        assert_eq!(mixed.text.as_deref(), Some("Multiple content types test:"));
+        let audio = pack
+            .call_content(&caller, "test_audio_content", json!({}))
+            .await
+            .unwrap();
+        assert_eq!(audio.text.as_deref(), Some(""), "no text block before it");
+        assert_eq!(audio.blocks[0]["mimeType"], "audio/wav");
+        let error = pack
+            .call(&caller, "test_error_handling", json!({}))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error.message(),
+            "This tool intentionally returns an error for testing"
+        );
+    }
+}
