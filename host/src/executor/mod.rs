@@ -50,6 +50,7 @@ mod caller;
 mod code_mode;
 mod exposure;
 mod help;
+mod offer;
 mod output;
 mod prompts;
 mod registry;

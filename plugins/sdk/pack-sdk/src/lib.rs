@@ -73,6 +73,7 @@ mod def;
 mod error;
 mod ffi;
 mod function;
+mod offer;
 pub mod owned;
 mod schema;
 #[cfg(feature = "test-support")]

@@ -8,6 +8,7 @@ use pack_sdk::{Empty, PackDef};
 mod content;
 mod headers;
 mod input;
+mod lists;
 mod tasks;
 
 fn conformance() -> PackDef<()> {
@@ -16,7 +17,7 @@ fn conformance() -> PackDef<()> {
         "The MCP conformance suite's fixture tools, prompts and resources",
         |_: Empty, _host| Ok(()),
     );
-    tasks::add(input::add(headers::add(content::add(pack))))
+    tasks::add(input::add(lists::add(headers::add(content::add(pack)))))
 }
 
 pack_sdk::export_pack!(conformance);
