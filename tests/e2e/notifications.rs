@@ -1,8 +1,11 @@
-//! A call's notifications on the stateless 2026-07-28 wire: log lines at
-//! the level the request asks for (`_meta` `logLevel`), none when it asks
-//! for none, and all of them on the request's stream before its result.
+//! Notifications: on the stateless 2026-07-28 wire, log lines at the level
+//! the request asks for (`_meta` `logLevel`), none when it asks for none,
+//! and all of them on the request's stream before its result; the tool
+//! list changing when a pack withdraws or offers a function.
 
-use packhost_tests::http::HttpHost;
+use std::{sync::atomic::Ordering, time::Duration};
+
+use packhost_tests::{TestHost, failed, http::HttpHost, ok};
 use serde_json::{Value, json};
 
 /// The messages of one `tools/call` of `tool` with `meta` added to the
@@ -80,4 +83,46 @@ async fn a_request_gets_the_log_lines_it_asks_for_before_its_result() {
         messages.last().unwrap()["result"].is_object(),
         "{messages:?}"
     );
+}
+
+/// Whether `tools/list` has `name`.
+async fn listed(host: &TestHost, name: &str) -> bool {
+    let tools = host.client.list_all_tools().await.expect("tools/list");
+    tools.iter().any(|t| t.name == name)
+}
+
+#[tokio::test]
+async fn a_pack_that_withdraws_a_function_changes_every_clients_tool_list() {
+    let host = TestHost::start("[packs.conformance]\n").await;
+    let (trigger, dynamic) = (
+        "conformance.test_trigger_tool_change",
+        "conformance.test_dynamic_tool",
+    );
+    let changes = || host.recorder.tools_changed.load(Ordering::SeqCst);
+    assert!(listed(&host, dynamic).await);
+
+    assert_eq!(
+        ok(&host.call(trigger, json!({})).await)["dynamic_tool"],
+        false
+    );
+    for _ in 0..50 {
+        if changes() > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(changes(), 1, "the client heard the list changed");
+    assert!(!listed(&host, dynamic).await);
+    failed(
+        &host.call(dynamic, json!({})).await,
+        "UNKNOWN_FUNCTION",
+        &["test_dynamic_tool"],
+    );
+
+    assert_eq!(
+        ok(&host.call(trigger, json!({})).await)["dynamic_tool"],
+        true
+    );
+    assert!(listed(&host, dynamic).await);
+    ok(&host.call(dynamic, json!({})).await);
 }

@@ -8,7 +8,10 @@
 //! lost.
 #![allow(deprecated)] // logging: see `logging`
 
-use std::sync::Arc;
+use std::sync::{
+    Arc,
+    atomic::{AtomicUsize, Ordering},
+};
 
 use rmcp::{
     RoleServer,
@@ -27,15 +30,22 @@ enum Notice {
 }
 
 /// One call's queue of notifications to `peer`.
-pub(super) struct Notices(mpsc::UnboundedSender<Notice>);
+#[derive(Clone)]
+pub(super) struct Notices {
+    sender: mpsc::UnboundedSender<Notice>,
+    /// Queued and not sent yet: a call that sent nothing (most) answers
+    /// without a round trip to the sending task.
+    pending: Arc<AtomicUsize>,
+}
 
 impl Notices {
     pub(super) fn to(peer: &Peer<RoleServer>) -> Self {
         let (sender, mut queue) = mpsc::unbounded_channel();
-        let peer = peer.clone();
+        let pending = Arc::new(AtomicUsize::new(0));
+        let (peer, sent) = (peer.clone(), Arc::clone(&pending));
         tokio::spawn(async move {
             while let Some(notice) = queue.recv().await {
-                let sent = match notice {
+                let delivered = match notice {
                     Notice::Progress(param) => peer.notify_progress(param).await,
                     Notice::Log(param) => peer.notify_logging_message(param).await,
                     Notice::Caught(done) => {
@@ -43,22 +53,30 @@ impl Notices {
                         continue;
                     }
                 };
-                if let Err(e) = sent {
+                sent.fetch_sub(1, Ordering::SeqCst);
+                if let Err(e) = delivered {
                     tracing::debug!(error = %e, "notification not delivered");
                 }
             }
         });
-        Self(sender)
+        Self { sender, pending }
+    }
+
+    fn send(&self, notice: Notice) {
+        self.pending.fetch_add(1, Ordering::SeqCst);
+        if self.sender.send(notice).is_err() {
+            self.pending.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 
     /// Progress reports for the request that gave `token`.
     pub(super) fn progress(&self, token: ProgressToken) -> ProgressSink {
-        let sender = self.0.clone();
+        let notices = self.clone();
         Arc::new(move |progress, total, message: String| {
             let mut param = ProgressNotificationParam::new(token.clone(), progress);
             param.total = total;
             param.message = Some(message).filter(|m| !m.is_empty());
-            let _ = sender.send(Notice::Progress(param));
+            notices.send(Notice::Progress(param));
         })
     }
 
@@ -66,16 +84,17 @@ impl Notices {
     pub(super) fn logger(
         &self,
     ) -> impl Fn(LoggingMessageNotificationParam) + Send + Sync + 'static {
-        let sender = self.0.clone();
-        move |param| {
-            let _ = sender.send(Notice::Log(param));
-        }
+        let notices = self.clone();
+        move |param| notices.send(Notice::Log(param))
     }
 
     /// Once everything queued so far has been sent.
     pub(super) async fn caught_up(&self) {
+        if self.pending.load(Ordering::SeqCst) == 0 {
+            return;
+        }
         let (done, sent) = oneshot::channel();
-        if self.0.send(Notice::Caught(done)).is_ok() {
+        if self.sender.send(Notice::Caught(done)).is_ok() {
             let _ = sent.await;
         }
     }
