@@ -16,6 +16,7 @@ mod jupyter;
 mod kept_results;
 mod loading;
 mod new_pack;
+mod notifications;
 mod npm_egress;
 mod official_clients;
 mod pack_offers;

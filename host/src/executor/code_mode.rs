@@ -81,6 +81,13 @@ impl CallContext for PackCallContext {
                 ask.ask(questions).await.map(Value::Object)
             });
         }
+        if name.as_str() == protocol::OFFER {
+            let pack = self.pack.clone();
+            return self.nested(name, move |executor, name, _| async move {
+                let args = json_of(&name, &args)?;
+                Ok(executor.offer(&pack, args)?)
+            });
+        }
         self.nested(name, move |executor, name, caller| async move {
             let args: Value = json_of(&name, &args)?;
             executor

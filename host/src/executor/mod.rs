@@ -52,6 +52,7 @@ mod caller;
 mod code_mode;
 mod exposure;
 mod help;
+mod offer;
 mod offers;
 mod output;
 mod prompts;

@@ -1,7 +1,9 @@
 //! `logging/setLevel` and `notifications/message`: a session's client asks
 //! for log lines at a level, and from then on each of its calls sends the
 //! lines its packs write for that call (never another caller's, never the
-//! host's own).
+//! host's own). On 2026-07-28 a request asks for itself
+//! (`_meta["io.modelcontextprotocol/logLevel"]`), and a request that does
+//! not ask gets none.
 //!
 //! MCP 2025-11-25 has logging; 2026-07-28 deprecates it (SEP-2577), and
 //! rmcp marks its types deprecated, hence the `allow` of this module.
@@ -10,13 +12,10 @@
 use std::sync::{Arc, Mutex};
 
 use pack_api::LogLevel;
-use rmcp::{
-    RoleServer,
-    model::{LoggingLevel, LoggingMessageNotificationParam},
-    service::Peer,
-};
+use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam, RequestMetaObject};
 use serde_json::Value;
 
+use super::notices::Notices;
 use crate::executor::LogSink;
 
 /// The least severe level a session's client asked for; none until it
@@ -30,17 +29,13 @@ impl SessionLog {
         *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(level);
     }
 
-    /// Where one call's log lines go: `notifications/message` to `peer`,
-    /// the client that made it (the pack's name as logger), once it asked.
-    pub(super) fn forwarder(&self, peer: &Peer<RoleServer>) -> Option<LogSink> {
-        let least = (*self.0.lock().unwrap_or_else(|e| e.into_inner()))?;
-        let sender = super::queued(
-            peer,
-            "log",
-            |peer, param: LoggingMessageNotificationParam| async move {
-                peer.notify_logging_message(param).await
-            },
-        );
+    /// Where one call's log lines go: `notifications/message` to the
+    /// client that made it (the pack's name as logger), at the level
+    /// the request's `meta` asks for, else its session's, if any.
+    pub(super) fn forwarder(&self, notices: &Notices, meta: &RequestMetaObject) -> Option<LogSink> {
+        let session = *self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let least = meta.log_level().or(session)?;
+        let send = notices.logger();
         Some(Arc::new(
             move |pack: &str, level: LogLevel, message: &str| {
                 let level = match level {
@@ -53,7 +48,7 @@ impl SessionLog {
                     let mut param =
                         LoggingMessageNotificationParam::new(level, Value::from(message));
                     param.logger = Some(pack.to_owned());
-                    let _ = sender.send(param);
+                    send(param);
                 }
             },
         ))

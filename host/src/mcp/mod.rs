@@ -2,8 +2,9 @@
 //! resources (the caller's kept results and its packs': resources.rs),
 //! prompts (its `[snippets]` and its packs': prompts.rs), completions
 //! (completion.rs), and
-//! `logging/setLevel`, after which a call's pack log lines go to the client
-//! that made it, and the tasks extension (`tasks`).
+//! `logging/setLevel` (or a request's own `logLevel`), after which a call's
+//! pack log lines go to the client that made it, and the tasks extension
+//! (`tasks`).
 //! A tool failure is always a result with `isError: true`, never a protocol
 //! error.
 //!
@@ -28,19 +29,18 @@ use rmcp::{
         CompleteRequestParams, CompleteResult, ContentBlock, GetPromptRequestParams,
         GetPromptResponse, GetTaskParams, GetTaskResult, Implementation, JsonObject,
         ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-        MetaObject, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-        ReadResourceRequestParams, ReadResourceResponse, Resource, ServerCapabilities,
-        ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool, ToolAnnotations,
-        UnsubscribeRequestParams, UpdateTaskParams,
+        MetaObject, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+        Resource, ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter,
+        Tool, ToolAnnotations, UnsubscribeRequestParams, UpdateTaskParams,
     },
-    service::{NotificationContext, Peer, RequestContext, ServiceError, SubscriptionContext},
+    service::{NotificationContext, RequestContext, SubscriptionContext},
 };
 use serde_json::Value;
-use tokio::sync::mpsc;
 
 use self::{
     ask::missing,
     logging::SessionLog,
+    notices::Notices,
     rounds::{Retry, Rounds, Step},
     tasks::Tasks,
     wire::{answers_by_retry, asking, capabilities_of},
@@ -49,6 +49,7 @@ use self::{
 mod ask;
 mod completion;
 mod logging;
+mod notices;
 mod prompts;
 mod request;
 mod resources;
@@ -60,7 +61,7 @@ use rounds::state_codec;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    executor::{Caller, Executor, Output, ProgressSink, RUN_TOOL, SessionId, ToolInfo},
+    executor::{Caller, Executor, Output, RUN_TOOL, SessionId, ToolInfo},
     failure::{ERROR_META_KEY, Failure},
     identity::Identity,
     render::value_text,
@@ -308,44 +309,6 @@ pub const RESULT_META_KEY: &str = "packhost/result";
 /// time.
 const READ_RESULT: &str = "packhost.result_read";
 
-/// Packs report progress and log lines from their own threads, where no
-/// host runtime runs: a call's sink only queues on the sender this gives,
-/// and one task on the host's runtime sends the `what` notifications to
-/// `peer` in order. The task ends when the call drops the sink.
-fn queued<T, F, Fut>(
-    peer: &Peer<RoleServer>,
-    what: &'static str,
-    send: F,
-) -> mpsc::UnboundedSender<T>
-where
-    T: Send + 'static,
-    F: Fn(Peer<RoleServer>, T) -> Fut + Send + 'static,
-    Fut: Future<Output = Result<(), ServiceError>> + Send,
-{
-    let (sender, mut queue) = mpsc::unbounded_channel::<T>();
-    let peer = peer.clone();
-    tokio::spawn(async move {
-        while let Some(item) = queue.recv().await {
-            if let Err(e) = send(peer.clone(), item).await {
-                tracing::debug!(error = %e, "{what} notification not delivered");
-            }
-        }
-    });
-    sender
-}
-
-fn progress_forwarder(token: ProgressToken, peer: Peer<RoleServer>) -> ProgressSink {
-    let sender = queued(&peer, "progress", |peer, param| async move {
-        peer.notify_progress(param).await
-    });
-    Arc::new(move |progress, total, message: String| {
-        let mut param = ProgressNotificationParam::new(token.clone(), progress);
-        param.total = total;
-        param.message = Some(message).filter(|m| !m.is_empty());
-        let _ = sender.send(param);
-    })
-}
-
 impl ServerHandler for PackhostServer {
     #[allow(deprecated)] // `enable_logging`: see `logging`
     fn get_info(&self) -> ServerConfig {
@@ -543,11 +506,12 @@ impl ServerHandler for PackhostServer {
         if as_task && !asks_first {
             return Ok(self.tasks.start(self, request, identity, &context));
         }
+        let notices = Notices::to(&context.peer);
         let progress = context
             .meta
             .get_progress_token()
-            .map(|token| progress_forwarder(token, context.peer.clone()));
-        let log = self.log.forwarder(&context.peer);
+            .map(|t| notices.progress(t));
+        let log = self.log.forwarder(&notices, &context.meta);
         let caller = Caller {
             progress,
             log,
@@ -581,10 +545,15 @@ impl ServerHandler for PackhostServer {
                 return Ok(tasks.ended(self, identity, tool, outcome));
             }
             Step::Done(outcome) => outcome,
-            Step::Asked(asked) => return Ok(asked.into()),
+            Step::Asked(asked) => {
+                notices.caught_up().await;
+                return Ok(asked.into());
+            }
             Step::Running(call) => return Ok(tasks.adopt(self, identity, tool, call, &context)),
         };
-        Ok(self.answer(&request.name, outcome, &identity).into())
+        let answer = self.answer(&request.name, outcome, &identity);
+        notices.caught_up().await;
+        Ok(answer.into())
     }
 
     async fn get_task(

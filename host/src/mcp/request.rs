@@ -5,7 +5,7 @@
 use pack_api::codes;
 use rmcp::{ErrorData, RoleServer, service::RequestContext};
 
-use super::PackhostServer;
+use super::{PackhostServer, notices::Notices};
 use crate::{executor::Caller, failure::Failure};
 
 impl PackhostServer {
@@ -13,7 +13,9 @@ impl PackhostServer {
     /// as the client asked, and the client's cancellation.
     pub(super) fn caller_for(&self, context: &RequestContext<RoleServer>) -> Caller {
         Caller {
-            log: self.log.forwarder(&context.peer),
+            log: self
+                .log
+                .forwarder(&Notices::to(&context.peer), &context.meta),
             cancel: context.ct.clone(),
             ..Caller::new(self.identity_of(context), context.id.to_string())
         }

@@ -38,6 +38,7 @@ use tokio_util::sync::CancellationToken;
 use super::{
     PackhostServer,
     ask::{check, read_question},
+    notices::Notices,
     rounds::Escalated,
 };
 use crate::{
@@ -156,7 +157,9 @@ impl Tasks {
         context: &RequestContext<RoleServer>,
     ) -> CallToolResponse {
         let caller = Caller {
-            log: server.log.forwarder(&context.peer),
+            log: server
+                .log
+                .forwarder(&Notices::to(&context.peer), &context.meta),
             ..Caller::new(identity.clone(), context.id.to_string())
         };
         let cancel = caller.cancel.clone();

@@ -7,7 +7,8 @@
 //! [`RESOURCES_READ`] or [`COMPLETE`] on a pack whose manifest declares
 //! prompts or resources, and a pack asks its caller's client through
 //! [`CallContext::call_tool`](crate::CallContext::call_tool) with
-//! [`INPUT`]. A pack built before these existed never declares nor asks,
+//! [`INPUT`] (and changes which of its functions it serves with
+//! [`OFFER`]). A pack built before these existed never declares nor asks,
 //! so it loads and works unchanged.
 
 /// Pack, render a prompt: arguments `{"name", "arguments"}` (the
@@ -29,3 +30,9 @@ pub const COMPLETE: &str = "completion/complete";
 /// them the way the caller's wire asks (a request to the client, or an
 /// `input_required` result answered by the client's retry).
 pub const INPUT: &str = "input/requests";
+
+/// Host, serve only these of my functions from now on: arguments
+/// `{"functions": [names]}`, names the pack's manifest declares; the result
+/// is `{}`. Every client hears that the tool list changed. A pack that
+/// never says it serves all its functions.
+pub const OFFER: &str = "functions/offer";

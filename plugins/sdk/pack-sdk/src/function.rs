@@ -124,6 +124,27 @@ impl<S: Send + Sync + 'static> Function<S> {
         }
     }
 
+    /// Its input schema as written, instead of the one made from `A`: for
+    /// what a Rust type cannot say (`$defs` with `$anchor`, `allOf`, `if`/
+    /// `then`/`else`, `$schema`), served to clients unchanged. It must be
+    /// an object schema (adding the function panics otherwise, as for
+    /// `A`); `A` still decodes the arguments, so keep the two in agreement
+    /// (`serde_json::Value` takes whatever the schema lets through).
+    pub fn input_schema(mut self, mut schema: Value) -> Self {
+        match schema.get("type") {
+            None if schema.is_object() => schema["type"] = Value::from("object"),
+            Some(t) if t == "object" => {}
+            _ => {
+                self.problem = Some(format!(
+                    "its input schema as written is `{schema}`, but MCP's arguments are an \
+                     object: give a schema with `\"type\": \"object\"` at its root"
+                ));
+            }
+        }
+        self.spec.input_schema = schema;
+        self
+    }
+
     /// A short name for people ("Read a file"): MCP's tool `title`.
     pub fn title(mut self, title: &str) -> Self {
         self.spec.title = Some(title.to_owned());

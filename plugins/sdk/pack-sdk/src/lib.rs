@@ -39,7 +39,7 @@
 //! A function can say more about itself through [`Function`] and
 //! [`PackDef::function_with`]: a title, MCP annotations (read-only,
 //! destructive, idempotent, open world), examples run as tests, its own time
-//! limit. A function that returns [`Content`] sends content blocks (images,
+//! limit, an input schema written by hand. A function that returns [`Content`] sends content blocks (images,
 //! resource links) beside its value.
 //!
 //! Besides functions, a pack can offer MCP prompts and resources:
@@ -86,6 +86,7 @@ mod def;
 mod error;
 mod ffi;
 mod function;
+mod offer;
 mod offers;
 pub mod owned;
 mod prompt;

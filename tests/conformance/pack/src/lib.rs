@@ -7,7 +7,9 @@ use pack_sdk::{Empty, PackDef};
 
 mod catalog;
 mod content;
+mod headers;
 mod input;
+mod lists;
 mod tasks;
 
 fn conformance() -> PackDef<()> {
@@ -16,7 +18,9 @@ fn conformance() -> PackDef<()> {
         "The MCP conformance suite's fixture tools, prompts and resources",
         |_: Empty, _host| Ok(()),
     );
-    tasks::add(input::add(catalog::add(content::add(pack))))
+    tasks::add(input::add(catalog::add(lists::add(headers::add(
+        content::add(pack),
+    )))))
 }
 
 pack_sdk::export_pack!(conformance);

@@ -250,6 +250,32 @@ fn annotations_say_all_four_hints_and_keep_idempotence_when_given() {
     );
 }
 
+#[test]
+fn an_input_schema_given_as_written_is_served_unchanged() {
+    let spec = |f: crate::Function<()>| f.into_parts("p").0.input_schema;
+    let schema = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": {"a": {"$anchor": "aDef", "type": "string"}},
+        "properties": {"a": {"$ref": "#/$defs/a"}},
+        "if": {"required": ["a"]}, "then": {}, "else": {},
+        "additionalProperties": false
+    });
+    let given = crate::Function::new("f", "", add).input_schema(schema.clone());
+    assert_eq!(spec(given), schema);
+    // A root without a type is an object's, as for schemas made from types.
+    let untyped = crate::Function::new("f", "", add).input_schema(json!({"properties": {}}));
+    assert_eq!(spec(untyped), json!({"type": "object", "properties": {}}));
+    let not_object = std::panic::catch_unwind(|| {
+        spec(crate::Function::new("f", "", add).input_schema(json!({"type": "array"})))
+    });
+    let message = *not_object.unwrap_err().downcast::<String>().unwrap();
+    assert!(
+        message.contains("`p.f`") && message.contains(r#"give a schema with `"type": "object"`"#),
+        "{message}"
+    );
+}
+
 #[tokio::test]
 async fn content_comes_back_beside_the_value() {
     let pack = PackTest::build(math).start().unwrap();
