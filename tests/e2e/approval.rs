@@ -197,9 +197,10 @@ async fn a_remembered_approval_is_its_organisations_only() {
     each_block(&lines, "APPROVAL_UNAVAILABLE", true, 0);
 }
 
-/// A 2026-07-28 `tools/call` of `run` with `command`, declaring
-/// elicitation; `retry`: the answers and `requestState` of a retry.
-fn stateless_call(command: &str, retry: Option<(Value, &str)>) -> Value {
+/// The params of a 2026-07-28 `tools/call` of `run` with `command`,
+/// declaring elicitation; `retry`: the answers and `requestState` of a
+/// retry.
+fn run_params(command: &str, retry: Option<(Value, &str)>) -> Value {
     let mut params = json!({
         "name": "run",
         "arguments": {"command": command},
@@ -213,29 +214,14 @@ fn stateless_call(command: &str, retry: Option<(Value, &str)>) -> Value {
         params["inputResponses"] = responses;
         params["requestState"] = json!(state);
     }
-    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+    params
 }
 
-/// POST `body` (a `tools/call` of `run`) to `host` on 2026-07-28, with the
-/// headers that wire requires; the JSON-RPC response (sent as JSON or as
-/// one SSE event).
-async fn post(host: &HttpHost, body: &Value) -> Value {
-    let response = host
-        .post(body.to_string())
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "run")
-        .send()
-        .await
-        .expect("the host answers");
-    let text = response.text().await.expect("a body");
-    let json = text
-        .lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .map(str::trim)
-        .find(|data| data.contains("\"id\""))
-        .unwrap_or(&text);
-    serde_json::from_str(json).unwrap_or_else(|e| panic!("not JSON-RPC ({e}): {text}"))
+/// POST `params` (a `tools/call` of `run`) to `host` on 2026-07-28: the
+/// JSON-RPC response.
+async fn post(host: &HttpHost, params: &Value) -> Value {
+    let messages = host.stateless_call(None, params).await;
+    messages.last().cloned().expect("a response")
 }
 
 #[tokio::test]
@@ -247,7 +233,7 @@ exec_ts.session_delete(sessionId=s)
 len(exec_ts.session_list()['sessions'])
 ```";
     let host = HttpHost::start_in(setup("no", ""), &[], &[]).await;
-    let first = post(&host, &stateless_call(code, None)).await;
+    let first = post(&host, &run_params(code, None)).await;
     let asked = &first["result"];
     assert_eq!(
         asked["resultType"],
@@ -264,7 +250,7 @@ len(exec_ts.session_list()['sessions'])
     let state = asked["requestState"].as_str().expect("a requestState");
     let accept = json!({"action": "accept", "content": {"decision": "accept"}});
     let responses = json!({ key.as_str(): accept });
-    let done = post(&host, &stateless_call(code, Some((responses, state)))).await;
+    let done = post(&host, &run_params(code, Some((responses, state)))).await;
     let result = &done["result"];
     assert_eq!(result["isError"], false, "{done}\n{}", host.stderr());
     assert_eq!(result["structuredContent"]["result"], 0, "{done}");

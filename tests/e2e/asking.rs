@@ -223,26 +223,8 @@ async fn stateless_call(host: &HttpHost, token: &str, tool: &str, extra: Value) 
         .as_object_mut()
         .unwrap()
         .extend(extra.as_object().unwrap().clone());
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-    let response = host
-        .post(body.to_string())
-        .bearer_auth(token)
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", tool)
-        .send()
-        .await
-        .expect("POST");
-    let text = response.text().await.expect("body");
-    // JSON, or the response on an SSE stream.
-    let json = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(str::trim)
-        .rfind(|l| !l.is_empty())
-        .unwrap_or(&text)
-        .to_owned();
-    serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {text}"))
+    let messages = host.stateless_call(Some(token), &params).await;
+    messages.last().cloned().expect("a response")
 }
 
 fn named(name: &str) -> Value {

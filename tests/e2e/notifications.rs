@@ -19,25 +19,8 @@ async fn call_stream(host: &HttpHost, tool: &str, meta: Value) -> Vec<Value> {
         .as_object_mut()
         .unwrap()
         .extend(meta.as_object().unwrap().clone());
-    let body = json!({
-        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": tool, "arguments": {}, "_meta": params_meta}
-    });
-    let response = host
-        .post(body.to_string())
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", tool)
-        .send()
-        .await
-        .expect("POST");
-    assert_eq!(response.status(), 200);
-    let text = response.text().await.expect("a body");
-    text.lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .filter(|data| !data.trim().is_empty())
-        .map(|data| serde_json::from_str(data.trim()).expect("JSON messages"))
-        .collect()
+    let params = json!({"name": tool, "arguments": {}, "_meta": params_meta});
+    host.stateless_call(None, &params).await
 }
 
 fn log_lines(messages: &[Value]) -> Vec<(String, String)> {

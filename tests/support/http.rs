@@ -14,6 +14,7 @@ use rmcp::{
         StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
     },
 };
+use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::{Recorder, packhost_command};
@@ -86,6 +87,48 @@ impl HttpHost {
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
             .body(body)
+    }
+
+    /// A stateless (2026-07-28) `tools/call` with `params` (their `_meta`
+    /// must say the protocol version and client capabilities), as
+    /// `token`'s caller when given: every JSON-RPC message of the answer in
+    /// order, the response last (one message for a JSON answer, the
+    /// stream's for SSE).
+    pub async fn stateless_call(&self, token: Option<&str>, params: &Value) -> Vec<Value> {
+        let name = params["name"].as_str().unwrap_or_default();
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+        let mut request = self
+            .post(body.to_string())
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", name);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let text = request
+            .send()
+            .await
+            .expect("POST")
+            .text()
+            .await
+            .expect("a body");
+        let events: Vec<&str> = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .map(str::trim)
+            .filter(|data| !data.is_empty())
+            .collect();
+        let messages = if events.is_empty() {
+            vec![text.as_str()]
+        } else {
+            events
+        };
+        messages
+            .into_iter()
+            .map(|m| {
+                serde_json::from_str(m).unwrap_or_else(|e| panic!("not JSON-RPC ({e}): {text}"))
+            })
+            .collect()
     }
 
     /// An MCP client, with `token` as bearer when given.

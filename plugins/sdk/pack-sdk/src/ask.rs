@@ -102,7 +102,9 @@ impl Keys {
 
 impl Context {
     /// Put several questions to the client at once, each under a key of
-    /// yours; the answers come back under the same keys (MCP's
+    /// yours (one question per key within a call: a call the host runs
+    /// again is answered by key); the answers come back under the same
+    /// keys (MCP's
     /// `inputResponses`: an `ElicitResult`, `CreateMessageResult` or
     /// `ListRootsResult` each). Fails with `INPUT_UNAVAILABLE` when the
     /// client did not declare what a question needs, `CANCELLED` when the

@@ -53,6 +53,15 @@
 //! and reads them for the client's caller, under the same identity, time
 //! limit and cancellation as a call.
 //!
+//! A function or prompt can ask its caller's client while it runs:
+//! [`Context::elicit`] (the user), [`Context::sample`] (the user's model),
+//! [`Context::roots`], or [`Context::ask`] for several [`Question`]s at
+//! once. The host sends them the way the caller's protocol revision asks
+//! (a request to the client, or an `input_required` result its retry
+//! answers); a question the client cannot answer fails with
+//! `INPUT_UNAVAILABLE`, and [`Function::needs`] refuses such clients before
+//! the call.
+//!
 //! Its `Cargo.toml` has `crate-type = ["cdylib"]` and depends on `pack-sdk`,
 //! `serde` (with `derive`) and `schemars` 1; `cargo build`, then name the library
 //! in `packs.toml`.
