@@ -19,10 +19,8 @@ import json
 import sys
 from contextlib import AsyncExitStack
 
-import httpx
-from mcp import ClientSession, StdioServerParameters, types
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
+from mcp import types
+from session import open_session
 
 
 async def main(spec):
@@ -34,32 +32,8 @@ async def main(spec):
         return types.ElicitResult(action=answer["action"], content=answer.get("content"))
 
     async with AsyncExitStack() as stack:
-        transport = spec["transport"]
-        if "stdio" in transport:
-            stdio = transport["stdio"]
-            params = StdioServerParameters(
-                command=stdio["command"],
-                args=stdio["args"],
-                cwd=stdio.get("cwd"),
-                env=stdio.get("env"),
-            )
-            errlog = stack.enter_context(open(stdio["stderr"], "w"))
-            read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
-        else:
-            http = transport["http"]
-            client = await stack.enter_async_context(
-                httpx.AsyncClient(
-                    headers={"Authorization": f"Bearer {http['token']}"},
-                    timeout=httpx.Timeout(120, read=300),
-                )
-            )
-            read, write, _ = await stack.enter_async_context(
-                streamable_http_client(http["url"], http_client=client)
-            )
-        session = await stack.enter_async_context(
-            ClientSession(read, write, elicitation_callback=elicit if answer else None)
-        )
-        await session.initialize()
+        callbacks = {"elicitation_callback": elicit} if answer else {}
+        session = await open_session(stack, spec["transport"], **callbacks)
         for call in spec["calls"]:
             asked.clear()
             result = await session.call_tool(call["tool"], call.get("arguments", {}))

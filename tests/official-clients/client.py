@@ -25,10 +25,8 @@ import json
 import sys
 from contextlib import AsyncExitStack
 
-import httpx
-from mcp import ClientSession, StdioServerParameters, types
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
+from mcp import types
+from session import open_session
 
 
 def resolve(value, results):
@@ -93,29 +91,8 @@ def answerers(answers):
 
 async def main(spec):
     async with AsyncExitStack() as stack:
-        transport = spec["transport"]
-        if "stdio" in transport:
-            stdio = transport["stdio"]
-            params = StdioServerParameters(
-                command=stdio["command"],
-                args=stdio["args"],
-                cwd=stdio.get("cwd"),
-                env=stdio.get("env"),
-            )
-            errlog = stack.enter_context(open(stdio["stderr"], "w"))
-            read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
-        else:
-            http = transport["http"]
-            headers = {"Authorization": f"Bearer {http['token']}"} if http.get("token") else {}
-            client = await stack.enter_async_context(
-                httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(120, read=600))
-            )
-            read, write, _ = await stack.enter_async_context(
-                streamable_http_client(http["url"], http_client=client)
-            )
         callbacks = answerers(spec.get("answers", {}))
-        session = await stack.enter_async_context(ClientSession(read, write, **callbacks))
-        await session.initialize()
+        session = await open_session(stack, spec["transport"], **callbacks)
         tools = (await session.list_tools()).tools
         emit({"tools": [{"name": t.name, "hasOutputSchema": t.outputSchema is not None} for t in tools]})
         results = {}

@@ -52,11 +52,11 @@ mod caller;
 mod code_mode;
 mod exposure;
 mod help;
-mod offer;
 mod offers;
 mod output;
 mod prompts;
 mod registry;
+mod served;
 
 pub use caller::{Answers, Ask, Caller, LogSink, ProgressSink, Questions, SessionId};
 use exposure::Exposure;

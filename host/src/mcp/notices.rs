@@ -9,7 +9,7 @@
 #![allow(deprecated)] // logging: see `logging`
 
 use std::sync::{
-    Arc,
+    Arc, OnceLock,
     atomic::{AtomicUsize, Ordering},
 };
 
@@ -18,7 +18,10 @@ use rmcp::{
     model::{LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken},
     service::Peer,
 };
-use tokio::sync::{mpsc, oneshot};
+use tokio::{
+    runtime::Handle,
+    sync::{mpsc, oneshot},
+};
 
 use crate::executor::ProgressSink;
 
@@ -29,43 +32,45 @@ enum Notice {
     Caught(oneshot::Sender<()>),
 }
 
-/// One call's queue of notifications to `peer`.
+/// One call's queue of notifications to `peer`. The task that sends them
+/// starts with the first one: most calls send none, and pay for no task.
 #[derive(Clone)]
-pub(super) struct Notices {
-    sender: mpsc::UnboundedSender<Notice>,
-    /// Queued and not sent yet: a call that sent nothing (most) answers
-    /// without a round trip to the sending task.
+pub(super) struct Notices(Arc<Queue>);
+
+struct Queue {
+    peer: Peer<RoleServer>,
+    runtime: Handle,
+    sender: OnceLock<mpsc::UnboundedSender<Notice>>,
+    /// Queued and not sent yet: a call that sent nothing answers without a
+    /// round trip to the sending task.
     pending: Arc<AtomicUsize>,
 }
 
 impl Notices {
+    /// On the runtime of the calling task, which packs' threads lack.
     pub(super) fn to(peer: &Peer<RoleServer>) -> Self {
-        let (sender, mut queue) = mpsc::unbounded_channel();
-        let pending = Arc::new(AtomicUsize::new(0));
-        let (peer, sent) = (peer.clone(), Arc::clone(&pending));
-        tokio::spawn(async move {
-            while let Some(notice) = queue.recv().await {
-                let delivered = match notice {
-                    Notice::Progress(param) => peer.notify_progress(param).await,
-                    Notice::Log(param) => peer.notify_logging_message(param).await,
-                    Notice::Caught(done) => {
-                        let _ = done.send(());
-                        continue;
-                    }
-                };
-                sent.fetch_sub(1, Ordering::SeqCst);
-                if let Err(e) = delivered {
-                    tracing::debug!(error = %e, "notification not delivered");
-                }
-            }
-        });
-        Self { sender, pending }
+        Self(Arc::new(Queue {
+            peer: peer.clone(),
+            runtime: Handle::current(),
+            sender: OnceLock::new(),
+            pending: Arc::default(),
+        }))
+    }
+
+    fn sender(&self) -> &mpsc::UnboundedSender<Notice> {
+        let queue = &self.0;
+        queue.sender.get_or_init(|| {
+            let (sender, notices) = mpsc::unbounded_channel();
+            let (peer, pending) = (queue.peer.clone(), Arc::clone(&queue.pending));
+            queue.runtime.spawn(send_all(peer, notices, pending));
+            sender
+        })
     }
 
     fn send(&self, notice: Notice) {
-        self.pending.fetch_add(1, Ordering::SeqCst);
-        if self.sender.send(notice).is_err() {
-            self.pending.fetch_sub(1, Ordering::SeqCst);
+        self.0.pending.fetch_add(1, Ordering::SeqCst);
+        if self.sender().send(notice).is_err() {
+            self.0.pending.fetch_sub(1, Ordering::SeqCst);
         }
     }
 
@@ -90,12 +95,34 @@ impl Notices {
 
     /// Once everything queued so far has been sent.
     pub(super) async fn caught_up(&self) {
-        if self.pending.load(Ordering::SeqCst) == 0 {
+        if self.0.pending.load(Ordering::SeqCst) == 0 {
             return;
         }
         let (done, sent) = oneshot::channel();
-        if self.sender.send(Notice::Caught(done)).is_ok() {
+        if self.sender().send(Notice::Caught(done)).is_ok() {
             let _ = sent.await;
+        }
+    }
+}
+
+/// Sends `notices` to `peer` in order, until the call's queue is dropped.
+async fn send_all(
+    peer: Peer<RoleServer>,
+    mut notices: mpsc::UnboundedReceiver<Notice>,
+    pending: Arc<AtomicUsize>,
+) {
+    while let Some(notice) = notices.recv().await {
+        let delivered = match notice {
+            Notice::Progress(param) => peer.notify_progress(param).await,
+            Notice::Log(param) => peer.notify_logging_message(param).await,
+            Notice::Caught(done) => {
+                let _ = done.send(());
+                continue;
+            }
+        };
+        pending.fetch_sub(1, Ordering::SeqCst);
+        if let Err(e) = delivered {
+            tracing::debug!(error = %e, "notification not delivered");
         }
     }
 }

@@ -95,12 +95,12 @@ mod def;
 mod error;
 mod ffi;
 mod function;
-mod offer;
 mod offers;
 pub mod owned;
 mod prompt;
 mod resource;
 mod schema;
+mod served;
 #[cfg(feature = "test-support")]
 pub mod testing;
 
