@@ -40,6 +40,7 @@ use super::{
     ask::{check, read_question},
     notices::Notices,
     rounds::Escalated,
+    wire::capabilities_of,
 };
 use crate::{
     executor::{Answers, Ask, Caller, Output, Questions, ToolInfo},
@@ -114,9 +115,7 @@ pub(super) fn runs_as_task(
     if support.is_forbidden() {
         return Ok(false);
     }
-    let negotiated = context
-        .client_capabilities()
-        .is_some_and(|caps| caps.supports_tasks());
+    let negotiated = capabilities_of(context).supports_tasks();
     match (support, negotiated) {
         (_, true) => Ok(true),
         (TaskSupport::Forbidden | TaskSupport::Optional, false) => Ok(false),
@@ -173,7 +172,7 @@ impl Tasks {
             };
             executor.call_tool(&name, args, &caller).await
         };
-        let capabilities = context.client_capabilities().unwrap_or_default();
+        let capabilities = capabilities_of(context);
         self.spawn(server, identity, tool, capabilities, cancel, work)
     }
 
@@ -192,7 +191,7 @@ impl Tasks {
             let ended = call.finish(ask).await;
             ended.unwrap_or_else(|e| Err(Failure::internal(format!("the call's task failed: {e}"))))
         };
-        let capabilities = context.client_capabilities().unwrap_or_default();
+        let capabilities = capabilities_of(context);
         self.spawn(server, identity, tool, capabilities, cancel, work)
     }
 
