@@ -28,7 +28,7 @@ impl Executor {
         visible
             .packs()
             .flat_map(|pack| {
-                let prompts = pack.loaded.manifest.prompts.iter();
+                let prompts = pack.offers.prompts.iter();
                 prompts.map(|spec| (visible.offered_name(pack, &spec.name), spec.clone()))
             })
             .collect()
@@ -39,7 +39,7 @@ impl Executor {
         let visible = self.visible(identity);
         let packs = visible.packs();
         packs
-            .flat_map(|pack| pack.loaded.manifest.resources.clone())
+            .flat_map(|pack| pack.offers.resources.clone())
             .collect()
     }
 
@@ -48,7 +48,7 @@ impl Executor {
         let visible = self.visible(identity);
         let packs = visible.packs();
         packs
-            .flat_map(|pack| pack.loaded.manifest.resource_templates.clone())
+            .flat_map(|pack| pack.offers.templates.clone())
             .collect()
     }
 
@@ -106,7 +106,7 @@ impl Executor {
             _ => {
                 let uri = reference["uri"].as_str()?;
                 visible.packs().find(|pack| {
-                    let templates = &pack.loaded.manifest.resource_templates;
+                    let templates = &pack.offers.templates;
                     templates.iter().any(|t| t.uri_template == uri)
                 })?
             }
@@ -136,7 +136,7 @@ impl Executor {
 /// The pack whose prompt clients call `name`, and the prompt's own name.
 fn prompt_named<'v>(visible: &'v Visible<'_>, name: &str) -> Option<(&'v PackEntry, String)> {
     visible.packs().find_map(|pack| {
-        let prompts = &pack.loaded.manifest.prompts;
+        let prompts = &pack.offers.prompts;
         let spec = prompts
             .iter()
             .find(|spec| visible.offered_name(pack, &spec.name) == name)?;
@@ -146,13 +146,12 @@ fn prompt_named<'v>(visible: &'v Visible<'_>, name: &str) -> Option<(&'v PackEnt
 
 /// The pack that serves `uri`: a resource's URI first, then a template's.
 fn owner_of_uri<'v>(visible: &'v Visible<'_>, uri: &str) -> Option<&'v PackEntry> {
-    let manifest = |pack: &'v PackEntry| &pack.loaded.manifest;
     visible
         .packs()
-        .find(|pack| manifest(pack).resources.iter().any(|r| r.uri == uri))
+        .find(|pack| pack.offers.resources.iter().any(|r| r.uri == uri))
         .or_else(|| {
             visible.packs().find(|pack| {
-                let templates = &manifest(pack).resource_templates;
+                let templates = &pack.offers.templates;
                 templates
                     .iter()
                     .any(|t| uri_template::matches(&t.uri_template, uri).is_some())
