@@ -18,7 +18,7 @@ use super::{
     Caller, Executor,
     registry::{PackEntry, Visible},
 };
-use crate::{failure::Failure, identity::Identity};
+use crate::{backend::Backend, failure::Failure, identity::Identity};
 
 impl Executor {
     /// The prompts of the packs `identity` sees, each under the name
@@ -144,7 +144,8 @@ fn prompt_named<'v>(visible: &'v Visible<'_>, name: &str) -> Option<(&'v PackEnt
     })
 }
 
-/// The pack that serves `uri`: a resource's URI first, then a template's.
+/// The pack that serves `uri`: a resource's URI first, then a template's,
+/// then a server pack whose result linked it for this caller.
 fn owner_of_uri<'v>(visible: &'v Visible<'_>, uri: &str) -> Option<&'v PackEntry> {
     visible
         .packs()
@@ -155,6 +156,12 @@ fn owner_of_uri<'v>(visible: &'v Visible<'_>, uri: &str) -> Option<&'v PackEntry
                 templates
                     .iter()
                     .any(|t| uri_template::matches(&t.uri_template, uri).is_some())
+            })
+        })
+        .or_else(|| {
+            visible.packs().find(|pack| match &pack.loaded.backend {
+                Backend::Server(server) => server.linked(visible.identity(), uri),
+                _ => false,
             })
         })
 }

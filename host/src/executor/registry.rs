@@ -258,6 +258,11 @@ impl<'a> Visible<'a> {
         }
     }
 
+    /// Whose view it is.
+    pub(super) fn identity(&self) -> &Identity {
+        self.identity
+    }
+
     /// Whether the caller may call `tool` (`pack.function` or `run`).
     pub(super) fn may_call(&self, tool: &str) -> bool {
         self.identity.may_call(tool)
