@@ -190,7 +190,12 @@ impl Registry {
         for pack in unprefixed {
             for function in &pack.functions {
                 let qualified = ToolName::new(&pack.loaded.name, &function.spec.name).to_string();
-                // The start refused such clashes; a server's tools arrive later.
+                // The start refused such clashes of a library; a server's
+                // tools are its own and arrive later.
+                if function.spec.name == RUN_TOOL {
+                    tracing::warn!("`{qualified}` is not served as `run`: the tool `run` is");
+                    continue;
+                }
                 if let Some(first) = bare.get(&function.spec.name) {
                     tracing::warn!(
                         "`{qualified}` is not served as `{}`: `{first}` is (both packs have \
@@ -215,10 +220,12 @@ impl Registry {
     /// `pack.name`, or `name` when the pack has `prefix = false`. A
     /// reserved name (`prompts/get`) is no pack's own: it keeps its pack.
     pub(super) fn listed(&self, pack: &str, name: &str) -> String {
-        if self.unprefixed.contains(pack) && !name.contains('/') {
+        let qualified = ToolName::new(pack, name).to_string();
+        let taken = name == RUN_TOOL || self.bare.get(name).is_some_and(|q| *q != qualified);
+        if self.unprefixed.contains(pack) && !name.contains('/') && !taken {
             name.to_owned()
         } else {
-            ToolName::new(pack, name).to_string()
+            qualified
         }
     }
 }
