@@ -11,7 +11,7 @@ use std::{
 
 use abi_stable::std_types::RString;
 use pack_api::{
-    Annotations, Catalog, CatalogTool, FunctionSpec, Owner, TaskSupport,
+    Annotations, Catalog, CatalogPrompt, CatalogTool, FunctionSpec, Owner, TaskSupport,
     projects::Project,
     protocol::{COMPLETE, PROMPTS_GET, RESOURCES_READ},
 };
@@ -372,9 +372,10 @@ impl<'a> Visible<'a> {
         }
     }
 
-    /// The catalog the caller sees: the tools it may call and the projects
-    /// its organisation may see (the one place `[projects]`' `orgs` are
-    /// applied: `proj` and code mode show what this gives).
+    /// The catalog the caller sees: the tools it may call, its packs'
+    /// prompts and the projects its organisation may see (the one place
+    /// `[projects]`' `orgs` are applied: `proj` and code mode show what this
+    /// gives).
     pub(super) fn catalog(&self, config: &CatalogConfig) -> Arc<Catalog> {
         self.narrowed(config)
             .map_or_else(|| Arc::clone(&self.registry.catalog), Arc::new)
@@ -402,6 +403,8 @@ impl<'a> Visible<'a> {
             .tools
             .retain(|t| self.may_call_function(&t.pack, &t.function));
         catalog.aliases.retain(|name, _| self.alias(name).is_some());
+        // The rule `Executor::pack_prompts` lists them by.
+        catalog.prompts.retain(|p| self.pack(&p.pack).is_some());
         let tools = &catalog.tools;
         catalog
             .packs
@@ -432,6 +435,20 @@ fn catalog(packs: &BTreeMap<String, Arc<PackEntry>>, config: &CatalogConfig) -> 
                     examples: f.spec.examples.clone(),
                     bare: config.unprefixed.contains(&pack.loaded.name),
                 })
+            })
+            .collect(),
+        prompts: packs
+            .values()
+            .flat_map(|pack| {
+                pack.loaded
+                    .manifest
+                    .prompts
+                    .iter()
+                    .map(|spec| CatalogPrompt {
+                        pack: pack.loaded.name.clone(),
+                        spec: spec.clone(),
+                        bare: config.unprefixed.contains(&pack.loaded.name),
+                    })
             })
             .collect(),
         packs: packs
