@@ -118,7 +118,6 @@ for (const prompt of bindings.prompts ?? []) {
   const bound = (args) => render(prompt.listed, args, bound);
   Object.defineProperty(bound, 'name', { value: prompt.name });
   bound.description = prompt.description;
-  bound.arguments = prompt.arguments;
   bound[inspect.custom] = () => `[packhost prompt ${prompt.listed}]`;
   (prompts[prompt.pack] ??= {})[prompt.name] = bound;
   packs[prompt.pack] ??= {};
