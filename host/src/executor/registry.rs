@@ -11,7 +11,7 @@ use std::{
 
 use abi_stable::std_types::RString;
 use pack_api::{
-    Annotations, Catalog, CatalogPrompt, CatalogTool, FunctionSpec, Owner, TaskSupport,
+    Annotations, Catalog, CatalogPrompt, CatalogTool, FunctionSpec, Owner, PromptSpec, TaskSupport,
     projects::Project,
     protocol::{COMPLETE, PROMPTS_GET, RESOURCES_READ},
 };
@@ -131,6 +131,12 @@ impl PackEntry {
             reserved,
         }
     }
+
+    /// Its prompts, by their own names: wherever they are listed, rendered
+    /// or put in the catalog, they are read here.
+    pub(super) fn prompts(&self) -> &[PromptSpec] {
+        &self.loaded.manifest.prompts
+    }
 }
 
 /// The packs and what code mode can reach. Replaced whole when a server
@@ -148,10 +154,6 @@ pub(super) struct Registry {
 
 impl Registry {
     pub(super) fn new(packs: BTreeMap<String, Arc<PackEntry>>, config: &CatalogConfig) -> Self {
-        let catalog = catalog(&packs, config);
-        let catalog_json = serde_json::to_string(&catalog)
-            .expect("a catalog is serialisable")
-            .into();
         let mut bare = BTreeMap::new();
         let unprefixed = packs
             .values()
@@ -171,13 +173,20 @@ impl Registry {
                 bare.insert(function.spec.name.clone(), qualified);
             }
         }
-        Self {
+        let mut registry = Self {
             packs,
-            catalog: Arc::new(catalog),
-            catalog_json,
+            catalog: Arc::default(),
+            catalog_json: Arc::from(""),
             unprefixed: config.unprefixed.clone(),
             bare,
-        }
+        };
+        // Last: a prompt's name in it is the one the rest gives it.
+        let catalog = catalog(&registry, config);
+        registry.catalog_json = serde_json::to_string(&catalog)
+            .expect("a catalog is serialisable")
+            .into();
+        registry.catalog = Arc::new(catalog);
+        registry
     }
 
     /// What clients call function (or prompt) `name` of pack `pack`:
@@ -419,7 +428,8 @@ impl<'a> Visible<'a> {
     }
 }
 
-fn catalog(packs: &BTreeMap<String, Arc<PackEntry>>, config: &CatalogConfig) -> Catalog {
+fn catalog(registry: &Registry, config: &CatalogConfig) -> Catalog {
+    let packs = &registry.packs;
     Catalog {
         tools: packs
             .values()
@@ -440,15 +450,11 @@ fn catalog(packs: &BTreeMap<String, Arc<PackEntry>>, config: &CatalogConfig) -> 
         prompts: packs
             .values()
             .flat_map(|pack| {
-                pack.loaded
-                    .manifest
-                    .prompts
-                    .iter()
-                    .map(|spec| CatalogPrompt {
-                        pack: pack.loaded.name.clone(),
-                        spec: spec.clone(),
-                        bare: config.unprefixed.contains(&pack.loaded.name),
-                    })
+                pack.prompts().iter().map(|spec| CatalogPrompt {
+                    pack: pack.loaded.name.clone(),
+                    spec: spec.clone(),
+                    bare: registry.listed(&pack.loaded.name, &spec.name) == spec.name,
+                })
             })
             .collect(),
         packs: packs
