@@ -2,7 +2,8 @@
 //! and TypeScript render the fixture pack's prompt and read its resources
 //! and a kept result of their caller's, as that caller's MCP client would;
 //! the declarations and `packhost.describe` show the prompts; and a caller
-//! whose allow-list hides the pack reaches none of it from code.
+//! whose allow-list hides the pack reaches none of it from code; a pack
+//! with `prefix = false` names its prompts bare.
 
 use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
@@ -253,4 +254,15 @@ async fn code_of_a_caller_whose_allow_list_hides_the_pack_reaches_none_of_it() {
     let prompt = out["prompt"].as_str().unwrap();
     assert!(prompt.starts_with("NOT_FOUND: no prompt"), "{out}");
     assert!(prompt.contains("there are none"), "{out}");
+}
+
+#[tokio::test]
+async fn a_prompt_of_a_pack_without_prefix_renders_by_its_own_name() {
+    let host = TestHost::start("[packs.exec_py]\n[packs.conformance]\nprefix = false\n").await;
+    let code = "r = conformance.prompts.test_prompt_with_image()\n\
+                [r['messages'][0]['content']['type'], [p['name'] for p in packhost.prompts()]]";
+    let out = ok(&host.call("exec_py.run", json!({ "code": code })).await);
+    assert_eq!(out["result"][0], "image", "{out}");
+    let names = out["result"][1].as_array().unwrap();
+    assert!(names.contains(&json!("test_prompt_with_image")), "{out}");
 }
