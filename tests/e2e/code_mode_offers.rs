@@ -106,6 +106,16 @@ async fn python_and_typescript_render_prompts_and_read_resources_and_kept_result
             .contains(&json!("test://template/{id}/data"))
     );
 
+    // A wrong argument is a TypeError that says what was wrong and what is taken.
+    let code = "try:\n    packhost.read_resource(5)\nexcept TypeError as e:\n    m = str(e)\nm";
+    let bad = ok(&host.call("exec_py.run", json!({ "code": code })).await);
+    let message = bad["result"].as_str().unwrap();
+    assert!(
+        message.contains("`resources/read`: `uri` is not a string")
+            && message.contains("{uri: string}"),
+        "{bad}"
+    );
+
     // TypeScript, type checked against its declarations before it runs.
     let code = format!(
         "const r = await conformance.prompts.test_prompt_with_embedded_resource({{ resourceUri: 'test://mine' }});\n\
