@@ -5,6 +5,7 @@ mod approval;
 mod asking;
 mod calls;
 mod cli;
+mod code_mode_offers;
 mod code_mode_ts;
 mod config;
 mod discovery;

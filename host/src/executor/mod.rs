@@ -50,15 +50,18 @@ mod arguments;
 mod bare;
 mod caller;
 mod code_mode;
+mod code_offers;
 mod exposure;
 mod help;
 mod offers;
 mod output;
 mod prompts;
 mod registry;
+mod resources;
 mod served;
 
 pub use caller::{Answers, Ask, Caller, LogSink, ProgressSink, Questions, SessionId};
+pub use code_offers::prompt_arguments;
 use exposure::Exposure;
 pub use registry::{Offers, ToolInfo};
 

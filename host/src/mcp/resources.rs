@@ -2,12 +2,11 @@
 //! `resources/subscribe`: the caller's kept results, and the resources and
 //! templates of the packs it may call (read by the pack).
 
-use pack_api::Owner;
 use rmcp::{
     ErrorData, RoleServer,
     model::{
         ListResourceTemplatesResult, ListResourcesResult, ReadResourceRequestParams,
-        ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
+        ReadResourceResponse, ReadResourceResult,
     },
     service::RequestContext,
 };
@@ -26,42 +25,21 @@ impl PackhostServer {
         &self,
         context: &RequestContext<RoleServer>,
     ) -> ListResourcesResult {
-        let identity = self.identity_of(context);
-        let owner = Owner::new(&identity.org, &identity.user);
-        let kept = self
-            .executor
-            .results()
-            .list(&owner)
-            .into_iter()
-            .map(|(handle, kept)| {
-                Resource::new(format!("{URI_PREFIX}{handle}"), handle)
-                    .with_description(format!("The whole result of `{}`", kept.tool))
-                    .with_mime_type("text/plain")
-                    .with_size(kept.text.chars().count() as u64)
-            });
-        let packs = self.executor.pack_resources(&identity);
-        let packs = packs.iter().filter_map(|spec| as_mcp(spec, &spec.uri));
-        ListResourcesResult::with_all_items(kept.chain(packs).collect())
+        let resources = self.executor.resources(&self.identity_of(context));
+        let resources = resources.iter().filter_map(|spec| as_mcp(spec, &spec.uri));
+        ListResourcesResult::with_all_items(resources.collect())
     }
 
-    /// Kept results as one template (a handle, from the result that kept
-    /// it or `resources/list`, names a whole result of the caller's own),
-    /// then its packs' templates.
+    /// Kept results as one template, then its packs' templates.
     pub(super) fn resource_templates_list(
         &self,
         context: &RequestContext<RoleServer>,
     ) -> ListResourceTemplatesResult {
-        let kept = ResourceTemplate::new(format!("{URI_PREFIX}{{handle}}"), "kept result")
-            .with_description(
-                "The whole result of one of your calls that was too large to send whole: the \
-                 call's result links it (its handle also in `_meta`), until it expires",
-            )
-            .with_mime_type("text/plain");
-        let templates = self.executor.pack_templates(&self.identity_of(context));
-        let packs = templates
+        let templates = self.executor.resource_templates(&self.identity_of(context));
+        let templates = templates
             .iter()
             .filter_map(|spec| as_mcp(spec, &spec.uri_template));
-        ListResourceTemplatesResult::with_all_items(std::iter::once(kept).chain(packs).collect())
+        ListResourceTemplatesResult::with_all_items(templates.collect())
     }
 
     /// A kept result of the caller's own, or a resource of a pack it may
@@ -73,16 +51,8 @@ impl PackhostServer {
         context: &RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let caller = self.caller_for(context);
-        let owner = Owner::new(&caller.identity.org, &caller.identity.user);
         let uri = request.uri;
-        let kept = uri
-            .strip_prefix(URI_PREFIX)
-            .and_then(|handle| self.executor.results().get(&owner, handle));
-        if let Some(kept) = kept {
-            let contents = ResourceContents::text(kept.text.to_string(), uri);
-            return Ok(ReadResourceResult::new(vec![contents]).into());
-        }
-        match self.executor.read_pack_resource(&uri, &caller).await {
+        match self.executor.read_resource(&uri, &caller).await {
             Some(read) => {
                 let read = read.map_err(|failure| protocol_error(&failure))?;
                 // Built anew, so that the wire's own fields (`resultType`) are set.
@@ -102,12 +72,7 @@ impl PackhostServer {
         uri: &str,
         context: &RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let identity = self.identity_of(context);
-        let owner = Owner::new(&identity.org, &identity.user);
-        let kept = uri
-            .strip_prefix(URI_PREFIX)
-            .is_some_and(|handle| self.executor.results().get(&owner, handle).is_some());
-        if kept || self.executor.serves_uri(&identity, uri) {
+        if self.executor.may_read(&self.identity_of(context), uri) {
             Ok(())
         } else {
             Err(not_found(uri))

@@ -10,6 +10,14 @@
 //! [`INPUT`] (and changes which of its functions it serves with
 //! [`OFFER`]). A pack built before these existed never declares nor asks,
 //! so it loads and works unchanged.
+//!
+//! Code mode reaches the caller's prompts and resources the other way,
+//! through [`CallContext::call_tool`](crate::CallContext::call_tool) or
+//! [`CallContext::call_with`](crate::CallContext::call_with) (keyword
+//! arguments only) with [`PROMPTS_GET`] (`{"name"}` as the prompt is
+//! listed, [`crate::CatalogPrompt::listed`]), [`RESOURCES_READ`] and
+//! [`RESOURCES_LIST`]: the host answers them for the call's caller as it
+//! answers that caller's MCP client.
 
 /// Pack, render a prompt: arguments `{"name", "arguments"}` (the
 /// arguments an object of strings); the result is MCP's `GetPromptResult`.
@@ -18,6 +26,11 @@ pub const PROMPTS_GET: &str = "prompts/get";
 /// Pack, read a resource: arguments `{"uri"}`; the result is MCP's
 /// `ReadResourceResult`.
 pub const RESOURCES_READ: &str = "resources/read";
+
+/// Host, list the resources this call's caller may read: arguments `{}`;
+/// the result is `{"resources", "resourceTemplates"}` under MCP's names
+/// (its kept results first, then its packs').
+pub const RESOURCES_LIST: &str = "resources/list";
 
 /// Pack, complete an argument of a prompt or resource template: arguments
 /// MCP's `CompleteRequest` params; the result is MCP's `CompleteResult`.
