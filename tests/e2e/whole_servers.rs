@@ -6,7 +6,7 @@
 
 use std::{process::Stdio, time::Duration};
 
-use packhost_tests::{downstream::everything_stdio, http::HttpHost, venv_python};
+use packhost_tests::{TestHost, downstream::everything_stdio, http::HttpHost, ok, venv_python};
 use serde_json::{Value, json};
 
 use crate::http::token;
@@ -215,4 +215,20 @@ async fn two_callers_answering_at_once_each_give_their_own_call_its_answer() {
             assert!(text.contains(&format!("{who} {n}\"")), "{who} round {n}: {text}");
         }
     }
+}
+
+#[tokio::test]
+async fn code_renders_a_server_packs_prompt_and_reads_the_links_its_tools_return() {
+    let config = format!("[packs.exec_py]\n{}", everything(""));
+    let host = TestHost::start(&config).await;
+    let code = "\
+p = everything.prompts.args_prompt(city='Lyon')\n\
+links = everything.get_resource_links(count=2)\n\
+uri = [c['uri'] for c in links['content'] if c.get('type') == 'resource_link'][0]\n\
+r = packhost.read_resource(uri)\n\
+{'prompt': p['messages'][0]['content']['text'], 'uri': uri, 'read': r['contents'][0]['uri']}";
+    let out = ok(&host.call("exec_py.run", json!({ "code": code })).await);
+    let value = &out["result"];
+    assert!(value["prompt"].as_str().unwrap().contains("Lyon"), "{out}");
+    assert_eq!(value["read"], value["uri"], "{out}");
 }
