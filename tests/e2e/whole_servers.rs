@@ -232,3 +232,21 @@ r = packhost.read_resource(uri)\n\
     assert!(value["prompt"].as_str().unwrap().contains("Lyon"), "{out}");
     assert_eq!(value["read"], value["uri"], "{out}");
 }
+
+#[tokio::test]
+async fn server_everythings_log_messages_reach_the_client_in_calls_and_between_them() {
+    let host = HttpHost::start(&everything(""), &[]).await;
+    let lines = steps(
+        &host,
+        None,
+        json!({}),
+        json!([
+            {"id": "level", "op": "level", "level": "debug"},
+            {"id": "toggle", "op": "call", "tool": "everything.toggle_simulated_logging"},
+            // One at once, then one every 5 s, outside any call.
+            {"id": "logged", "op": "logged", "contains": "level", "count": 2, "seconds": 12},
+        ]),
+    )
+    .await;
+    assert_eq!(output(&lines, "logged"), &json!(true), "{lines:#?}");
+}
