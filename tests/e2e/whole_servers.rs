@@ -6,7 +6,12 @@
 
 use std::{process::Stdio, time::Duration};
 
-use packhost_tests::{TestHost, downstream::everything_stdio, http::HttpHost, ok, venv_python};
+use packhost_tests::{
+    TestHost,
+    downstream::{HttpServer, everything_stdio},
+    http::HttpHost,
+    ok, venv_python,
+};
 use serde_json::{Value, json};
 
 use crate::http::token;
@@ -190,9 +195,26 @@ async fn server_everythings_questions_are_answered_by_the_client_that_called() {
 
 #[tokio::test]
 async fn two_callers_answering_at_once_each_give_their_own_call_its_answer() {
+    two_callers_answer(&everything("")).await;
+}
+
+#[tokio::test]
+async fn two_callers_answer_their_own_questions_of_a_server_over_http_too() {
+    let server = HttpServer::everything();
+    two_callers_answer(&format!(
+        "[packs.everything]\nkind = \"mcp\"\nurl = {:?}\n",
+        server.url
+    ))
+    .await;
+}
+
+/// Two users of one organisation call `trigger-elicitation-request` of
+/// server pack `everything` (in `config`) 50 times each at once, each
+/// answering with their own name and round: each call gets its own answer.
+async fn two_callers_answer(config: &str) {
     let (ada, ada_entry) = token("ada", "acme", &[]);
     let (bob, bob_entry) = token("bob", "acme", &[]);
-    let host = HttpHost::start(&everything(&format!("{ada_entry}\n{bob_entry}")), &[]).await;
+    let host = HttpHost::start(&format!("{config}\n{ada_entry}\n{bob_entry}"), &[]).await;
     const ROUNDS: usize = 50;
     let calls = |who: &str| {
         let answers: Vec<Value> = (0..ROUNDS)
