@@ -38,7 +38,9 @@ use packhost_tests::{
 };
 use rmcp::{
     RoleClient, ServiceExt as _,
-    model::{CallToolRequestParams, CallToolResult, GetPromptRequestParams, ReadResourceRequestParams},
+    model::{
+        CallToolRequestParams, CallToolResult, GetPromptRequestParams, ReadResourceRequestParams,
+    },
     service::Peer,
     transport::{ConfigureCommandExt as _, TokioChildProcess},
 };
@@ -288,15 +290,23 @@ async fn relayed(direct: &Peer<RoleClient>, host: &Peer<RoleClient>, calls: usiz
         let rendered = peer.get_prompt(prompt(name)).await;
         let elapsed = started.elapsed();
         let rendered = rendered.unwrap_or_else(|e| panic!("prompts/get {name}: {e}"));
-        assert!(!rendered.messages.is_empty(), "prompts/get {name}: no messages");
+        assert!(
+            !rendered.messages.is_empty(),
+            "prompts/get {name}: no messages"
+        );
         elapsed
     };
     let timed_read = |peer: Peer<RoleClient>| async move {
         let started = Instant::now();
-        let read = peer.read_resource(ReadResourceRequestParams::new(URI)).await;
+        let read = peer
+            .read_resource(ReadResourceRequestParams::new(URI))
+            .await;
         let elapsed = started.elapsed();
         let read = read.unwrap_or_else(|e| panic!("resources/read {URI}: {e}"));
-        assert!(!read.contents.is_empty(), "resources/read {URI}: no contents");
+        assert!(
+            !read.contents.is_empty(),
+            "resources/read {URI}: no contents"
+        );
         elapsed
     };
     let mut samples = vec![Vec::with_capacity(calls); 4];
@@ -325,7 +335,11 @@ async fn relayed(direct: &Peer<RoleClient>, host: &Peer<RoleClient>, calls: usiz
             percentile(relayed, 0.99),
         );
         let added = p50.as_secs_f64() - direct_p50.as_secs_f64();
-        let met = if added <= ADDED_P50_TARGET.as_secs_f64() { "met" } else { "NOT met" };
+        let met = if added <= ADDED_P50_TARGET.as_secs_f64() {
+            "met"
+        } else {
+            "NOT met"
+        };
         verdicts.push(format!("{request}: added p50 {met}"));
         rows.push(Row {
             metric: format!("{request} via the server pack"),

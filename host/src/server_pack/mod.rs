@@ -265,7 +265,12 @@ impl ServerPack {
     /// Subscribe `caller` to resource `uri`, on its connection: `updated`
     /// runs at each update the server sends, until this is dropped (the
     /// subscription then ends on the server too).
-    pub async fn watch(&self, uri: &str, caller: &Caller, updated: impl Fn()) -> Result<(), Failure> {
+    pub async fn watch(
+        &self,
+        uri: &str,
+        caller: &Caller,
+        updated: impl Fn(),
+    ) -> Result<(), Failure> {
         let lane = self.lane(caller);
         let mut updates = self.served.lanes.updates(&lane, uri);
         self.forward("resources/subscribe", json!({ "uri": uri }), caller)
@@ -323,7 +328,14 @@ impl Drop for Subscribed {
         tokio::spawn(async move {
             let params = json!({ "uri": uri });
             let ended = pool
-                .request(&lane, &endpoint, timeout, "resources/unsubscribe", params, None)
+                .request(
+                    &lane,
+                    &endpoint,
+                    timeout,
+                    "resources/unsubscribe",
+                    params,
+                    None,
+                )
                 .await;
             if let Err(e) = ended {
                 tracing::debug!(%lane, %uri, "unsubscribing failed: {e:?}");

@@ -393,8 +393,8 @@ impl Sent {
         &self,
         connection: &Connection,
     ) -> Result<(ClientRequest, Option<Registered>), DownstreamError> {
-        let registered = (self.relay.as_ref())
-            .map(|relay| connection.running.register(Arc::clone(relay)));
+        let registered =
+            (self.relay.as_ref()).map(|relay| connection.running.register(Arc::clone(relay)));
         let request = json!({"method": self.method, "params": self.params});
         let request = serde_json::from_value(request).map_err(|e| {
             DownstreamError::Rejected(format!("`{}` is not an MCP request: {e}", self.method))

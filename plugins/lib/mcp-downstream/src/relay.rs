@@ -27,8 +27,8 @@ use rmcp::{
     ClientHandler, ErrorData, RoleClient,
     model::{
         ClientInfo, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-        ElicitResult, ListRootsResult, LoggingMessageNotificationParam, ServerNotification,
-        ProgressToken, ResourceUpdatedNotificationParam,
+        ElicitResult, ListRootsResult, LoggingMessageNotificationParam, ProgressToken,
+        ResourceUpdatedNotificationParam, ServerNotification,
     },
     service::{NotificationContext, RequestContext},
 };

@@ -96,7 +96,8 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for InOrder<T> {
             loop {
                 let message = self.inner.receive().await?;
                 match message {
-                    JsonRpcMessage::Notification(notice) if self.running.took(&notice.notification) => {}
+                    JsonRpcMessage::Notification(notice)
+                        if self.running.took(&notice.notification) => {}
                     message => return Some(message),
                 }
             }
