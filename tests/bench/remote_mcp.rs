@@ -309,7 +309,7 @@ async fn relayed(direct: &Peer<RoleClient>, host: &Peer<RoleClient>, calls: usiz
         );
         elapsed
     };
-    let mut samples = vec![Vec::with_capacity(calls); 4];
+    let mut samples: Vec<Vec<Duration>> = (0..4).map(|_| Vec::with_capacity(calls)).collect();
     for n in 0..warmup + calls {
         let round = [
             timed_prompt(direct.clone(), "simple-prompt").await,

@@ -91,15 +91,13 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for InOrder<T> {
         self.inner.send(item)
     }
 
-    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
-        async move {
-            loop {
-                let message = self.inner.receive().await?;
-                match message {
-                    JsonRpcMessage::Notification(notice)
-                        if self.running.took(&notice.notification) => {}
-                    message => return Some(message),
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        loop {
+            let message = self.inner.receive().await?;
+            match message {
+                JsonRpcMessage::Notification(notice) if self.running.took(&notice.notification) => {
                 }
+                message => return Some(message),
             }
         }
     }
