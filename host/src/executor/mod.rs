@@ -49,6 +49,7 @@ mod aliases;
 mod arguments;
 mod bare;
 mod caller;
+mod caller_offers;
 mod code_mode;
 mod exposure;
 mod help;
@@ -57,10 +58,12 @@ mod output;
 mod prompts;
 mod registry;
 mod served;
+mod subscription;
 
 pub use caller::{Answers, Ask, Caller, LogSink, ProgressSink, Questions, SessionId};
 use exposure::Exposure;
 pub use registry::ToolInfo;
+pub use subscription::{Subscription, UpdateSink};
 
 /// Holds the loaded packs and dispatches every call.
 pub struct Executor {

@@ -54,6 +54,7 @@ mod prompts;
 mod request;
 mod resources;
 mod rounds;
+mod subscriptions;
 mod tasks;
 mod wire;
 pub use rounds::STATE_KEY_VARIABLE;
@@ -86,6 +87,8 @@ pub struct PackhostServer {
     prompt_rounds: Arc<Rounds<Option<Result<Value, Failure>>>>,
     /// Calls running as tasks, every session's.
     tasks: Arc<Tasks>,
+    /// The pack resources this session follows.
+    subscriptions: Arc<subscriptions::Subscriptions>,
 }
 
 struct Listing {
@@ -132,6 +135,7 @@ impl PackhostServer {
             rounds: Arc::new(Rounds::new(Arc::clone(&states))),
             prompt_rounds: Arc::new(Rounds::new(states)),
             tasks: Arc::default(),
+            subscriptions: Arc::default(),
         })
     }
 
@@ -140,6 +144,7 @@ impl PackhostServer {
         Self {
             session: Arc::new(SessionEnd(CancellationToken::new(), SessionId::unique())),
             log: SessionLog::default(),
+            subscriptions: Arc::default(),
             ..self.clone()
         }
     }
@@ -411,7 +416,7 @@ impl ServerHandler for PackhostServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Ok(self.resources_list(&context))
+        Ok(self.resources_list(&context).await)
     }
 
     async fn list_resource_templates(
@@ -419,7 +424,7 @@ impl ServerHandler for PackhostServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Ok(self.resource_templates_list(&context))
+        Ok(self.resource_templates_list(&context).await)
     }
 
     async fn read_resource(
@@ -435,14 +440,15 @@ impl ServerHandler for PackhostServer {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.resource_subscribe(&request.uri, &context)
+        self.resource_subscribe(&request.uri, &context).await
     }
 
     async fn unsubscribe(
         &self,
-        _request: UnsubscribeRequestParams,
+        request: UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        self.resource_unsubscribe(&request.uri);
         Ok(())
     }
 
@@ -451,7 +457,7 @@ impl ServerHandler for PackhostServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        Ok(self.prompts_list(&context))
+        Ok(self.prompts_list(&context).await)
     }
 
     async fn get_prompt(

@@ -1,8 +1,12 @@
-//! `resources/list`, `resources/templates/list`, `resources/read` and
-//! `resources/subscribe`: the caller's kept results, and the resources and
-//! templates of the packs it may call (read by the pack).
+//! `resources/list`, `resources/templates/list` and `resources/read`: the
+//! caller's kept results, and the resources and templates of the packs it
+//! may call (read by the pack), those every caller sees and those a pack
+//! lists for this caller.
 
-use pack_api::Owner;
+use pack_api::{
+    Owner,
+    protocol::{RESOURCES_LIST, TEMPLATES_LIST},
+};
 use rmcp::{
     ErrorData, RoleServer,
     model::{
@@ -22,11 +26,12 @@ use crate::results::URI_PREFIX;
 
 impl PackhostServer {
     /// The caller's own kept results, then its packs' resources.
-    pub(super) fn resources_list(
+    pub(super) async fn resources_list(
         &self,
         context: &RequestContext<RoleServer>,
     ) -> ListResourcesResult {
-        let identity = self.identity_of(context);
+        let caller = self.caller_for(context);
+        let identity = &caller.identity;
         let owner = Owner::new(&identity.org, &identity.user);
         let kept = self
             .executor
@@ -39,15 +44,22 @@ impl PackhostServer {
                     .with_mime_type("text/plain")
                     .with_size(kept.text.chars().count() as u64)
             });
-        let packs = self.executor.pack_resources(&identity);
+        let packs = self.executor.pack_resources(identity);
         let packs = packs.iter().filter_map(|spec| as_mcp(spec, &spec.uri));
-        ListResourcesResult::with_all_items(kept.chain(packs).collect())
+        let listed = self
+            .executor
+            .caller_offers(RESOURCES_LIST, "resources", &caller);
+        let listed = listed.await;
+        let per_caller = listed
+            .iter()
+            .filter_map(|item| as_mcp(item, &item["uri"].to_string()));
+        ListResourcesResult::with_all_items(kept.chain(packs).chain(per_caller).collect())
     }
 
     /// Kept results as one template (a handle, from the result that kept
     /// it or `resources/list`, names a whole result of the caller's own),
     /// then its packs' templates.
-    pub(super) fn resource_templates_list(
+    pub(super) async fn resource_templates_list(
         &self,
         context: &RequestContext<RoleServer>,
     ) -> ListResourceTemplatesResult {
@@ -57,11 +69,20 @@ impl PackhostServer {
                  call's result links it (its handle also in `_meta`), until it expires",
             )
             .with_mime_type("text/plain");
-        let templates = self.executor.pack_templates(&self.identity_of(context));
+        let caller = self.caller_for(context);
+        let templates = self.executor.pack_templates(&caller.identity);
         let packs = templates
             .iter()
             .filter_map(|spec| as_mcp(spec, &spec.uri_template));
-        ListResourceTemplatesResult::with_all_items(std::iter::once(kept).chain(packs).collect())
+        let listed = self
+            .executor
+            .caller_offers(TEMPLATES_LIST, "resourceTemplates", &caller);
+        let listed = listed.await;
+        let per_caller = listed
+            .iter()
+            .filter_map(|item| as_mcp(item, &item["uriTemplate"].to_string()));
+        let templates = std::iter::once(kept).chain(packs).chain(per_caller);
+        ListResourceTemplatesResult::with_all_items(templates.collect())
     }
 
     /// A kept result of the caller's own, or a resource of a pack it may
@@ -93,29 +114,9 @@ impl PackhostServer {
             None => Err(not_found(&uri)),
         }
     }
-
-    /// Subscribe to a resource the caller may read. Packs cannot yet say
-    /// that a resource changed, so no update is ever sent: what is served
-    /// is accepted, and nothing is kept per session.
-    pub(super) fn resource_subscribe(
-        &self,
-        uri: &str,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        let identity = self.identity_of(context);
-        let owner = Owner::new(&identity.org, &identity.user);
-        let kept = uri
-            .strip_prefix(URI_PREFIX)
-            .is_some_and(|handle| self.executor.results().get(&owner, handle).is_some());
-        if kept || self.executor.serves_uri(&identity, uri) {
-            Ok(())
-        } else {
-            Err(not_found(uri))
-        }
-    }
 }
 
-fn not_found(uri: &str) -> ErrorData {
+pub(super) fn not_found(uri: &str) -> ErrorData {
     ErrorData::invalid_params(
         format!(
             "no resource {uri}: packhost serves kept results (`{URI_PREFIX}<handle>`) to the \

@@ -1,0 +1,82 @@
+//! `resources/subscribe` and `resources/unsubscribe` of one session: a
+//! kept result or a static resource of a pack is accepted (they never
+//! change while read); a resource a pack lists per caller is followed by
+//! one running subscribe call into that pack per (session, URI), ended at
+//! unsubscribe and when the session ends. Its updates go to this session's
+//! client only.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
+
+use pack_api::Owner;
+use rmcp::{
+    ErrorData, RoleServer, model::ResourceUpdatedNotificationParam, service::RequestContext,
+};
+
+use super::{PackhostServer, request::protocol_error, resources::not_found};
+use crate::{
+    executor::{Subscription, UpdateSink},
+    results::URI_PREFIX,
+};
+
+/// The resources one session follows, by URI.
+#[derive(Default)]
+pub(super) struct Subscriptions(Mutex<HashMap<String, Subscription>>);
+
+impl Subscriptions {
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<String, Subscription>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl PackhostServer {
+    /// Subscribe to a resource the caller may read; any other URI is not
+    /// found, as for a read.
+    pub(super) async fn resource_subscribe(
+        &self,
+        uri: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let caller = self.caller_for(context);
+        let identity = &caller.identity;
+        let owner = Owner::new(&identity.org, &identity.user);
+        let kept = uri
+            .strip_prefix(URI_PREFIX)
+            .is_some_and(|handle| self.executor.results().get(&owner, handle).is_some());
+        if kept
+            || self.executor.serves_uri(identity, uri)
+            || self.subscriptions.held().contains_key(uri)
+        {
+            return Ok(());
+        }
+        let peer = context.peer.clone();
+        let updates: UpdateSink = Arc::new(move |uri| {
+            let peer = peer.clone();
+            Box::pin(async move {
+                let updated = ResourceUpdatedNotificationParam::new(uri);
+                if let Err(e) = peer.notify_resource_updated(updated).await {
+                    tracing::debug!(error = %e, "resource update not delivered");
+                }
+            })
+        });
+        let subscription = self.executor.subscribe_pack_resource(uri, &caller, updates);
+        match subscription.await {
+            Some(Ok(subscription)) => {
+                self.subscriptions
+                    .held()
+                    .insert(uri.to_owned(), subscription);
+                Ok(())
+            }
+            Some(Err(failure)) => Err(protocol_error(&failure)),
+            None => Err(not_found(uri)),
+        }
+    }
+
+    /// Stop following `uri` for this session (nothing to do for one it
+    /// does not follow).
+    pub(super) fn resource_unsubscribe(&self, uri: &str) {
+        self.subscriptions.held().remove(uri);
+    }
+}
