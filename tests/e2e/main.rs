@@ -3,6 +3,7 @@
 
 mod approval;
 mod asking;
+mod caller_offers;
 mod calls;
 mod cli;
 mod code_mode_ts;

@@ -1,0 +1,209 @@
+//! Offers a pack lists per caller (`offers_per_caller`), through the real
+//! binary and the official Python client: the fixture pack's notes are
+//! each caller's own, listed, rendered, read, completed and followed for
+//! that caller only; a subscription hears the pack's updates until it is
+//! ended, and no other caller hears them.
+
+use std::{process::Stdio, time::Duration};
+
+use packhost_tests::{http::HttpHost, venv_python};
+use serde_json::{Value, json};
+
+use crate::http::token;
+
+/// Runs tests/official-clients/offers.py with `tokens` and `steps`: its
+/// lines, one per step.
+async fn offers_client(host: &HttpHost, tokens: Value, steps: &[Value]) -> Vec<Value> {
+    let spec = json!({"url": host.url(), "tokens": tokens, "steps": steps});
+    let path = host.dir.path().join("offers.json");
+    std::fs::write(&path, spec.to_string()).unwrap();
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("official-clients/offers.py");
+    let output = tokio::process::Command::new(venv_python())
+        .arg(script)
+        .arg(&path)
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(120), output)
+        .await
+        .expect("the Python client finished within 2 minutes")
+        .expect("run the Python client");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "client failed: {}\n{stdout}\nhost: {}",
+        String::from_utf8_lossy(&output.stderr),
+        host.stderr()
+    );
+    stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON line"))
+        .collect()
+}
+
+fn step(caller: &str, what: &str, args: Value) -> Value {
+    let mut step = json!({"as": caller, "do": what});
+    step.as_object_mut()
+        .unwrap()
+        .extend(args.as_object().unwrap().clone());
+    step
+}
+
+/// The result of step `n`, which must have succeeded.
+#[track_caller]
+fn result(lines: &[Value], n: usize) -> &Value {
+    let line = &lines[n];
+    assert!(line.get("error").is_none(), "step {n} failed: {line}");
+    &line["result"]
+}
+
+/// The JSON-RPC error code of step `n`, which must have failed.
+#[track_caller]
+fn refused(lines: &[Value], n: usize) -> i64 {
+    let line = &lines[n];
+    line["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("step {n} did not fail with a code: {line}"))
+}
+
+fn uris(listed: &Value, key: &str) -> Vec<String> {
+    let items = listed.as_array().expect("a list");
+    items
+        .iter()
+        .map(|item| item[key].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn text(read: &Value) -> &str {
+    read["contents"][0]["text"]
+        .as_str()
+        .expect("a text resource")
+}
+
+#[tokio::test]
+async fn a_packs_offers_per_caller_are_listed_read_and_followed_for_that_caller_only() {
+    let (ada, ada_entry) = token("ada", "acme", &[]);
+    let (bob, bob_entry) = token("bob", "acme", &[]);
+    // eve may call `proj.list` only: the fixture pack is not hers.
+    let (eve, eve_entry) = token("eve", "acme", &["proj.list"]);
+    let config =
+        format!("[packs.proj]\n\n[packs.conformance]\n\n{ada_entry}\n{bob_entry}\n{eve_entry}\n");
+    let host = HttpHost::start(&config, &[]).await;
+    let (mine, bobs) = ("notes://acme/ada", "notes://acme/bob");
+    let steps = [
+        step("ada", "prompts", json!({})),
+        step("bob", "prompts", json!({})),
+        step("ada", "resources", json!({})),
+        step("bob", "resources", json!({})),
+        step("eve", "resources", json!({})),
+        // 5
+        step("eve", "prompts", json!({})),
+        step("ada", "templates", json!({})),
+        step(
+            "ada",
+            "get",
+            json!({"name": "conformance.my_notes", "arguments": {"topic": "rust"}}),
+        ),
+        step("ada", "read", json!({"uri": mine})),
+        step("ada", "read", json!({"uri": format!("{mine}/2")})),
+        // 10
+        step(
+            "ada",
+            "complete",
+            json!({"uri": format!("{mine}/{{page}}"), "argument": "page", "value": "1"}),
+        ),
+        step("bob", "read", json!({"uri": mine})),
+        step("eve", "read", json!({"uri": mine})),
+        step("bob", "subscribe", json!({"uri": mine})),
+        step("ada", "subscribe", json!({"uri": mine})),
+        // 15
+        step("bob", "subscribe", json!({"uri": bobs})),
+        step(
+            "ada",
+            "call",
+            json!({"tool": "conformance.notes_write", "arguments": {"text": "first"}}),
+        ),
+        step("ada", "updates", json!({"count": 1})),
+        step("ada", "read", json!({"uri": mine})),
+        step("ada", "unsubscribe", json!({"uri": mine})),
+        // 20
+        step(
+            "ada",
+            "call",
+            json!({"tool": "conformance.notes_write", "arguments": {"text": "second"}}),
+        ),
+        step(
+            "bob",
+            "call",
+            json!({"tool": "conformance.notes_write", "arguments": {"text": "bob's"}}),
+        ),
+        step("bob", "updates", json!({"count": 1})),
+        step("ada", "updates", json!({"wait": 1})),
+        step(
+            "eve",
+            "get",
+            json!({"name": "conformance.my_notes", "arguments": {"topic": "rust"}}),
+        ),
+    ];
+    let tokens = json!({"ada": ada, "bob": bob, "eve": eve});
+    let lines = offers_client(&host, tokens, &steps).await;
+    assert_eq!(lines.len(), steps.len(), "{lines:#?}");
+
+    // Each caller lists its own.
+    let description = |n: usize| {
+        let prompts = result(&lines, n).as_array().unwrap();
+        let mine = prompts.iter().find(|p| p["name"] == "conformance.my_notes");
+        mine.map(|p| p["description"].clone())
+    };
+    assert_eq!(description(0), Some(json!("Quotes the notes of ada")));
+    assert_eq!(description(1), Some(json!("Quotes the notes of bob")));
+    assert_eq!(description(5), None, "eve may not call the pack");
+    let listed = uris(result(&lines, 2), "uri");
+    assert!(
+        listed.contains(&mine.to_owned()) && !listed.contains(&bobs.to_owned()),
+        "{listed:?}"
+    );
+    let listed = uris(result(&lines, 3), "uri");
+    assert!(
+        listed.contains(&bobs.to_owned()) && !listed.contains(&mine.to_owned()),
+        "{listed:?}"
+    );
+    assert!(
+        uris(result(&lines, 4), "uri")
+            .iter()
+            .all(|uri| !uri.starts_with("notes://"))
+    );
+    let templates = uris(result(&lines, 6), "uriTemplate");
+    assert!(
+        templates.contains(&format!("{mine}/{{page}}")),
+        "{templates:?}"
+    );
+
+    // Rendered, read and completed by the pack, for the caller.
+    let rendered = result(&lines, 7);
+    assert_eq!(
+        rendered["messages"][0]["content"]["text"],
+        "My notes on rust: no notes yet"
+    );
+    assert_eq!(text(result(&lines, 8)), "no notes yet");
+    assert_eq!(text(result(&lines, 9)), format!("a page of {mine}"));
+    assert_eq!(result(&lines, 10)["values"], json!(["1", "10"]));
+
+    // Another caller's notes are not found, as a URI that does not exist.
+    for n in [11, 12, 13] {
+        assert_eq!(refused(&lines, n), -32602, "step {n}: {}", lines[n]);
+    }
+
+    // The subscriber hears its own update, and none after unsubscribing;
+    // bob hears only his.
+    assert_eq!(result(&lines, 17), &json!([mine]));
+    assert_eq!(text(result(&lines, 18)), "first");
+    assert_eq!(result(&lines, 22), &json!([bobs]));
+    assert_eq!(
+        result(&lines, 23),
+        &json!([mine]),
+        "no update after unsubscribing"
+    );
+    assert_eq!(refused(&lines, 24), -32602, "{}", lines[24]);
+}
