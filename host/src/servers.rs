@@ -1,47 +1,71 @@
 //! Server packs: `[packs.<name>] kind = "mcp"` makes another MCP server a
 //! pack. Its tools are the pack's functions (`<name>.<tool>` in `tools/list`,
-//! `run` and code mode), called through one connection pool.
+//! `run` and code mode), its prompts the pack's prompts, its resources and
+//! templates the pack's, all called through one connection pool.
 //!
 //! A server that is down at start-up does not hold the host: its pack loads
 //! with no functions, a call to it says why, and a background task keeps
-//! trying; once the server answers, its tools appear.
+//! trying; once the server answers, its tools appear. A server that says
+//! its lists changed is listed again.
 //!
 //! A stdio server runs in the sandbox with the policy of its section
 //! (`sandbox`, `read`, `write`, `limits`; see `mcp_downstream::Confinement`).
 
 use std::{
-    sync::{Arc, Weak},
+    collections::HashMap,
+    sync::{Arc, OnceLock, Weak},
     time::Duration,
 };
 
-use mcp_downstream::{DownstreamError as Downstream, Endpoint, Level, Pool, PoolSettings};
-use pack_api::Manifest;
+use mcp_downstream::{DownstreamError as Downstream, Endpoint, Event, Level, Pool, PoolSettings};
+use pack_api::{FunctionSpec, Manifest};
 
 use crate::{
     backend::{Backend, LoadedPack},
     config::Config,
-    executor::Executor,
-    server_pack::{Names, ServerPack, Unanswered, functions},
+    executor::{Executor, Offers},
+    server_pack::{Served, ServerPack, functions, offers},
 };
 
-/// How long start-up waits for a server's tool list before going on
-/// without it.
+/// How long start-up waits for a server's lists before going on without
+/// them.
 const STARTUP_WAIT: Duration = Duration::from_secs(10);
 
 /// Retries of a server that was down: from 1 s, doubling, up to this.
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(30);
 
-/// The server packs whose tools are not known yet.
+/// The server packs, to keep listing.
 pub struct Servers {
-    pending: Vec<Pending>,
+    /// By pack name.
+    all: HashMap<String, Arc<Server>>,
+    /// Those whose lists are not known yet.
+    pending: Vec<Arc<Server>>,
+    /// Set once the executor exists: where lists go when they change.
+    watched: Arc<OnceLock<Watched>>,
 }
 
-struct Pending {
+struct Watched {
+    executor: Weak<Executor>,
+    servers: HashMap<String, Arc<Server>>,
+}
+
+struct Server {
     name: String,
     endpoint: Endpoint,
-    names: Names,
-    unanswered: Unanswered,
+    served: Arc<Served>,
     pool: Arc<Pool>,
+}
+
+impl Server {
+    /// Its tools and offers now.
+    async fn list(&self, wait: Duration) -> Result<(Vec<FunctionSpec>, Offers), Downstream> {
+        let tools = self
+            .pool
+            .list_tools(&self.name, &self.endpoint, wait)
+            .await?;
+        let offers = offers(&self.pool, &self.name, &self.endpoint, wait, &self.served).await?;
+        Ok((functions(&self.name, &tools, &self.served), offers))
+    }
 }
 
 /// Connect every enabled server pack of `config` (all at once, each for at
@@ -54,20 +78,32 @@ pub async fn connect_all(config: &Config) -> (Vec<LoadedPack>, Servers) {
         .filter(|(_, p)| p.enabled)
         .filter_map(|(name, p)| Some((name, p.server()?, p.timeout_ms)))
         .collect();
+    let watched = Arc::new(OnceLock::<Watched>::new());
     if servers.is_empty() {
         return (
             Vec::new(),
             Servers {
+                all: HashMap::new(),
                 pending: Vec::new(),
+                watched,
             },
         );
     }
+    let events = {
+        let watched = Arc::clone(&watched);
+        Arc::new(move |key: &str, event: Event| {
+            if let Some(watched) = watched.get() {
+                watched.heard(key, event);
+            }
+        })
+    };
     let pool = Pool::new(PoolSettings {
         log: Arc::new(|level, message| match level {
             Level::Debug => tracing::debug!(target: "packhost::servers", "{message}"),
             Level::Info => tracing::info!(target: "packhost::servers", "{message}"),
             Level::Warn => tracing::warn!(target: "packhost::servers", "{message}"),
         }),
+        events,
         ..PoolSettings::default()
     });
     for (name, endpoint, _) in &servers {
@@ -82,112 +118,153 @@ pub async fn connect_all(config: &Config) -> (Vec<LoadedPack>, Servers) {
         }
     }
     let connecting = servers.into_iter().map(|(name, endpoint, timeout_ms)| {
-        let pool = Arc::clone(&pool);
+        let server = Arc::new(Server {
+            name: name.clone(),
+            endpoint: endpoint.clone(),
+            served: Arc::default(),
+            pool: Arc::clone(&pool),
+        });
         let timeout = Duration::from_millis(timeout_ms.unwrap_or(config.server.timeout_ms));
-        let endpoint = endpoint.clone();
         async move {
-            let tools =
-                tokio::time::timeout(STARTUP_WAIT, pool.list_tools(name, &endpoint, timeout))
-                    .await
-                    .unwrap_or_else(|_| {
-                        Err(Downstream::Upstream(format!(
-                            "no tool list within {} s",
-                            STARTUP_WAIT.as_secs()
-                        )))
-                    });
-            (name.clone(), endpoint, timeout, tools)
+            let listed = tokio::time::timeout(STARTUP_WAIT, server.list(timeout))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(Downstream::Upstream(format!(
+                        "no tool list within {} s",
+                        STARTUP_WAIT.as_secs()
+                    )))
+                });
+            (server, timeout, listed)
         }
     });
     let mut loaded = Vec::new();
+    let mut all = HashMap::new();
     let mut pending = Vec::new();
-    for (name, endpoint, timeout, tools) in futures_util::future::join_all(connecting).await {
-        let names = Names::default();
-        let unanswered = Unanswered::default();
-        let functions = match tools {
-            Ok(tools) => functions(&name, &tools, &names),
+    for (server, timeout, listed) in futures_util::future::join_all(connecting).await {
+        let (functions, offers) = match listed {
+            Ok(listed) => listed,
             Err(failure) => {
-                set(&unanswered, Some(reason(&failure).to_owned()));
+                server
+                    .served
+                    .set_unanswered(Some(reason(&failure).to_owned()));
                 tracing::warn!(
-                    pack = %name,
+                    pack = %server.name,
                     "server {} is not answering ({}); its tools appear once it does",
-                    endpoint.describe(),
+                    server.endpoint.describe(),
                     reason(&failure)
                 );
-                pending.push(Pending {
-                    name: name.clone(),
-                    endpoint: endpoint.clone(),
-                    names: Arc::clone(&names),
-                    unanswered: Arc::clone(&unanswered),
-                    pool: Arc::clone(&pool),
-                });
-                Vec::new()
+                pending.push(Arc::clone(&server));
+                (Vec::new(), Offers::default())
             }
         };
         let pack = ServerPack::new(
-            name.clone(),
-            endpoint.clone(),
+            server.name.clone(),
+            server.endpoint.clone(),
             Arc::clone(&pool),
-            names,
-            unanswered,
+            Arc::clone(&server.served),
             timeout,
         );
         loaded.push(LoadedPack {
-            name: name.clone(),
-            origin: endpoint.describe(),
+            name: server.name.clone(),
+            origin: server.endpoint.describe(),
             manifest: Manifest {
-                name,
+                name: server.name.clone(),
                 version: "mcp".to_owned(),
-                description: format!("Tools of the MCP server {}", endpoint.describe()),
+                description: format!("Tools of the MCP server {}", server.endpoint.describe()),
                 functions,
+                prompts: offers.prompts,
+                resources: offers.resources,
+                resource_templates: offers.templates,
                 ..Manifest::default()
             },
             backend: Backend::Server(Box::new(pack)),
             timeout,
         });
+        all.insert(server.name.clone(), server);
     }
-    (loaded, Servers { pending })
+    (
+        loaded,
+        Servers {
+            all,
+            pending,
+            watched,
+        },
+    )
 }
 
 impl Servers {
-    /// Keep asking the servers that were down for their tools, and hand
-    /// them to `executor` once they answer.
+    /// Keep asking the servers that were down for their lists, list again
+    /// those that say theirs changed, and hand the lists to `executor`.
     pub fn watch(self, executor: &Arc<Executor>) {
         for pending in self.pending {
             tokio::spawn(retry(pending, Arc::downgrade(executor)));
         }
+        let _ = self.watched.set(Watched {
+            executor: Arc::downgrade(executor),
+            servers: self.all,
+        });
     }
 }
 
-async fn retry(pending: Pending, executor: Weak<Executor>) {
+impl Watched {
+    /// What server connection `key` said outside a caller's request.
+    fn heard(&self, key: &str, event: Event) {
+        let Some(server) = self.servers.get(key) else {
+            return;
+        };
+        if matches!(
+            event,
+            Event::ToolsChanged | Event::PromptsChanged | Event::ResourcesChanged
+        ) {
+            let server = Arc::clone(server);
+            let executor = self.executor.clone();
+            tokio::spawn(async move {
+                match server.list(STARTUP_WAIT).await {
+                    Ok(listed) => served(&server, listed, &executor),
+                    Err(failure) => tracing::warn!(
+                        pack = %server.name,
+                        "the server's lists changed, and listing them again failed: {}",
+                        reason(&failure)
+                    ),
+                }
+            });
+        }
+    }
+}
+
+/// Serve `listed` as `server`'s functions and offers.
+fn served(
+    server: &Server,
+    (functions, offers): (Vec<FunctionSpec>, Offers),
+    executor: &Weak<Executor>,
+) {
+    let Some(executor) = executor.upgrade() else {
+        return;
+    };
+    tracing::info!(pack = %server.name, tools = functions.len(), prompts = offers.prompts.len(), "the server's lists are served");
+    executor.set_functions(&server.name, &functions);
+    executor.set_offers(&server.name, offers);
+}
+
+async fn retry(server: Arc<Server>, executor: Weak<Executor>) {
     let mut delay = Duration::from_secs(1);
     loop {
         tokio::time::sleep(delay).await;
         if executor.strong_count() == 0 {
             return;
         }
-        let tools = pending
-            .pool
-            .list_tools(&pending.name, &pending.endpoint, STARTUP_WAIT)
-            .await;
-        match tools {
-            Err(failure) => set(&pending.unanswered, Some(reason(&failure).to_owned())),
-            Ok(tools) => {
-                let specs = functions(&pending.name, &tools, &pending.names);
-                set(&pending.unanswered, None);
-                let Some(executor) = executor.upgrade() else {
-                    return;
-                };
-                tracing::info!(pack = %pending.name, tools = specs.len(), "server answers; its tools are served");
-                executor.set_functions(&pending.name, &specs);
+        match server.list(STARTUP_WAIT).await {
+            Err(failure) => server
+                .served
+                .set_unanswered(Some(reason(&failure).to_owned())),
+            Ok(listed) => {
+                server.served.set_unanswered(None);
+                served(&server, listed, &executor);
                 return;
             }
         }
         delay = (delay * 2).min(MAX_RETRY_DELAY);
     }
-}
-
-fn set(unanswered: &Unanswered, why: Option<String>) {
-    *unanswered.write().unwrap_or_else(|e| e.into_inner()) = why;
 }
 
 fn reason(failure: &Downstream) -> &str {

@@ -31,3 +31,4 @@ mod sandbox;
 mod servers;
 mod tasks;
 mod tenancy;
+mod whole_servers;

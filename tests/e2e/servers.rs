@@ -164,13 +164,12 @@ async fn pid(host: &TestHost) -> u32 {
         .expect("pid") as u32
 }
 
-/// How many times the host's log says server pack `name` was connected.
+/// How many times the host's log says a caller's connection to server pack
+/// `name` was made (each caller has its own: `name@org/user/session`).
 fn connections(log: &str, name: &str) -> usize {
     log.lines()
-        .filter(|l| {
-            l.contains(&format!("`{name}`: connected to"))
-                || l.contains(&format!("`{name}`: reconnected to"))
-        })
+        .filter(|l| l.contains(&format!("`{name}@")))
+        .filter(|l| l.contains("`: connected to") || l.contains("`: reconnected to"))
         .count()
 }
 

@@ -35,7 +35,7 @@ def resolve(value, results):
         call, *path = value[2:-2].split(".")
         found = results[call]
         for key in path:
-            found = found[key]
+            found = found[int(key)] if isinstance(found, list) else found[key]
         return found
     if isinstance(value, dict):
         return {k: resolve(v, results) for k, v in value.items()}

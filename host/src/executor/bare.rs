@@ -34,7 +34,7 @@ impl Executor {
         for pack in unprefixed {
             let pack_name = &pack.loaded.name;
             let functions = pack.functions.iter().map(|f| ("function", &f.spec.name));
-            let prompts = pack.loaded.manifest.prompts.iter();
+            let prompts = pack.offers.prompts.iter();
             let names = functions.chain(prompts.map(|p| ("prompt", &p.name)));
             for (kind, name) in names {
                 let own = format!("{kind} `{}`", ToolName::new(pack_name, name));

@@ -62,7 +62,7 @@ mod subscription;
 
 pub use caller::{Answers, Ask, Caller, LogSink, ProgressSink, Questions, SessionId};
 use exposure::Exposure;
-pub use registry::ToolInfo;
+pub use registry::{Offers, ToolInfo};
 pub use subscription::{Subscription, UpdateSink};
 
 /// Holds the loaded packs and dispatches every call.
@@ -71,6 +71,8 @@ pub struct Executor {
     /// Bumped whenever the registry is replaced: tool lists cached elsewhere
     /// are stale when it moved, and clients are told.
     generation: watch::Sender<u64>,
+    /// Bumped whenever a pack's prompts, resources or templates change.
+    offered: watch::Sender<u64>,
     catalog_config: CatalogConfig,
     front: Front,
     code_pack: String,
@@ -99,7 +101,8 @@ impl Executor {
             .into_iter()
             .map(|loaded| {
                 let functions = functions_of(&loaded.name, &loaded.manifest.functions);
-                let entry = PackEntry::new(Arc::new(loaded), functions);
+                let offers = Arc::new(Offers::of(&loaded.manifest));
+                let entry = PackEntry::new(Arc::new(loaded), functions, offers);
                 (entry.loaded.name.clone(), Arc::new(entry))
             })
             .collect();
@@ -117,6 +120,7 @@ impl Executor {
         Arc::new(Self {
             registry: RwLock::new(Arc::new(Registry::new(packs, &catalog_config))),
             generation: watch::Sender::new(0),
+            offered: watch::Sender::new(0),
             catalog_config,
             metrics: Metrics::default(),
             approvals: Approvals::new(config.approval.clone()),
@@ -146,15 +150,43 @@ impl Executor {
     /// Give pack `name` these functions (a server pack whose tools became
     /// known); calls under way finish on the snapshot they started with.
     pub fn set_functions(&self, name: &str, specs: &[FunctionSpec]) {
+        self.replace(name, |entry| {
+            let offers = Arc::clone(&entry.offers);
+            PackEntry::new(Arc::clone(&entry.loaded), functions_of(name, specs), offers)
+        });
+        self.generation.send_modify(|generation| *generation += 1);
+    }
+
+    /// Give pack `name` these prompts, resources and templates (what its
+    /// server lists now).
+    pub fn set_offers(&self, name: &str, offers: Offers) {
+        let changed = self.replace(name, |entry| {
+            let specs: Vec<FunctionSpec> = entry.functions.iter().map(|f| f.spec.clone()).collect();
+            let functions = functions_of(name, &specs);
+            PackEntry::new(Arc::clone(&entry.loaded), functions, Arc::new(offers))
+        });
+        if changed {
+            self.offered.send_modify(|generation| *generation += 1);
+        }
+    }
+
+    /// Replace pack `name`'s entry with what `with` makes of it: whether
+    /// there was one.
+    fn replace(&self, name: &str, with: impl FnOnce(&PackEntry) -> PackEntry) -> bool {
         let mut registry = self.registry.write().unwrap_or_else(|e| e.into_inner());
         let mut packs = registry.packs.clone();
         let Some(entry) = packs.get(name) else {
-            return;
+            return false;
         };
-        let entry = PackEntry::new(Arc::clone(&entry.loaded), functions_of(name, specs));
+        let entry = with(entry);
         packs.insert(name.to_owned(), Arc::new(entry));
         *registry = Arc::new(Registry::new(packs, &self.catalog_config));
-        self.generation.send_modify(|generation| *generation += 1);
+        true
+    }
+
+    /// Wakes whenever a pack's prompts, resources or templates change.
+    pub fn offer_changes(&self) -> watch::Receiver<u64> {
+        self.offered.subscribe()
     }
 
     /// Changes whenever the set of tools does.
@@ -513,7 +545,11 @@ impl Executor {
                     }
                 }))
             }
-            Backend::Server(server) => Ok(Box::pin(server.call(name, args))),
+            Backend::Server(server) => {
+                Ok(Box::pin(
+                    async move { server.call(name, args, &caller).await },
+                ))
+            }
             Backend::Host(builtin) => {
                 let catalog = self.visible(&caller.identity).catalog(&self.catalog_config);
                 let owner = Owner::new(&caller.identity.org, &caller.identity.user);

@@ -19,7 +19,7 @@ use super::{
     Caller, Executor,
     registry::{PackEntry, Visible},
 };
-use crate::{failure::Failure, identity::Identity};
+use crate::{backend::Backend, failure::Failure, identity::Identity};
 
 impl Executor {
     /// The prompts of the packs `identity` sees, each under the name
@@ -29,7 +29,7 @@ impl Executor {
         visible
             .packs()
             .flat_map(|pack| {
-                let prompts = pack.loaded.manifest.prompts.iter();
+                let prompts = pack.offers.prompts.iter();
                 prompts.map(|spec| (visible.offered_name(pack, &spec.name), spec.clone()))
             })
             .collect()
@@ -40,7 +40,7 @@ impl Executor {
         let visible = self.visible(identity);
         let packs = visible.packs();
         packs
-            .flat_map(|pack| pack.loaded.manifest.resources.clone())
+            .flat_map(|pack| pack.offers.resources.clone())
             .collect()
     }
 
@@ -49,7 +49,7 @@ impl Executor {
         let visible = self.visible(identity);
         let packs = visible.packs();
         packs
-            .flat_map(|pack| pack.loaded.manifest.resource_templates.clone())
+            .flat_map(|pack| pack.offers.templates.clone())
             .collect()
     }
 
@@ -114,7 +114,7 @@ impl Executor {
             _ => {
                 let uri = reference["uri"].as_str()?;
                 visible.packs().find(|pack| {
-                    let templates = &pack.loaded.manifest.resource_templates;
+                    let templates = &pack.offers.templates;
                     templates.iter().any(|t| t.uri_template == uri)
                 })
             }
@@ -147,7 +147,7 @@ impl Executor {
 /// The pack whose prompt clients call `name`, and the prompt's own name.
 fn prompt_named<'v>(visible: &'v Visible<'_>, name: &str) -> Option<(&'v PackEntry, String)> {
     visible.packs().find_map(|pack| {
-        let prompts = &pack.loaded.manifest.prompts;
+        let prompts = &pack.offers.prompts;
         let spec = prompts
             .iter()
             .find(|spec| visible.offered_name(pack, &spec.name) == name)?;
@@ -155,18 +155,24 @@ fn prompt_named<'v>(visible: &'v Visible<'_>, name: &str) -> Option<(&'v PackEnt
     })
 }
 
-/// The pack that serves `uri`: a resource's URI first, then a template's.
+/// The pack that serves `uri`: a resource's URI first, then a template's,
+/// then a server pack whose result linked it for this caller.
 fn owner_of_uri<'v>(visible: &'v Visible<'_>, uri: &str) -> Option<&'v PackEntry> {
-    let manifest = |pack: &'v PackEntry| &pack.loaded.manifest;
     visible
         .packs()
-        .find(|pack| manifest(pack).resources.iter().any(|r| r.uri == uri))
+        .find(|pack| pack.offers.resources.iter().any(|r| r.uri == uri))
         .or_else(|| {
             visible.packs().find(|pack| {
-                let templates = &manifest(pack).resource_templates;
+                let templates = &pack.offers.templates;
                 templates
                     .iter()
                     .any(|t| uri_template::matches(&t.uri_template, uri).is_some())
+            })
+        })
+        .or_else(|| {
+            visible.packs().find(|pack| match &pack.loaded.backend {
+                Backend::Server(server) => server.linked(visible.identity(), uri),
+                _ => false,
             })
         })
 }

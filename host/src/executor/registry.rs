@@ -11,7 +11,8 @@ use std::{
 
 use abi_stable::std_types::RString;
 use pack_api::{
-    Annotations, Catalog, CatalogTool, FunctionSpec, Owner, TaskSupport,
+    Annotations, Catalog, CatalogTool, FunctionSpec, Manifest, Owner, PromptSpec, ResourceSpec,
+    TaskSupport, TemplateSpec,
     projects::Project,
     protocol::{
         COMPLETE, PROMPTS_GET, PROMPTS_LIST, RESOURCES_LIST, RESOURCES_READ, RESOURCES_SUBSCRIBE,
@@ -98,6 +99,9 @@ impl Function {
 pub(super) struct PackEntry {
     pub(super) loaded: Arc<LoadedPack>,
     pub(super) functions: Vec<Function>,
+    /// Its prompts, resources and templates: its manifest's, or what its
+    /// server lists now.
+    pub(super) offers: Arc<Offers>,
     /// What renders its prompts, reads its resources and completes their
     /// arguments (and lists and follows them, per caller): `pack_api::protocol`'s
     /// names, called as functions are (none when its manifest offers nothing).
@@ -105,14 +109,14 @@ pub(super) struct PackEntry {
 }
 
 impl PackEntry {
-    /// `loaded` with these functions.
-    pub(super) fn new(loaded: Arc<LoadedPack>, functions: Vec<Function>) -> Self {
-        let manifest = &loaded.manifest;
-        let offers = !manifest.prompts.is_empty()
-            || !manifest.resources.is_empty()
-            || !manifest.resource_templates.is_empty()
-            || manifest.offers_per_caller;
-        let reserved = if offers {
+    /// `loaded` with these functions and offers.
+    pub(super) fn new(
+        loaded: Arc<LoadedPack>,
+        functions: Vec<Function>,
+        offers: Arc<Offers>,
+    ) -> Self {
+        let per_caller = loaded.manifest.offers_per_caller;
+        let reserved = if !offers.is_empty() || per_caller {
             let any_object = serde_json::json!({"type": "object"});
             let per_caller = [
                 PROMPTS_LIST,
@@ -120,7 +124,7 @@ impl PackEntry {
                 TEMPLATES_LIST,
                 RESOURCES_SUBSCRIBE,
             ];
-            let per_caller = per_caller.iter().filter(|_| manifest.offers_per_caller);
+            let per_caller = per_caller.iter().filter(|_| loaded.manifest.offers_per_caller);
             let names = [PROMPTS_GET, RESOURCES_READ, COMPLETE];
             let specs: Vec<FunctionSpec> = names
                 .iter()
@@ -140,8 +144,35 @@ impl PackEntry {
         Self {
             loaded,
             functions,
+            offers,
             reserved,
         }
+    }
+}
+
+/// What a pack offers besides functions.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Offers {
+    /// Its prompts, by their own names.
+    pub prompts: Vec<PromptSpec>,
+    /// Its resources at fixed URIs.
+    pub resources: Vec<ResourceSpec>,
+    /// Its resource templates.
+    pub templates: Vec<TemplateSpec>,
+}
+
+impl Offers {
+    /// What `manifest` declares.
+    pub fn of(manifest: &Manifest) -> Self {
+        Self {
+            prompts: manifest.prompts.clone(),
+            resources: manifest.resources.clone(),
+            templates: manifest.resource_templates.clone(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.prompts.is_empty() && self.resources.is_empty() && self.templates.is_empty()
     }
 }
 
@@ -237,6 +268,11 @@ impl<'a> Visible<'a> {
             aliases,
             identity,
         }
+    }
+
+    /// Whose view it is.
+    pub(super) fn identity(&self) -> &Identity {
+        self.identity
     }
 
     /// Whether the caller may call `tool` (`pack.function` or `run`).

@@ -27,6 +27,7 @@ use crate::{
     endpoint::{Endpoint, check_public_literal},
     ledger::Ledger,
     reason::transport_reason,
+    relay::{Client, Running},
     settings::PoolSettings,
     spawn::{ended, spawn},
     stderr::{StderrTail, forward_stderr},
@@ -34,7 +35,9 @@ use crate::{
 };
 
 pub(crate) struct Connection {
-    pub(crate) service: RunningService<RoleClient, ()>,
+    pub(crate) service: RunningService<RoleClient, Client>,
+    /// Its requests whose questions, logs and progress go to a caller.
+    pub(crate) running: Arc<Running>,
     /// A stdio server's process group: killed when the connection is dropped.
     pub(crate) child: Option<Mutex<ProcessGroup>>,
     /// What became of each request written to a stdio server. None over
@@ -166,6 +169,12 @@ pub(crate) async fn connect(
     http: &reqwest::Client,
 ) -> Result<Connection, String> {
     let describe = endpoint.describe();
+    let running = Arc::new(Running::default());
+    let client = Client {
+        key: key.to_owned(),
+        running: Arc::clone(&running),
+        events: Arc::clone(&settings.events),
+    };
     let handshake_failed = |e: &ClientInitializeError| {
         let reason = match e {
             ClientInitializeError::TransportError { error, .. } => transport_reason(error),
@@ -200,7 +209,7 @@ pub(crate) async fn connect(
                 inner: AsyncRwTransport::new_client(stdout, stdin),
                 ledger: Arc::clone(&ledger),
             };
-            let service = match ().serve(transport).await {
+            let service = match client.serve(transport).await {
                 Ok(service) => service,
                 Err(e) => {
                     return Err(match ended(&mut group, stderr).await {
@@ -213,6 +222,7 @@ pub(crate) async fn connect(
             };
             Ok(Connection {
                 service,
+                running,
                 child: Some(Mutex::new(group)),
                 ledger: Some(ledger),
                 stderr: Some(tail),
@@ -236,9 +246,13 @@ pub(crate) async fn connect(
             let config =
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
             let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
-            let service = ().serve(transport).await.map_err(|e| handshake_failed(&e))?;
+            let service = client
+                .serve(transport)
+                .await
+                .map_err(|e| handshake_failed(&e))?;
             Ok(Connection {
                 service,
+                running,
                 child: None,
                 ledger: None,
                 stderr: None,

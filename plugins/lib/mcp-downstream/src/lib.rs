@@ -21,6 +21,7 @@ mod endpoint;
 mod ledger;
 mod pool;
 mod reason;
+mod relay;
 mod settings;
 mod spawn;
 mod stderr;
@@ -31,6 +32,7 @@ pub use egress::downstream::check_url;
 pub use endpoint::{Endpoint, is_private};
 pub use pack_process::{Limits, Mode};
 pub use pool::Pool;
+pub use relay::{Event, Events, Refusal, Relay, lane};
 pub use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 pub use settings::{DownstreamError, Level, Log, PoolSettings};
 

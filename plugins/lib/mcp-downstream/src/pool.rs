@@ -15,16 +15,15 @@ use std::{
 
 use rmcp::{
     ServiceError,
-    model::{
-        CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, JsonObject,
-        ListToolsRequest, PaginatedRequestParams, ServerResult, Tool,
-    },
+    model::{CallToolResult, ClientRequest, JsonObject, ServerResult, Tool},
 };
+use serde_json::{Value, json};
 
 use crate::{
     connection::{Connection, Lost, connect, send},
     endpoint::{Endpoint, PublicOnly},
     reason::{no_answer, transport_reason},
+    relay::{Registered, Relay},
     settings::{DownstreamError, Level, PoolSettings},
     spawn::sweep_scratch,
 };
@@ -76,8 +75,9 @@ impl Pool {
     }
 
     /// Call `tool` with `arguments` on the server at `endpoint` (connection
-    /// `key`), waiting at most `timeout` for the answer. A tool that fails
-    /// is a success here: its result says `isError`.
+    /// `key`), waiting at most `timeout` for the answer; the server's
+    /// questions, logs and progress meanwhile go to `relay`. A tool that
+    /// fails is a success here: its result says `isError`.
     pub async fn call_tool(
         &self,
         key: &str,
@@ -85,14 +85,79 @@ impl Pool {
         tool: &str,
         arguments: JsonObject,
         timeout: Duration,
+        relay: Option<Arc<dyn Relay>>,
     ) -> Result<CallToolResult, DownstreamError> {
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        self.request(key, endpoint, timeout, request, |result| match result {
+        let params = json!({"name": tool, "arguments": arguments});
+        let sent = Sent::new("tools/call", params, relay);
+        self.send(key, endpoint, timeout, sent, |result| match result {
             ServerResult::CallToolResult(result) => Some(result),
             _ => None,
         })
         .await
+    }
+
+    /// Send MCP request `method` with `params` (`prompts/get`,
+    /// `resources/read`, `completion/complete`, `resources/subscribe`, ...)
+    /// to the server at `endpoint` (connection `key`) within `timeout`: its
+    /// result. The server's questions, logs and progress meanwhile go to
+    /// `relay`.
+    pub async fn request(
+        &self,
+        key: &str,
+        endpoint: &Endpoint,
+        timeout: Duration,
+        method: &str,
+        params: Value,
+        relay: Option<Arc<dyn Relay>>,
+    ) -> Result<Value, DownstreamError> {
+        let sent = Sent::new(method, params, relay);
+        self.send(key, endpoint, timeout, sent, |result| {
+            serde_json::to_value(result).ok()
+        })
+        .await
+    }
+
+    /// Every item of list request `method` (`tools/list`, `prompts/list`,
+    /// `resources/list` or `resources/templates/list`) of the server at
+    /// `endpoint`, every page within `timeout`.
+    pub async fn list(
+        &self,
+        key: &str,
+        endpoint: &Endpoint,
+        timeout: Duration,
+        method: &str,
+    ) -> Result<Vec<Value>, DownstreamError> {
+        let field = match method {
+            "tools/list" => "tools",
+            "prompts/list" => "prompts",
+            "resources/list" => "resources",
+            "resources/templates/list" => "resourceTemplates",
+            other => {
+                return Err(DownstreamError::Rejected(format!(
+                    "`{other}` is not a list request"
+                )));
+            }
+        };
+        let pages = async {
+            let mut items = Vec::new();
+            let mut cursor: Option<Value> = None;
+            loop {
+                let params = cursor.map_or_else(|| json!({}), |c| json!({ "cursor": c }));
+                let mut page = self
+                    .request(key, endpoint, timeout, method, params, None)
+                    .await?;
+                if let Some(Value::Array(found)) = page.get_mut(field).map(Value::take) {
+                    items.extend(found);
+                }
+                cursor = page.get("nextCursor").filter(|c| c.is_string()).cloned();
+                if cursor.is_none() {
+                    return Ok(items);
+                }
+            }
+        };
+        tokio::time::timeout(timeout, pages)
+            .await
+            .unwrap_or_else(|_| Err(no_answer(endpoint, timeout)))
     }
 
     /// The tools of the server at `endpoint`, every page within `timeout`.
@@ -102,28 +167,18 @@ impl Pool {
         endpoint: &Endpoint,
         timeout: Duration,
     ) -> Result<Vec<Tool>, DownstreamError> {
-        let pages = async {
-            let mut tools = Vec::new();
-            let mut cursor = None;
-            loop {
-                let params = PaginatedRequestParams::default().with_cursor(cursor);
-                let request = ClientRequest::ListToolsRequest(ListToolsRequest::with_param(params));
-                let page = self
-                    .request(key, endpoint, timeout, request, |result| match result {
-                        ServerResult::ListToolsResult(page) => Some(page),
-                        _ => None,
-                    })
-                    .await?;
-                tools.extend(page.tools);
-                cursor = page.next_cursor;
-                if cursor.is_none() {
-                    return Ok(tools);
-                }
-            }
-        };
-        tokio::time::timeout(timeout, pages)
-            .await
-            .unwrap_or_else(|_| Err(no_answer(endpoint, timeout)))
+        let tools = self.list(key, endpoint, timeout, "tools/list").await?;
+        tools
+            .into_iter()
+            .map(|tool| {
+                serde_json::from_value(tool).map_err(|e| {
+                    DownstreamError::Upstream(format!(
+                        "{}: a tool of its list is not MCP's: {e}",
+                        endpoint.describe()
+                    ))
+                })
+            })
+            .collect()
     }
 
     /// Close every connection (stdio servers are stopped).
@@ -131,16 +186,16 @@ impl Pool {
         self.slots_mut().clear();
     }
 
-    /// Send `request` to `key`'s server and take its answer with `answer`
+    /// Send `sent` to `key`'s server and take its answer with `answer`
     /// (`None`: an answer of the wrong kind) within `timeout`. A request lost
     /// with a connection that died before it reached the server is sent once
     /// more, on a new connection, in the time that is left.
-    async fn request<T>(
+    async fn send<T>(
         &self,
         key: &str,
         endpoint: &Endpoint,
         timeout: Duration,
-        request: ClientRequest,
+        sent: Sent,
         answer: fn(ServerResult) -> Option<T>,
     ) -> Result<T, DownstreamError> {
         let slot = self.slot(key, endpoint);
@@ -149,8 +204,8 @@ impl Pool {
         let mut resent = false;
         let (connection, error) = loop {
             let connection = self.connection(key, &slot).await?;
-            let outcome =
-                tokio::time::timeout_at(deadline, send(&connection, request.clone())).await;
+            let (request, _relaying) = sent.on(&connection)?;
+            let outcome = tokio::time::timeout_at(deadline, send(&connection, request)).await;
             *slot.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
             let lost = match outcome {
                 Ok(Ok(result)) => match answer(result) {
@@ -312,5 +367,44 @@ async fn close_idle(pool: Weak<Pool>) {
         for key in closed {
             (pool.settings.log)(Level::Info, &format!("`{key}`: closed after being idle"));
         }
+    }
+}
+
+/// A request to send, and the caller its server's questions go to.
+struct Sent {
+    method: String,
+    params: Value,
+    relay: Option<Arc<dyn Relay>>,
+}
+
+impl Sent {
+    fn new(method: &str, params: Value, relay: Option<Arc<dyn Relay>>) -> Self {
+        Self {
+            method: method.to_owned(),
+            params,
+            relay,
+        }
+    }
+
+    /// The request as sent on `connection`: with a relay, registered there
+    /// (until the returned guard drops) under a progress token of its own.
+    fn on(
+        &self,
+        connection: &Connection,
+    ) -> Result<(ClientRequest, Option<Registered>), DownstreamError> {
+        let mut params = self.params.clone();
+        let registered = self.relay.as_ref().map(|relay| {
+            let (token, registered) = connection.running.register(Arc::clone(relay));
+            if let Value::Object(params) = &mut params {
+                let meta = params.entry("_meta").or_insert_with(|| json!({}));
+                meta["progressToken"] = serde_json::to_value(token).unwrap_or_default();
+            }
+            registered
+        });
+        let request = serde_json::from_value(json!({"method": self.method, "params": params}))
+            .map_err(|e| {
+                DownstreamError::Rejected(format!("`{}` is not an MCP request: {e}", self.method))
+            })?;
+        Ok((request, registered))
     }
 }

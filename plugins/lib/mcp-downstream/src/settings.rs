@@ -3,6 +3,8 @@
 
 use std::{sync::Arc, time::Duration};
 
+use crate::relay::Events;
+
 /// How loud a pool message is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
@@ -30,6 +32,8 @@ pub struct PoolSettings {
     pub forbid_private_addresses: bool,
     /// Where messages go.
     pub log: Log,
+    /// Where servers' notifications outside a caller's request go.
+    pub events: Events,
 }
 
 impl Default for PoolSettings {
@@ -40,6 +44,7 @@ impl Default for PoolSettings {
             max_connections: 64,
             forbid_private_addresses: false,
             log: Arc::new(|_, _| {}),
+            events: Arc::new(|_, _| {}),
         }
     }
 }

@@ -147,6 +147,7 @@ impl State {
                 };
                 log_host.log(level, message);
             }),
+            ..PoolSettings::default()
         };
         Ok(Self {
             database: integrations_store::database_or_default(config.database),
@@ -416,6 +417,7 @@ async fn execute(
             &args.tool_name,
             args.parameters.clone().unwrap_or_default(),
             timeout,
+            None,
         )
         .await
         .map_err(|failure| match failure {

@@ -1,0 +1,89 @@
+//! The resources a server's results linked or embedded, per caller: each
+//! stays readable by the caller who received it (and by no one else
+//! through this table), also after the server restarted.
+
+use std::{
+    collections::{HashMap, VecDeque},
+    sync::Mutex,
+};
+
+use serde_json::Value;
+
+/// Links kept per caller; past it the oldest is forgotten.
+const PER_CALLER: usize = 256;
+/// Callers kept; past it the table starts over.
+const CALLERS: usize = 4096;
+
+/// (organisation, user).
+type Owner = (String, String);
+
+#[derive(Default)]
+pub(super) struct Links {
+    by_owner: Mutex<HashMap<Owner, VecDeque<String>>>,
+}
+
+impl Links {
+    /// Keep the URIs that content `blocks` (MCP content blocks as JSON)
+    /// link or embed, for `owner`.
+    pub(super) fn keep(&self, owner: Owner, blocks: &[Value]) {
+        let uris: Vec<&str> = blocks.iter().filter_map(linked_uri).collect();
+        if uris.is_empty() {
+            return;
+        }
+        let mut by_owner = self.by_owner.lock().unwrap_or_else(|e| e.into_inner());
+        if by_owner.len() >= CALLERS && !by_owner.contains_key(&owner) {
+            by_owner.clear();
+        }
+        let kept = by_owner.entry(owner).or_default();
+        for uri in uris {
+            kept.retain(|k| k != uri);
+            if kept.len() == PER_CALLER {
+                kept.pop_front();
+            }
+            kept.push_back(uri.to_owned());
+        }
+    }
+
+    /// Whether `owner` received a link to `uri`.
+    pub(super) fn has(&self, owner: &Owner, uri: &str) -> bool {
+        let by_owner = self.by_owner.lock().unwrap_or_else(|e| e.into_inner());
+        by_owner
+            .get(owner)
+            .is_some_and(|kept| kept.iter().any(|k| k == uri))
+    }
+}
+
+/// The URI a `resource_link` or embedded `resource` block names.
+fn linked_uri(block: &Value) -> Option<&str> {
+    match block["type"].as_str()? {
+        "resource_link" => block["uri"].as_str(),
+        "resource" => block["resource"]["uri"].as_str(),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::Links;
+
+    #[test]
+    fn a_link_is_kept_for_the_caller_who_received_it_only() {
+        let links = Links::default();
+        let acme = ("acme".to_owned(), "ann".to_owned());
+        let globex = ("globex".to_owned(), "ann".to_owned());
+        links.keep(
+            acme.clone(),
+            &[
+                json!({"type": "resource_link", "uri": "demo://a", "name": "a"}),
+                json!({"type": "resource", "resource": {"uri": "demo://b", "text": "b"}}),
+                json!({"type": "text", "text": "demo://c"}),
+            ],
+        );
+        assert!(links.has(&acme, "demo://a"));
+        assert!(links.has(&acme, "demo://b"));
+        assert!(!links.has(&acme, "demo://c"));
+        assert!(!links.has(&globex, "demo://a"));
+    }
+}

@@ -1,0 +1,218 @@
+//! A server pack carries its server whole: server-everything behind
+//! packhost, driven by the official Python SDK over streamable HTTP — its
+//! prompts (with arguments and completions), resources, templates and
+//! subscriptions, the links its tools return, its questions answered by
+//! the client whose call caused them, and its log messages.
+
+use std::{process::Stdio, time::Duration};
+
+use packhost_tests::{downstream::everything_stdio, http::HttpHost, venv_python};
+use serde_json::{Value, json};
+
+use crate::http::token;
+
+fn everything(extra: &str) -> String {
+    format!(
+        "[packs.everything]\nkind = \"mcp\"\ncommand = {:?}\n{extra}\n",
+        everything_stdio()
+    )
+}
+
+/// The official Python client's output of `steps` (see
+/// tests/official-clients/whole.py), as `token`, answering with `answers`.
+async fn steps(host: &HttpHost, token: Option<&str>, answers: Value, steps: Value) -> Vec<Value> {
+    let spec = json!({
+        "transport": {"http": {"url": host.url(), "token": token}},
+        "answers": answers,
+        "steps": steps,
+    });
+    let path = host.dir.path().join(format!("whole-{}.json", rand_suffix()));
+    std::fs::write(&path, spec.to_string()).unwrap();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("official-clients")
+        .join("whole.py");
+    let output = tokio::process::Command::new(venv_python())
+        .arg(script)
+        .arg(&path)
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(120), output)
+        .await
+        .expect("the Python client finished within 2 minutes")
+        .expect("run the Python client");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "client failed: {}\n{stdout}\nhost: {}",
+        String::from_utf8_lossy(&output.stderr),
+        host.stderr()
+    );
+    stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON line"))
+        .collect()
+}
+
+fn rand_suffix() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The output of step `id`; panics with every line when it failed.
+fn output<'a>(lines: &'a [Value], id: &str) -> &'a Value {
+    let line = lines
+        .iter()
+        .find(|l| l["id"] == id)
+        .unwrap_or_else(|| panic!("no line for {id}: {lines:#?}"));
+    line.get("output")
+        .unwrap_or_else(|| panic!("step {id} failed: {line}\n{lines:#?}"))
+}
+
+fn text_of(result: &Value) -> String {
+    let texts: Vec<&str> = result["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["text"].as_str())
+        .collect();
+    texts.join("\n")
+}
+
+#[tokio::test]
+async fn server_everythings_prompts_resources_and_links_pass_through() {
+    let host = HttpHost::start(&everything(""), &[]).await;
+    let lines = steps(
+        &host,
+        None,
+        json!({}),
+        json!([
+            {"id": "prompts", "op": "prompts"},
+            {"id": "simple", "op": "prompt", "name": "everything.simple_prompt"},
+            {"id": "args", "op": "prompt", "name": "everything.args_prompt",
+             "arguments": {"city": "Lyon", "state": "Rhône"}},
+            {"id": "department", "op": "complete",
+             "ref": {"type": "ref/prompt", "name": "everything.completable_prompt"},
+             "argument": {"name": "department", "value": "Eng"}},
+            {"id": "member", "op": "complete",
+             "ref": {"type": "ref/prompt", "name": "everything.completable_prompt"},
+             "argument": {"name": "name", "value": "A"}, "context": {"department": "Engineering"}},
+            {"id": "resources", "op": "resources"},
+            {"id": "templates", "op": "templates"},
+            {"id": "static", "op": "read", "uri": "{{resources.0.uri}}"},
+            {"id": "templated", "op": "read", "uri": "demo://resource/dynamic/text/7"},
+            {"id": "links", "op": "call", "tool": "everything.get_resource_links", "arguments": {"count": 3}},
+            {"id": "link0", "op": "read", "uri": "{{links.content.1.uri}}"},
+            {"id": "link1", "op": "read", "uri": "{{links.content.2.uri}}"},
+            {"id": "reference", "op": "call", "tool": "everything.get_resource_reference",
+             "arguments": {"resourceType": "Text", "resourceId": 3}},
+            {"id": "embedded", "op": "read", "uri": "{{reference.content.1.resource.uri}}"},
+            {"id": "unknown", "op": "read", "uri": "demo://nowhere"},
+        ]),
+    )
+    .await;
+    let names: Vec<&str> = output(&lines, "prompts")
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    for name in [
+        "everything.simple_prompt",
+        "everything.args_prompt",
+        "everything.completable_prompt",
+        "everything.resource_prompt",
+    ] {
+        assert!(names.contains(&name), "{name} in {names:?}");
+    }
+    let simple = output(&lines, "simple");
+    assert!(!simple["messages"].as_array().unwrap().is_empty(), "{simple}");
+    let args = output(&lines, "args").to_string();
+    assert!(args.contains("Lyon"), "{args}");
+    assert_eq!(output(&lines, "department")["values"], json!(["Engineering"]));
+    assert_eq!(output(&lines, "member")["values"], json!(["Alice"]));
+    assert!(!output(&lines, "resources").as_array().unwrap().is_empty());
+    let templates = output(&lines, "templates").to_string();
+    assert!(templates.contains("demo://resource/dynamic/text/{"), "{templates}");
+    assert!(output(&lines, "static")["contents"][0]["uri"].is_string());
+    let templated = output(&lines, "templated");
+    assert_eq!(templated["contents"][0]["uri"], "demo://resource/dynamic/text/7");
+    for link in ["link0", "link1", "embedded"] {
+        let read = output(&lines, link);
+        assert!(read["contents"][0]["uri"].is_string(), "{link}: {read}");
+    }
+    let unknown = lines.iter().find(|l| l["id"] == "unknown").unwrap();
+    assert!(unknown["error"].as_str().unwrap().contains("no resource"), "{unknown}");
+}
+
+#[tokio::test]
+async fn server_everythings_questions_are_answered_by_the_client_that_called() {
+    let host = HttpHost::start(&everything(""), &[]).await;
+    let answers = json!({
+        "elicitation": [
+            {"action": "accept", "content": {"name": "Ada Lovelace", "check": true, "email": "ada@example.com"}},
+            {"action": "accept"},
+        ],
+        "sampling": "a sampled answer",
+        "roots": [{"uri": "file:///work/site", "name": "site"}],
+    });
+    let lines = steps(
+        &host,
+        None,
+        answers,
+        json!([
+            {"id": "level", "op": "level", "level": "debug"},
+            {"id": "elicit", "op": "call", "tool": "everything.trigger_elicitation_request"},
+            {"id": "url", "op": "call", "tool": "everything.trigger_url_elicitation",
+             "arguments": {"url": "https://example.com/authorize", "message": "Sign in"}},
+            {"id": "sample", "op": "call", "tool": "everything.trigger_sampling_request",
+             "arguments": {"prompt": "Say hi"}},
+            {"id": "roots", "op": "call", "tool": "everything.get_roots_list"},
+            {"id": "subscribe", "op": "subscribe", "uri": "demo://resource/dynamic/text/1"},
+        ]),
+    )
+    .await;
+    let asked: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l["asked"].as_str())
+        .collect();
+    assert!(asked.contains(&"elicitation/create"), "{lines:#?}");
+    assert!(asked.contains(&"sampling/createMessage"), "{lines:#?}");
+    assert!(asked.contains(&"roots/list"), "{lines:#?}");
+    let elicit = text_of(output(&lines, "elicit"));
+    assert!(elicit.contains("Ada Lovelace"), "{elicit}");
+    let sample = text_of(output(&lines, "sample"));
+    assert!(sample.contains("a sampled answer"), "{sample}");
+    let roots = text_of(output(&lines, "roots"));
+    assert!(roots.contains("file:///work/site"), "{roots}");
+}
+
+#[tokio::test]
+async fn two_callers_answering_at_once_each_give_their_own_call_its_answer() {
+    let (ada, ada_entry) = token("ada", "acme", &[]);
+    let (bob, bob_entry) = token("bob", "acme", &[]);
+    let host = HttpHost::start(&everything(&format!("{ada_entry}\n{bob_entry}")), &[]).await;
+    const ROUNDS: usize = 50;
+    let calls = |who: &str| {
+        let answers: Vec<Value> = (0..ROUNDS)
+            .map(|n| json!({"action": "accept", "content": {"name": format!("{who} {n}"), "check": true}}))
+            .collect();
+        let steps: Vec<Value> = (0..ROUNDS)
+            .map(|n| json!({"id": format!("e{n}"), "op": "call", "tool": "everything.trigger_elicitation_request"}))
+            .collect();
+        (json!({ "elicitation": answers }), Value::Array(steps))
+    };
+    let (ada_answers, ada_steps) = calls("ada");
+    let (bob_answers, bob_steps) = calls("bob");
+    let (ada_lines, bob_lines) = tokio::join!(
+        steps(&host, Some(&ada), ada_answers, ada_steps),
+        steps(&host, Some(&bob), bob_answers, bob_steps),
+    );
+    for (who, lines) in [("ada", &ada_lines), ("bob", &bob_lines)] {
+        for n in 0..ROUNDS {
+            let text = text_of(output(lines, &format!("e{n}")));
+            assert!(text.contains(&format!("{who} {n}\"")), "{who} round {n}: {text}");
+        }
+    }
+}
