@@ -26,7 +26,10 @@ async fn steps(host: &HttpHost, token: Option<&str>, answers: Value, steps: Valu
         "answers": answers,
         "steps": steps,
     });
-    let path = host.dir.path().join(format!("whole-{}.json", rand_suffix()));
+    let path = host
+        .dir
+        .path()
+        .join(format!("whole-{}.json", rand_suffix()));
     std::fs::write(&path, spec.to_string()).unwrap();
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("official-clients")
@@ -127,23 +130,38 @@ async fn server_everythings_prompts_resources_and_links_pass_through() {
         assert!(names.contains(&name), "{name} in {names:?}");
     }
     let simple = output(&lines, "simple");
-    assert!(!simple["messages"].as_array().unwrap().is_empty(), "{simple}");
+    assert!(
+        !simple["messages"].as_array().unwrap().is_empty(),
+        "{simple}"
+    );
     let args = output(&lines, "args").to_string();
     assert!(args.contains("Lyon"), "{args}");
-    assert_eq!(output(&lines, "department")["values"], json!(["Engineering"]));
+    assert_eq!(
+        output(&lines, "department")["values"],
+        json!(["Engineering"])
+    );
     assert_eq!(output(&lines, "member")["values"], json!(["Alice"]));
     assert!(!output(&lines, "resources").as_array().unwrap().is_empty());
     let templates = output(&lines, "templates").to_string();
-    assert!(templates.contains("demo://resource/dynamic/text/{"), "{templates}");
+    assert!(
+        templates.contains("demo://resource/dynamic/text/{"),
+        "{templates}"
+    );
     assert!(output(&lines, "static")["contents"][0]["uri"].is_string());
     let templated = output(&lines, "templated");
-    assert_eq!(templated["contents"][0]["uri"], "demo://resource/dynamic/text/7");
+    assert_eq!(
+        templated["contents"][0]["uri"],
+        "demo://resource/dynamic/text/7"
+    );
     for link in ["link0", "link1", "embedded"] {
         let read = output(&lines, link);
         assert!(read["contents"][0]["uri"].is_string(), "{link}: {read}");
     }
     let unknown = lines.iter().find(|l| l["id"] == "unknown").unwrap();
-    assert!(unknown["error"].as_str().unwrap().contains("no resource"), "{unknown}");
+    assert!(
+        unknown["error"].as_str().unwrap().contains("no resource"),
+        "{unknown}"
+    );
 }
 
 #[tokio::test]
@@ -173,10 +191,7 @@ async fn server_everythings_questions_are_answered_by_the_client_that_called() {
         ]),
     )
     .await;
-    let asked: Vec<&str> = lines
-        .iter()
-        .filter_map(|l| l["asked"].as_str())
-        .collect();
+    let asked: Vec<&str> = lines.iter().filter_map(|l| l["asked"].as_str()).collect();
     assert!(asked.contains(&"elicitation/create"), "{lines:#?}");
     assert!(asked.contains(&"sampling/createMessage"), "{lines:#?}");
     assert!(asked.contains(&"roots/list"), "{lines:#?}");
@@ -212,7 +227,10 @@ async fn two_callers_answering_at_once_each_give_their_own_call_its_answer() {
     for (who, lines) in [("ada", &ada_lines), ("bob", &bob_lines)] {
         for n in 0..ROUNDS {
             let text = text_of(output(lines, &format!("e{n}")));
-            assert!(text.contains(&format!("{who} {n}\"")), "{who} round {n}: {text}");
+            assert!(
+                text.contains(&format!("{who} {n}\"")),
+                "{who} round {n}: {text}"
+            );
         }
     }
 }

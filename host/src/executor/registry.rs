@@ -124,7 +124,9 @@ impl PackEntry {
                 TEMPLATES_LIST,
                 RESOURCES_SUBSCRIBE,
             ];
-            let per_caller = per_caller.iter().filter(|_| loaded.manifest.offers_per_caller);
+            let per_caller = per_caller
+                .iter()
+                .filter(|_| loaded.manifest.offers_per_caller);
             let names = [PROMPTS_GET, RESOURCES_READ, COMPLETE];
             let specs: Vec<FunctionSpec> = names
                 .iter()

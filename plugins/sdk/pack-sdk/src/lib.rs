@@ -118,7 +118,7 @@ pub use function::{Content, Function, FunctionResult};
 pub use offers::Completing;
 pub use pack_api::{
     Annotations, Catalog, CatalogTool, ContentResult, Example, LogLevel, TaskSupport, codes, names,
-    paths, projects, protocol, text,
+    paths, projects, protocol, text, uri_template,
 };
 pub use prompt::{Prompt, PromptMessage, PromptResult, Role};
 pub use resource::{ReadRequest, Resource, ResourceContents, Template};
