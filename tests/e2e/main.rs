@@ -24,6 +24,7 @@ mod pack_offers;
 mod proj;
 mod prompts;
 mod remote_mcp;
+mod remote_offers;
 mod results;
 mod robustness;
 mod run_front;
