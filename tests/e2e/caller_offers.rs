@@ -207,3 +207,51 @@ async fn a_packs_offers_per_caller_are_listed_read_and_followed_for_that_caller_
     );
     assert_eq!(refused(&lines, 24), -32602, "{}", lines[24]);
 }
+
+#[tokio::test]
+async fn a_listen_stream_hears_its_callers_resources_only() {
+    use rmcp::model::{ServerNotification, SubscriptionFilter};
+    let (ada, ada_entry) = token("ada", "acme", &[]);
+    let (bob, bob_entry) = token("bob", "acme", &[]);
+    let config = format!("[packs.conformance]\n\n{ada_entry}\n{bob_entry}\n");
+    let host = HttpHost::start(&config, &[]).await;
+    let ada = host.stateless_client_as(Some(&ada)).await.expect("ada");
+    let bob = host.stateless_client_as(Some(&bob)).await.expect("bob");
+    let (mine, bobs) = ("notes://acme/ada", "notes://acme/bob");
+    // ada asks for bob's notes too: they are not hers to follow.
+    let wanted = SubscriptionFilter::builder()
+        .resource_subscriptions([mine, bobs])
+        .build();
+    let mut stream = ada
+        .peer()
+        .listen(wanted)
+        .await
+        .expect("subscriptions/listen");
+    let write = async |client, text: &str| {
+        let args = json!({ "text": text });
+        let written = packhost_tests::call(client, "conformance.notes_write", args).await;
+        assert!(!packhost_tests::is_error(&written.expect("notes_write")));
+    };
+    // The stream follows them once acknowledged: written until heard.
+    let mut heard = None;
+    for round in 0..20 {
+        write(&bob, &format!("bob {round}")).await;
+        write(&ada, &format!("ada {round}")).await;
+        let next = tokio::time::timeout(Duration::from_millis(500), stream.next()).await;
+        if let Ok(next) = next {
+            heard = next.expect("the stream");
+            break;
+        }
+    }
+    let Some(ServerNotification::ResourceUpdatedNotification(updated)) = heard else {
+        panic!("no resource update: {heard:?}");
+    };
+    assert_eq!(updated.params.uri, mine);
+    // bob's writes are never heard on ada's stream.
+    write(&bob, "bob again").await;
+    while let Ok(next) = tokio::time::timeout(Duration::from_millis(500), stream.next()).await {
+        let heard = next.expect("the stream");
+        let ours = matches!(&heard, Some(ServerNotification::ResourceUpdatedNotification(u)) if u.params.uri == mine);
+        assert!(ours, "{heard:?}");
+    }
+}

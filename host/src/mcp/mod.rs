@@ -341,17 +341,22 @@ impl ServerHandler for PackhostServer {
     /// On the 2026-07-28 wire, a `subscriptions/listen` stream may carry
     /// tool list changes: the only list that changes while packhost runs
     /// (a server pack's tools appearing); its prompts are its config's, and
-    /// kept results are each caller's own.
+    /// kept results are each caller's own. And updates of the resources it
+    /// names (see `subscriptions`).
     fn accepted_subscription_filter(
         &self,
-        _requested: &SubscriptionFilter,
+        requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        Some(SubscriptionFilter::builder().tools_list_changed().build())
+        let uris = requested.resource_subscriptions.clone().unwrap_or_default();
+        let filter = SubscriptionFilter::builder().tools_list_changed();
+        Some(filter.resource_subscriptions(uris).build())
     }
 
     /// One `subscriptions/listen` stream: a tool list change each time the
-    /// tools change, until the client ends it.
+    /// tools change, and the updates of the resources it follows, until
+    /// the client ends it.
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let _followed = self.follow_listened(&subscription).await;
         let mut generations = self.executor.generations();
         loop {
             tokio::select! {

@@ -3,7 +3,8 @@
 //! change while read); a resource a pack lists per caller is followed by
 //! one running subscribe call into that pack per (session, URI), ended at
 //! unsubscribe and when the session ends. Its updates go to this session's
-//! client only.
+//! client only. On the 2026-07-28 wire, a `subscriptions/listen` stream
+//! asking for resource URIs follows them the same way while it lasts.
 
 use std::{
     collections::HashMap,
@@ -12,7 +13,9 @@ use std::{
 
 use pack_api::Owner;
 use rmcp::{
-    ErrorData, RoleServer, model::ResourceUpdatedNotificationParam, service::RequestContext,
+    ErrorData, RoleServer,
+    model::ResourceUpdatedNotificationParam,
+    service::{RequestContext, SubscriptionContext},
 };
 
 use super::{PackhostServer, request::protocol_error, resources::not_found};
@@ -78,5 +81,42 @@ impl PackhostServer {
     /// does not follow).
     pub(super) fn resource_unsubscribe(&self, uri: &str) {
         self.subscriptions.held().remove(uri);
+    }
+}
+
+impl PackhostServer {
+    /// The pack resources a `subscriptions/listen` stream asked for,
+    /// followed for its caller and told on the stream while the returned
+    /// subscriptions are held. A URI no pack follows for this caller (a
+    /// kept result, a static resource, one it may not read) hears nothing.
+    pub(super) async fn follow_listened(
+        &self,
+        subscription: &SubscriptionContext,
+    ) -> Vec<Subscription> {
+        let caller = self.caller_for(subscription.request_context());
+        let uris = subscription.accepted().resource_subscriptions.clone();
+        let mut followed = Vec::new();
+        for uri in uris.unwrap_or_default() {
+            let sink = subscription.sink().clone();
+            let updates: UpdateSink = Arc::new(move |uri| {
+                let sink = sink.clone();
+                Box::pin(async move {
+                    if let Err(e) = sink.notify_resource_updated(uri).await {
+                        tracing::debug!(error = %e, "resource update not delivered");
+                    }
+                })
+            });
+            let subscribed = self
+                .executor
+                .subscribe_pack_resource(&uri, &caller, updates);
+            match subscribed.await {
+                Some(Ok(subscription)) => followed.push(subscription),
+                Some(Err(failure)) => {
+                    tracing::debug!(uri, error = %failure.text(), "not followed");
+                }
+                None => {}
+            }
+        }
+        followed
     }
 }
