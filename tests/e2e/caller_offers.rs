@@ -146,7 +146,7 @@ async fn a_packs_offers_per_caller_are_listed_read_and_followed_for_that_caller_
             json!({"name": "conformance.my_notes", "arguments": {"topic": "rust"}}),
         ),
     ];
-    let tokens = json!({"ada": ada, "bob": bob, "eve": eve});
+    let tokens = json!({"ada": ada, "bob": &bob, "eve": eve});
     let lines = offers_client(&host, tokens, &steps).await;
     assert_eq!(lines.len(), steps.len(), "{lines:#?}");
 
@@ -206,6 +206,28 @@ async fn a_packs_offers_per_caller_are_listed_read_and_followed_for_that_caller_
         "no update after unsubscribing"
     );
     assert_eq!(refused(&lines, 24), -32602, "{}", lines[24]);
+    // The pack followed ada's notes once while she was subscribed, and no
+    // more after.
+    let followers = |n: usize| result(&lines, n)["structuredContent"]["followers"].clone();
+    assert_eq!(followers(16), json!(1));
+    assert_eq!(followers(20), json!(0));
+
+    // bob's session ended subscribed: the pack follows his notes no more.
+    let tokens = json!({ "bob": bob });
+    let again = [
+        step("bob", "updates", json!({"wait": 1})),
+        step(
+            "bob",
+            "call",
+            json!({"tool": "conformance.notes_write", "arguments": {"text": "later"}}),
+        ),
+    ];
+    let lines = offers_client(&host, tokens, &again).await;
+    assert_eq!(
+        result(&lines, 1)["structuredContent"]["followers"],
+        0,
+        "{lines:?}"
+    );
 }
 
 #[tokio::test]

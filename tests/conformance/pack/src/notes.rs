@@ -43,13 +43,17 @@ struct Write {
 struct Written {
     /// The URI of the notes written.
     uri: String,
+    /// How many subscriptions follow them now.
+    followers: usize,
 }
 
 async fn write(_: Arc<()>, args: Write, ctx: Context) -> Result<Content<Written>, PackError> {
     let uri = own_uri(&ctx)
         .ok_or_else(|| PackError::invalid_argument("the host's own identity keeps no notes"))?;
-    notes(&uri).send_replace(args.text);
-    Ok(Content::new(Written { uri }).text("written"))
+    let notes = notes(&uri);
+    notes.send_replace(args.text);
+    let followers = notes.receiver_count();
+    Ok(Content::new(Written { uri, followers }).text("written"))
 }
 
 fn not_found(method: &str, params: &Value) -> PackError {
