@@ -61,6 +61,8 @@ async fn an_integrations_prompts_resources_links_and_questions_reach_its_organis
     };
     let answers = json!({
         "elicitation": [{"action": "accept", "content": {"name": "Ada Lovelace", "check": true}}],
+        "sampling": "a sampled answer",
+        "roots": [{"uri": "file:///work/site", "name": "site"}],
     });
     let ada_steps = json!([
         {"id": "prompts", "op": "prompts"},
@@ -80,6 +82,8 @@ async fn an_integrations_prompts_resources_links_and_questions_reach_its_organis
         {"id": "embedded", "op": "read", "uri": "{{reference.content.1.resource.uri}}"},
         {"id": "unknown", "op": "read", "uri": "demo://nowhere"},
         with_id("elicit", execute("trigger-elicitation-request", json!({}))),
+        with_id("sample", execute("trigger-sampling-request", json!({"prompt": "Say hi"}))),
+        with_id("roots", execute("get-roots-list", json!({}))),
         {"id": "subscribe", "op": "subscribe", "uri": "demo://resource/dynamic/text/1"},
         with_id("toggle", execute("toggle-subscriber-updates", json!({}))),
         {"id": "updated", "op": "updated", "uri": "demo://resource/dynamic/text/1", "seconds": 15},
@@ -155,8 +159,14 @@ async fn an_integrations_prompts_resources_links_and_questions_reach_its_organis
     }
     assert!(failed(&lines, "unknown").contains("no resource"));
     let asked: Vec<&str> = lines.iter().filter_map(|l| l["asked"].as_str()).collect();
-    assert_eq!(asked, ["elicitation/create"], "{lines:#?}");
+    assert_eq!(
+        asked,
+        ["elicitation/create", "sampling/createMessage", "roots/list"],
+        "{lines:#?}"
+    );
     assert!(text_of(output(&lines, "elicit")).contains("Ada Lovelace"));
+    assert!(text_of(output(&lines, "sample")).contains("a sampled answer"));
+    assert!(text_of(output(&lines, "roots")).contains("file:///work/site"));
     assert_eq!(output(&lines, "updated"), &json!(true), "{lines:#?}");
 
     // Another organisation: none of it listed, nothing readable, no
