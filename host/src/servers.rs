@@ -209,13 +209,23 @@ impl Servers {
 impl Watched {
     /// What server connection `key` said outside a caller's request.
     fn heard(&self, key: &str, event: Event) {
-        let Some(server) = self.servers.get(key) else {
+        // A caller's connection is `pack@owner`; the pack's own is `pack`.
+        let (pack, lane) = match key.split_once('@') {
+            Some((pack, _)) => (pack, true),
+            None => (key, false),
+        };
+        let Some(server) = self.servers.get(pack) else {
             return;
         };
-        if matches!(
+        let listed = matches!(
             event,
             Event::ToolsChanged | Event::PromptsChanged | Event::ResourcesChanged
-        ) {
+        );
+        if lane {
+            // Lists are the pack's own connection's; a caller's may differ
+            // by what that session made.
+            server.served.heard(pack, key, event);
+        } else if listed {
             let server = Arc::clone(server);
             let executor = self.executor.clone();
             tokio::spawn(async move {

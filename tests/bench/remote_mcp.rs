@@ -38,7 +38,9 @@ use packhost_tests::{
 };
 use rmcp::{
     RoleClient, ServiceExt as _,
-    model::{CallToolRequestParams, CallToolResult},
+    model::{
+        CallToolRequestParams, CallToolResult, GetPromptRequestParams, ReadResourceRequestParams,
+    },
     service::Peer,
     transport::{ConfigureCommandExt as _, TokioChildProcess},
 };
@@ -205,6 +207,7 @@ async fn main() {
     for route in &routes {
         walls.push(throughput(route, concurrent_calls).await);
     }
+    relayed(direct.peer(), host.client.peer(), calls, warmup).await;
     direct.cancel().await.expect("stop direct client");
     host.client.cancel().await.expect("stop host client");
     if let Some(file) = host_log {
@@ -270,6 +273,90 @@ async fn main() {
             "remote_mcp benchmark ({cpus} CPUs): server-everything `echo` over stdio, {calls} \
              sequential calls per route ({warmup} warm-up, {order}), {concurrent_calls} calls from \
              {CALLERS} concurrent callers; ratio = calls/s vs direct"
+        ),
+        &rows,
+    );
+    println!("targets (issue): {}", verdicts.join("; "));
+}
+
+/// `prompts/get` and `resources/read` of server-everything directly and
+/// relayed by the server pack, alternating request by request: a row per
+/// request, and whether the added p50 met the target.
+async fn relayed(direct: &Peer<RoleClient>, host: &Peer<RoleClient>, calls: usize, warmup: usize) {
+    const URI: &str = "demo://resource/dynamic/text/1";
+    let prompt = |name: &str| GetPromptRequestParams::new(name.to_owned());
+    let timed_prompt = |peer: Peer<RoleClient>, name: &'static str| async move {
+        let started = Instant::now();
+        let rendered = peer.get_prompt(prompt(name)).await;
+        let elapsed = started.elapsed();
+        let rendered = rendered.unwrap_or_else(|e| panic!("prompts/get {name}: {e}"));
+        assert!(
+            !rendered.messages.is_empty(),
+            "prompts/get {name}: no messages"
+        );
+        elapsed
+    };
+    let timed_read = |peer: Peer<RoleClient>| async move {
+        let started = Instant::now();
+        let read = peer
+            .read_resource(ReadResourceRequestParams::new(URI))
+            .await;
+        let elapsed = started.elapsed();
+        let read = read.unwrap_or_else(|e| panic!("resources/read {URI}: {e}"));
+        assert!(
+            !read.contents.is_empty(),
+            "resources/read {URI}: no contents"
+        );
+        elapsed
+    };
+    let mut samples: Vec<Vec<Duration>> = (0..4).map(|_| Vec::with_capacity(calls)).collect();
+    for n in 0..warmup + calls {
+        let round = [
+            timed_prompt(direct.clone(), "simple-prompt").await,
+            timed_prompt(host.clone(), "everything.simple_prompt").await,
+            timed_read(direct.clone()).await,
+            timed_read(host.clone()).await,
+        ];
+        if n >= warmup {
+            for (kept, sample) in samples.iter_mut().zip(round) {
+                kept.push(sample);
+            }
+        }
+    }
+    let mut rows = Vec::new();
+    let mut verdicts = Vec::new();
+    for (request, direct, relayed) in [
+        ("prompts/get simple-prompt", &samples[0], &samples[1]),
+        ("resources/read dynamic text", &samples[2], &samples[3]),
+    ] {
+        let (direct_p50, p50, p99) = (
+            percentile(direct, 0.5),
+            percentile(relayed, 0.5),
+            percentile(relayed, 0.99),
+        );
+        let added = p50.as_secs_f64() - direct_p50.as_secs_f64();
+        let met = if added <= ADDED_P50_TARGET.as_secs_f64() {
+            "met"
+        } else {
+            "NOT met"
+        };
+        verdicts.push(format!("{request}: added p50 {met}"));
+        rows.push(Row {
+            metric: format!("{request} via the server pack"),
+            value: format!("p50 {} · p99 {}", ms(p50), ms(p99)),
+            target: format!("added p50 ≤ {}", ms(ADDED_P50_TARGET)),
+            reference: format!(
+                "direct p50 {} · added {:+.3} ms",
+                ms(direct_p50),
+                added * 1000.0
+            ),
+            ratio: ratio(direct_p50, p50),
+        });
+    }
+    print_table(
+        &format!(
+            "relayed requests: server-everything over stdio, {calls} of each request per route \
+             ({warmup} warm-up), direct and relayed alternating; ratio = direct p50 / relayed p50"
         ),
         &rows,
     );

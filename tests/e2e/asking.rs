@@ -20,7 +20,7 @@ fn config(extra: &str) -> String {
 
 /// Which official Python SDK drives the host.
 #[derive(Clone, Copy)]
-enum Sdk {
+pub(crate) enum Sdk {
     /// 1.x, on 2025-11-25: questions are requests to it.
     V1,
     /// 2.x, on 2026-07-28: questions are `input_required` results.
@@ -33,7 +33,12 @@ async fn python(host: &HttpHost, answers: Value, calls: &[(&str, Value)]) -> Vec
     client(Sdk::V1, host, answers, calls).await
 }
 
-async fn client(sdk: Sdk, host: &HttpHost, answers: Value, calls: &[(&str, Value)]) -> Vec<Value> {
+pub(crate) async fn client(
+    sdk: Sdk,
+    host: &HttpHost,
+    answers: Value,
+    calls: &[(&str, Value)],
+) -> Vec<Value> {
     let spec = json!({
         "transport": {"http": {"url": host.url()}},
         "answers": answers,

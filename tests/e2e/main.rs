@@ -6,6 +6,7 @@ mod asking;
 mod caller_offers;
 mod calls;
 mod cli;
+mod code_mode_offers;
 mod code_mode_ts;
 mod config;
 mod discovery;

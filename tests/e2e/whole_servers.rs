@@ -6,10 +6,18 @@
 
 use std::{process::Stdio, time::Duration};
 
-use packhost_tests::{downstream::everything_stdio, http::HttpHost, venv_python};
+use packhost_tests::{
+    TestHost,
+    downstream::{HttpServer, everything_stdio},
+    http::HttpHost,
+    ok, venv_python,
+};
 use serde_json::{Value, json};
 
-use crate::http::token;
+use crate::{
+    asking::{Sdk, client},
+    http::token,
+};
 
 fn everything(extra: &str) -> String {
     format!(
@@ -210,9 +218,26 @@ async fn server_everythings_questions_are_answered_by_the_client_that_called() {
 
 #[tokio::test]
 async fn two_callers_answering_at_once_each_give_their_own_call_its_answer() {
+    two_callers_answer(&everything("")).await;
+}
+
+#[tokio::test]
+async fn two_callers_answer_their_own_questions_of_a_server_over_http_too() {
+    let server = HttpServer::everything();
+    two_callers_answer(&format!(
+        "[packs.everything]\nkind = \"mcp\"\nurl = {:?}\n",
+        server.url
+    ))
+    .await;
+}
+
+/// Two users of one organisation call `trigger-elicitation-request` of
+/// server pack `everything` (in `config`) 50 times each at once, each
+/// answering with their own name and round: each call gets its own answer.
+async fn two_callers_answer(config: &str) {
     let (ada, ada_entry) = token("ada", "acme", &[]);
     let (bob, bob_entry) = token("bob", "acme", &[]);
-    let host = HttpHost::start(&everything(&format!("{ada_entry}\n{bob_entry}")), &[]).await;
+    let host = HttpHost::start(&format!("{config}\n{ada_entry}\n{bob_entry}"), &[]).await;
     const ROUNDS: usize = 50;
     let calls = |who: &str| {
         let answers: Vec<Value> = (0..ROUNDS)
@@ -238,4 +263,70 @@ async fn two_callers_answering_at_once_each_give_their_own_call_its_answer() {
             );
         }
     }
+}
+
+#[tokio::test]
+async fn code_renders_a_server_packs_prompt_and_reads_the_links_its_tools_return() {
+    let config = format!("[packs.exec_py]\n{}", everything(""));
+    let host = TestHost::start(&config).await;
+    let code = "\
+p = everything.prompts.args_prompt(city='Lyon')\n\
+links = everything.get_resource_links(count=2)\n\
+uri = [c['uri'] for c in links['content'] if c.get('type') == 'resource_link'][0]\n\
+r = packhost.read_resource(uri)\n\
+{'prompt': p['messages'][0]['content']['text'], 'uri': uri, 'read': r['contents'][0]['uri']}";
+    let out = ok(&host.call("exec_py.run", json!({ "code": code })).await);
+    let value = &out["result"];
+    assert!(value["prompt"].as_str().unwrap().contains("Lyon"), "{out}");
+    assert_eq!(value["read"], value["uri"], "{out}");
+}
+
+#[tokio::test]
+async fn server_everythings_log_messages_reach_the_client_in_calls_and_between_them() {
+    let host = HttpHost::start(&everything(""), &[]).await;
+    let lines = steps(
+        &host,
+        None,
+        json!({}),
+        json!([
+            {"id": "level", "op": "level", "level": "debug"},
+            {"id": "toggle", "op": "call", "tool": "everything.toggle_simulated_logging"},
+            // One at once, then one every 5 s, outside any call.
+            {"id": "logged", "op": "logged", "contains": "level", "count": 2, "seconds": 12},
+        ]),
+    )
+    .await;
+    assert_eq!(output(&lines, "logged"), &json!(true), "{lines:#?}");
+}
+
+#[tokio::test]
+async fn a_2026_client_answers_a_servers_questions_by_round_trips() {
+    let host = HttpHost::start(&everything(""), &[]).await;
+    let answers = json!({
+        "elicitation": [{"action": "accept", "content": {"name": "Grace Hopper", "check": true}}],
+        "sampling": "sampled by rounds",
+    });
+    let lines = client(
+        Sdk::V2,
+        &host,
+        answers,
+        &[
+            ("everything.trigger_elicitation_request", json!({})),
+            (
+                "everything.trigger_sampling_request",
+                json!({"prompt": "Say hi"}),
+            ),
+        ],
+    )
+    .await;
+    let text = |id: &str| {
+        let line = lines
+            .iter()
+            .find(|l| l["id"] == id)
+            .unwrap_or_else(|| panic!("{lines:#?}"));
+        line["text"].as_str().unwrap_or_default().to_owned()
+    };
+    assert_eq!(lines[0]["protocolVersion"], "2026-07-28", "{lines:#?}");
+    assert!(text("c0").contains("Grace Hopper"), "{lines:#?}");
+    assert!(text("c1").contains("sampled by rounds"), "{lines:#?}");
 }

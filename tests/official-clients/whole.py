@@ -15,7 +15,8 @@ SPEC is {"transport": ... (see session.py), "answers"?: ... (see client.py),
   {"op": "level", "level"}
   {"op": "call", "tool", "arguments"?}
   {"op": "updated", "uri", "seconds"}: waits for a resource update of uri
-  {"op": "logged", "contains", "seconds"}: waits for a log message holding it
+  {"op": "logged", "contains", "seconds", "count"?}: waits for `count` (1)
+      log messages holding it
 Prints one JSON line per step: {"id", "output"} or {"id", "error"}, and
 {"asked": method, "params"} lines when the server's questions arrive.
 """
@@ -76,9 +77,8 @@ async def step(session, spec, heard):
     if op == "updated":
         return await waited(lambda: spec["uri"] in heard["updated"], spec["seconds"])
     if op == "logged":
-        return await waited(
-            lambda: any(spec["contains"] in str(m) for m in heard["logs"]), spec["seconds"]
-        )
+        holding = lambda: sum(spec["contains"] in str(m) for m in heard["logs"])
+        return await waited(lambda: holding() >= spec.get("count", 1), spec["seconds"])
     raise ValueError(f"unknown op {op}")
 
 

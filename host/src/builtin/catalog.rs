@@ -107,12 +107,28 @@ pub(super) fn describe(catalog: &Catalog, name: &str) -> Result<Value, Failure> 
             .filter(|t| t.pack == name)
             .map(|t| json!({"signature": t.signature, "description": t.description}))
             .collect();
-        return Ok(json!({
+        let mut described = json!({
             "kind": "pack",
             "name": name,
             "description": description,
             "functions": functions,
-        }));
+        });
+        let prompts: Vec<Value> = catalog
+            .prompts
+            .iter()
+            .filter(|p| p.pack == name)
+            .map(|p| {
+                json!({
+                    "name": p.listed(),
+                    "description": p.spec.description.as_deref().unwrap_or_default(),
+                    "arguments": p.spec.arguments,
+                })
+            })
+            .collect();
+        if !prompts.is_empty() {
+            described["prompts"] = json!(prompts);
+        }
+        return Ok(described);
     }
     let known = catalog
         .tools
@@ -243,6 +259,18 @@ mod tests {
         let pack = describe(&catalog(), "proj").unwrap();
         assert_eq!(pack["kind"], "pack");
         assert_eq!(pack["functions"][0]["description"], "Read a file.");
+        assert!(pack.get("prompts").is_none(), "{pack}");
+        let mut with_prompt = catalog();
+        with_prompt.prompts = vec![pack_api::CatalogPrompt {
+            pack: "proj".into(),
+            spec: pack_api::PromptSpec {
+                name: "tour".into(),
+                ..Default::default()
+            },
+            bare: false,
+        }];
+        let pack = describe(&with_prompt, "proj").unwrap();
+        assert_eq!(pack["prompts"][0]["name"], "proj.tour", "{pack}");
     }
 
     #[test]

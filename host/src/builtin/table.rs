@@ -167,7 +167,7 @@ fn table() -> Vec<Entry> {
         Entry::new(
             "describe",
             "Describe a function",
-            "Describe a function (`pack.function` or an alias: signature, description, schemas, example calls) or a pack (its functions' signatures).",
+            "Describe a function (`pack.function` or an alias: signature, description, schemas, example calls) or a pack (its functions' signatures, and its prompts: render one from code as `pack.prompts.<name>(...)`).",
             json!({
                 "type": "object",
                 "properties": {
@@ -185,6 +185,11 @@ fn table() -> Vec<Entry> {
                         "type": "object",
                         "properties": {"signature": {"type": "string"}, "description": {"type": "string"}},
                         "required": ["signature", "description"],
+                    }},
+                    "prompts": {"type": "array", "description": "A pack's MCP prompts: name as listed, description, arguments.", "items": {
+                        "type": "object",
+                        "properties": {"name": {"type": "string"}, "description": {"type": "string"}, "arguments": {"type": "array"}},
+                        "required": ["name", "description", "arguments"],
                     }},
                 },
                 "required": ["kind", "name", "description"],

@@ -2,13 +2,15 @@
 //! own names, so packhost can stand in for one server transparently. Such
 //! a name must name one thing only: one that is also `run`, an alias, a
 //! snippet, or a function or prompt of another such pack stops the start,
-//! naming both. (A server pack's tools can arrive after the start: a clash
-//! among them is logged and the later one keeps only `pack.function`.)
+//! naming both. (A server pack's tools are its server's, and can arrive
+//! after the start: one whose name is taken is logged and keeps only
+//! `pack.function`.)
 
 use std::collections::BTreeMap;
 
 use super::{Executor, RUN_TOOL};
 use crate::{
+    backend::Backend,
     config::{Config, ConfigCode, ConfigError, ConfigProblem},
     tool_name::ToolName,
 };
@@ -27,10 +29,10 @@ impl Executor {
         }
         let registry = self.registry();
         let mut problems = Vec::new();
-        let unprefixed = registry
-            .packs
-            .values()
-            .filter(|pack| registry.unprefixed.contains(&pack.loaded.name));
+        let unprefixed = registry.packs.values().filter(|pack| {
+            registry.unprefixed.contains(&pack.loaded.name)
+                && !matches!(pack.loaded.backend, Backend::Server(_))
+        });
         for pack in unprefixed {
             let pack_name = &pack.loaded.name;
             let functions = pack.functions.iter().map(|f| ("function", &f.spec.name));

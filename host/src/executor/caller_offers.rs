@@ -8,7 +8,7 @@ use std::sync::Arc;
 use futures_util::future::join_all;
 use pack_api::{
     codes,
-    protocol::{COMPLETE, PROMPTS_GET, RESOURCES_READ},
+    protocol::{COMPLETE, PROMPTS_GET, RESOURCES_LIST, RESOURCES_READ, TEMPLATES_LIST},
 };
 use serde_json::{Value, json};
 
@@ -63,6 +63,25 @@ impl Executor {
             }));
         }
         items
+    }
+
+    /// The resources and templates `caller` may read, as code lists them:
+    /// [`Self::resources`] and [`Self::resource_templates`], then those
+    /// packs list for it.
+    pub(super) async fn all_resources(
+        self: &Arc<Self>,
+        caller: &Caller,
+    ) -> (Vec<Value>, Vec<Value>) {
+        let identity = &caller.identity;
+        let mut resources = as_json(self.resources(identity));
+        resources.extend(
+            self.caller_offers(RESOURCES_LIST, "resources", caller)
+                .await,
+        );
+        let mut templates = as_json(self.resource_templates(identity));
+        let listed = self.caller_offers(TEMPLATES_LIST, "resourceTemplates", caller);
+        templates.extend(listed.await);
+        (resources, templates)
     }
 
     /// Render prompt `name` (as listed) of a per-caller pack.
@@ -135,4 +154,10 @@ impl Executor {
         }
         None
     }
+}
+
+/// Specs (MCP's keys already) as JSON.
+fn as_json<T: serde::Serialize>(specs: Vec<T>) -> Vec<Value> {
+    let json = specs.iter().map(serde_json::to_value);
+    json.filter_map(Result::ok).collect()
 }

@@ -1,6 +1,7 @@
 //! The host as a pack's call sees it (`CallContext`): identity, logs,
 //! progress, cancellation, the catalog, and calls back into the executor
-//! from code (code mode), one level deeper each time.
+//! from code (code mode), one level deeper each time: of tools, and of the
+//! caller's prompts and resources (`code_offers`).
 
 use std::{future::Future, sync::Arc};
 
@@ -11,7 +12,10 @@ use packhost_command::Call;
 use serde_json::{Map, Value};
 use tokio_util::task::AbortOnDropHandle;
 
-use super::{Caller, Executor, Output};
+use super::{
+    Caller, Executor, Output,
+    code_offers::{Offer, no_positional},
+};
 use crate::{error::CallError, failure::Failure};
 
 /// Code mode can call tools that call tools; a loop must end somewhere.
@@ -91,6 +95,12 @@ impl CallContext for PackCallContext {
                 Ok(executor.offer(&pack, args)?)
             });
         }
+        if let Some(offer) = Offer::named(name.as_str()) {
+            return self.nested(name, move |executor, name, caller| async move {
+                let args = json_of(&name, &args)?;
+                executor.code_offer(offer, args, &caller).await
+            });
+        }
         self.nested(name, move |executor, name, caller| async move {
             let args: Value = json_of(&name, &args)?;
             executor
@@ -110,6 +120,13 @@ impl CallContext for PackCallContext {
             positional_json.as_str().to_owned(),
             keywords_json.as_str().to_owned(),
         );
+        if let Some(offer) = Offer::named(name.as_str()) {
+            return self.nested(name, move |executor, name, caller| async move {
+                no_positional(offer, &json_of::<Vec<Value>>(&name, &positional)?)?;
+                let args = json_of(&name, &keywords)?;
+                executor.code_offer(offer, args, &caller).await
+            });
+        }
         self.nested(name, move |executor, name, caller| async move {
             let call = Call {
                 args: json_of(&name, &positional)?,

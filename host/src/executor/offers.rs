@@ -29,7 +29,7 @@ impl Executor {
         visible
             .packs()
             .flat_map(|pack| {
-                let prompts = pack.offers.prompts.iter();
+                let prompts = pack.prompts().iter();
                 prompts.map(|spec| (visible.offered_name(pack, &spec.name), spec.clone()))
             })
             .collect()
@@ -147,8 +147,8 @@ impl Executor {
 /// The pack whose prompt clients call `name`, and the prompt's own name.
 fn prompt_named<'v>(visible: &'v Visible<'_>, name: &str) -> Option<(&'v PackEntry, String)> {
     visible.packs().find_map(|pack| {
-        let prompts = &pack.offers.prompts;
-        let spec = prompts
+        let spec = pack
+            .prompts()
             .iter()
             .find(|spec| visible.offered_name(pack, &spec.name) == name)?;
         Some((pack, spec.name.clone()))

@@ -11,8 +11,8 @@ use std::{
 
 use abi_stable::std_types::RString;
 use pack_api::{
-    Annotations, Catalog, CatalogTool, FunctionSpec, Manifest, Owner, PromptSpec, ResourceSpec,
-    TaskSupport, TemplateSpec,
+    Annotations, Catalog, CatalogPrompt, CatalogTool, FunctionSpec, Manifest, Owner, PromptSpec,
+    ResourceSpec, TaskSupport, TemplateSpec,
     projects::Project,
     protocol::{
         COMPLETE, PROMPTS_GET, PROMPTS_LIST, RESOURCES_LIST, RESOURCES_READ, RESOURCES_SUBSCRIBE,
@@ -150,6 +150,12 @@ impl PackEntry {
             reserved,
         }
     }
+
+    /// Its prompts, by their own names: wherever they are listed, rendered
+    /// or put in the catalog, they are read here.
+    pub(super) fn prompts(&self) -> &[PromptSpec] {
+        &self.offers.prompts
+    }
 }
 
 /// What a pack offers besides functions.
@@ -193,10 +199,6 @@ pub(super) struct Registry {
 
 impl Registry {
     pub(super) fn new(packs: BTreeMap<String, Arc<PackEntry>>, config: &CatalogConfig) -> Self {
-        let catalog = catalog(&packs, config);
-        let catalog_json = serde_json::to_string(&catalog)
-            .expect("a catalog is serialisable")
-            .into();
         let mut bare = BTreeMap::new();
         let unprefixed = packs
             .values()
@@ -204,7 +206,12 @@ impl Registry {
         for pack in unprefixed {
             for function in &pack.functions {
                 let qualified = ToolName::new(&pack.loaded.name, &function.spec.name).to_string();
-                // The start refused such clashes; a server's tools arrive later.
+                // The start refused such clashes of a library; a server's
+                // tools are its own and arrive later.
+                if function.spec.name == RUN_TOOL {
+                    tracing::warn!("`{qualified}` is not served as `run`: the tool `run` is");
+                    continue;
+                }
                 if let Some(first) = bare.get(&function.spec.name) {
                     tracing::warn!(
                         "`{qualified}` is not served as `{}`: `{first}` is (both packs have \
@@ -216,23 +223,32 @@ impl Registry {
                 bare.insert(function.spec.name.clone(), qualified);
             }
         }
-        Self {
+        let mut registry = Self {
             packs,
-            catalog: Arc::new(catalog),
-            catalog_json,
+            catalog: Arc::default(),
+            catalog_json: Arc::from(""),
             unprefixed: config.unprefixed.clone(),
             bare,
-        }
+        };
+        // Last: a prompt's name in it is the one the rest gives it.
+        let catalog = catalog(&registry, config);
+        registry.catalog_json = serde_json::to_string(&catalog)
+            .expect("a catalog is serialisable")
+            .into();
+        registry.catalog = Arc::new(catalog);
+        registry
     }
 
     /// What clients call function (or prompt) `name` of pack `pack`:
     /// `pack.name`, or `name` when the pack has `prefix = false`. A
     /// reserved name (`prompts/get`) is no pack's own: it keeps its pack.
     pub(super) fn listed(&self, pack: &str, name: &str) -> String {
-        if self.unprefixed.contains(pack) && !name.contains('/') {
+        let qualified = ToolName::new(pack, name).to_string();
+        let taken = name == RUN_TOOL || self.bare.get(name).is_some_and(|q| *q != qualified);
+        if self.unprefixed.contains(pack) && !name.contains('/') && !taken {
             name.to_owned()
         } else {
-            ToolName::new(pack, name).to_string()
+            qualified
         }
     }
 }
@@ -432,9 +448,10 @@ impl<'a> Visible<'a> {
         }
     }
 
-    /// The catalog the caller sees: the tools it may call and the projects
-    /// its organisation may see (the one place `[projects]`' `orgs` are
-    /// applied: `proj` and code mode show what this gives).
+    /// The catalog the caller sees: the tools it may call, its packs'
+    /// prompts and the projects its organisation may see (the one place
+    /// `[projects]`' `orgs` are applied: `proj` and code mode show what this
+    /// gives).
     pub(super) fn catalog(&self, config: &CatalogConfig) -> Arc<Catalog> {
         self.narrowed(config)
             .map_or_else(|| Arc::clone(&self.registry.catalog), Arc::new)
@@ -462,6 +479,8 @@ impl<'a> Visible<'a> {
             .tools
             .retain(|t| self.may_call_function(&t.pack, &t.function));
         catalog.aliases.retain(|name, _| self.alias(name).is_some());
+        // The rule `Executor::pack_prompts` lists them by.
+        catalog.prompts.retain(|p| self.pack(&p.pack).is_some());
         let tools = &catalog.tools;
         catalog
             .packs
@@ -476,7 +495,8 @@ impl<'a> Visible<'a> {
     }
 }
 
-fn catalog(packs: &BTreeMap<String, Arc<PackEntry>>, config: &CatalogConfig) -> Catalog {
+fn catalog(registry: &Registry, config: &CatalogConfig) -> Catalog {
+    let packs = &registry.packs;
     Catalog {
         tools: packs
             .values()
@@ -491,6 +511,16 @@ fn catalog(packs: &BTreeMap<String, Arc<PackEntry>>, config: &CatalogConfig) -> 
                     title: f.spec.title.clone(),
                     examples: f.spec.examples.clone(),
                     bare: config.unprefixed.contains(&pack.loaded.name),
+                })
+            })
+            .collect(),
+        prompts: packs
+            .values()
+            .flat_map(|pack| {
+                pack.prompts().iter().map(|spec| CatalogPrompt {
+                    pack: pack.loaded.name.clone(),
+                    spec: spec.clone(),
+                    bare: registry.listed(&pack.loaded.name, &spec.name) == spec.name,
                 })
             })
             .collect(),

@@ -20,7 +20,7 @@ use super::{
     rounds::{Retry, Step},
     wire::asking,
 };
-use crate::executor::Caller;
+use crate::executor::{Caller, prompt_arguments};
 
 impl PackhostServer {
     /// The caller's `[snippets]` (a parameter without a default is a
@@ -120,14 +120,7 @@ impl PackhostServer {
             result.description = given.description;
             return Ok(result.into());
         }
-        // Arguments are strings in MCP; anything else is taken as its JSON.
-        let arguments = arguments
-            .into_iter()
-            .map(|(name, value)| match value {
-                Value::String(text) => (name, text),
-                other => (name, other.to_string()),
-            })
-            .collect();
+        let arguments = prompt_arguments(arguments);
         let (description, text) = self
             .executor
             .prompt(&identity, &request.name, &arguments)

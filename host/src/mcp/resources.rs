@@ -3,15 +3,12 @@
 //! may call (read by the pack), those every caller sees and those a pack
 //! lists for this caller.
 
-use pack_api::{
-    Owner,
-    protocol::{RESOURCES_LIST, TEMPLATES_LIST},
-};
+use pack_api::protocol::{RESOURCES_LIST, TEMPLATES_LIST};
 use rmcp::{
     ErrorData, RoleServer,
     model::{
         ListResourceTemplatesResult, ListResourcesResult, ReadResourceRequestParams,
-        ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
+        ReadResourceResponse, ReadResourceResult,
     },
     service::RequestContext,
 };
@@ -31,21 +28,8 @@ impl PackhostServer {
         context: &RequestContext<RoleServer>,
     ) -> ListResourcesResult {
         let caller = self.caller_for(context);
-        let identity = &caller.identity;
-        let owner = Owner::new(&identity.org, &identity.user);
-        let kept = self
-            .executor
-            .results()
-            .list(&owner)
-            .into_iter()
-            .map(|(handle, kept)| {
-                Resource::new(format!("{URI_PREFIX}{handle}"), handle)
-                    .with_description(format!("The whole result of `{}`", kept.tool))
-                    .with_mime_type("text/plain")
-                    .with_size(kept.text.chars().count() as u64)
-            });
-        let packs = self.executor.pack_resources(identity);
-        let packs = packs.iter().filter_map(|spec| as_mcp(spec, &spec.uri));
+        let resources = self.executor.resources(&caller.identity);
+        let resources = resources.iter().filter_map(|spec| as_mcp(spec, &spec.uri));
         let listed = self
             .executor
             .caller_offers(RESOURCES_LIST, "resources", &caller);
@@ -53,25 +37,17 @@ impl PackhostServer {
         let per_caller = listed
             .iter()
             .filter_map(|item| as_mcp(item, &item["uri"].to_string()));
-        ListResourcesResult::with_all_items(kept.chain(packs).chain(per_caller).collect())
+        ListResourcesResult::with_all_items(resources.chain(per_caller).collect())
     }
 
-    /// Kept results as one template (a handle, from the result that kept
-    /// it or `resources/list`, names a whole result of the caller's own),
-    /// then its packs' templates.
+    /// Kept results as one template, then its packs' templates.
     pub(super) async fn resource_templates_list(
         &self,
         context: &RequestContext<RoleServer>,
     ) -> ListResourceTemplatesResult {
-        let kept = ResourceTemplate::new(format!("{URI_PREFIX}{{handle}}"), "kept result")
-            .with_description(
-                "The whole result of one of your calls that was too large to send whole: the \
-                 call's result links it (its handle also in `_meta`), until it expires",
-            )
-            .with_mime_type("text/plain");
         let caller = self.caller_for(context);
-        let templates = self.executor.pack_templates(&caller.identity);
-        let packs = templates
+        let templates = self.executor.resource_templates(&caller.identity);
+        let templates = templates
             .iter()
             .filter_map(|spec| as_mcp(spec, &spec.uri_template));
         let listed = self
@@ -81,8 +57,7 @@ impl PackhostServer {
         let per_caller = listed
             .iter()
             .filter_map(|item| as_mcp(item, &item["uriTemplate"].to_string()));
-        let templates = std::iter::once(kept).chain(packs).chain(per_caller);
-        ListResourceTemplatesResult::with_all_items(templates.collect())
+        ListResourceTemplatesResult::with_all_items(templates.chain(per_caller).collect())
     }
 
     /// A kept result of the caller's own, or a resource of a pack it may
@@ -94,16 +69,8 @@ impl PackhostServer {
         context: &RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let caller = self.caller_for(context);
-        let owner = Owner::new(&caller.identity.org, &caller.identity.user);
         let uri = request.uri;
-        let kept = uri
-            .strip_prefix(URI_PREFIX)
-            .and_then(|handle| self.executor.results().get(&owner, handle));
-        if let Some(kept) = kept {
-            let contents = ResourceContents::text(kept.text.to_string(), uri);
-            return Ok(ReadResourceResult::new(vec![contents]).into());
-        }
-        match self.executor.read_pack_resource(&uri, &caller).await {
+        match self.executor.read_resource(&uri, &caller).await {
             Some(read) => {
                 let read = read.map_err(|failure| protocol_error(&failure))?;
                 // Built anew, so that the wire's own fields (`resultType`) are set.

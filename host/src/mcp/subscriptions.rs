@@ -11,7 +11,6 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use pack_api::Owner;
 use rmcp::{
     ErrorData, RoleServer,
     model::ResourceUpdatedNotificationParam,
@@ -19,10 +18,7 @@ use rmcp::{
 };
 
 use super::{PackhostServer, request::protocol_error, resources::not_found};
-use crate::{
-    executor::{Subscription, UpdateSink},
-    results::URI_PREFIX,
-};
+use crate::executor::{Subscription, UpdateSink};
 
 /// The resources one session follows, by URI.
 #[derive(Default)]
@@ -43,13 +39,7 @@ impl PackhostServer {
         context: &RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let caller = self.caller_for(context);
-        let identity = &caller.identity;
-        let owner = Owner::new(&identity.org, &identity.user);
-        let kept = uri
-            .strip_prefix(URI_PREFIX)
-            .is_some_and(|handle| self.executor.results().get(&owner, handle).is_some());
-        if kept
-            || self.executor.serves_uri(identity, uri)
+        if self.executor.may_read(&caller.identity, uri)
             || self.subscriptions.held().contains_key(uri)
         {
             return Ok(());

@@ -10,6 +10,7 @@
 //! whatever the server keeps per session (roots, answers, resources it
 //! made) is that caller's. Listings go on the pack's own connection.
 
+mod lanes;
 mod links;
 mod names;
 mod offers;
@@ -23,14 +24,15 @@ use std::{
     time::Duration,
 };
 
-use mcp_downstream::{DownstreamError as Downstream, Endpoint, JsonObject, Pool};
+use mcp_downstream::{DownstreamError as Downstream, Endpoint, Event, JsonObject, Pool};
 use pack_api::{
     codes,
     protocol::{COMPLETE, PROMPTS_GET, RESOURCES_READ},
 };
-use serde_json::Value;
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
 
-use self::{links::Links, relay::CallerRelay};
+use self::{lanes::Lanes, links::Links, relay::CallerRelay};
 pub(crate) use self::{offers::offers, tools::functions};
 use crate::{
     executor::Caller,
@@ -49,12 +51,20 @@ pub(crate) struct Served {
     /// Why the server has not answered yet (its last failure), while it has
     /// not: what a call to the pack says meanwhile.
     unanswered: RwLock<Option<String>>,
+    /// Where what the server says on callers' connections goes.
+    lanes: Lanes,
 }
 
 impl Served {
     /// Say why the server does not answer (`None`: it does).
     pub(crate) fn set_unanswered(&self, why: Option<String>) {
         *self.unanswered.write().unwrap_or_else(|e| e.into_inner()) = why;
+    }
+
+    /// Hand on what pack `pack`'s server said outside a request on
+    /// caller connection `lane`.
+    pub(crate) fn heard(&self, pack: &str, lane: &str, event: Event) {
+        self.lanes.heard(pack, lane, event);
     }
 }
 
@@ -150,7 +160,7 @@ impl ServerPack {
         let called = self
             .pool
             .call_tool(
-                &self.lane(caller),
+                &self.lane_of(caller),
                 &self.endpoint,
                 &tool.name,
                 args,
@@ -252,6 +262,34 @@ impl ServerPack {
         }
     }
 
+    /// Subscribe `caller` to resource `uri`, on its connection: `updated`
+    /// runs at each update the server sends, until this is dropped (the
+    /// subscription then ends on the server too).
+    pub async fn watch(
+        &self,
+        uri: &str,
+        caller: &Caller,
+        updated: impl Fn(),
+    ) -> Result<(), Failure> {
+        let lane = self.lane(caller);
+        let mut updates = self.served.lanes.updates(&lane, uri);
+        self.forward("resources/subscribe", json!({ "uri": uri }), caller)
+            .await?;
+        let _subscribed = Subscribed {
+            pool: Arc::clone(&self.pool),
+            endpoint: self.endpoint.clone(),
+            lane,
+            uri: uri.to_owned(),
+            timeout: self.timeout,
+        };
+        loop {
+            match updates.recv().await {
+                Ok(()) | Err(RecvError::Lagged(_)) => updated(),
+                Err(RecvError::Closed) => return Ok(()),
+            }
+        }
+    }
+
     /// The connection of `caller`'s calls.
     fn lane(&self, caller: &Caller) -> String {
         let identity = &caller.identity;
@@ -259,8 +297,49 @@ impl ServerPack {
         mcp_downstream::lane(&self.name, &[&identity.org, &identity.user, &session])
     }
 
+    /// [`Self::lane`], whose log messages outside requests go to the client
+    /// of this call from now on.
+    fn lane_of(&self, caller: &Caller) -> String {
+        let lane = self.lane(caller);
+        self.served.lanes.log_to(&lane, caller.log.as_ref());
+        lane
+    }
+
     /// Close its connections.
     pub fn shutdown(&self) {
         self.pool.close_all();
+    }
+}
+
+/// A subscription on a server: ended there when dropped.
+struct Subscribed {
+    pool: Arc<Pool>,
+    endpoint: Endpoint,
+    lane: String,
+    uri: String,
+    timeout: Duration,
+}
+
+impl Drop for Subscribed {
+    fn drop(&mut self) {
+        let pool = Arc::clone(&self.pool);
+        let endpoint = self.endpoint.clone();
+        let (lane, uri, timeout) = (self.lane.clone(), self.uri.clone(), self.timeout);
+        tokio::spawn(async move {
+            let params = json!({ "uri": uri });
+            let ended = pool
+                .request(
+                    &lane,
+                    &endpoint,
+                    timeout,
+                    "resources/unsubscribe",
+                    params,
+                    None,
+                )
+                .await;
+            if let Err(e) = ended {
+                tracing::debug!(%lane, %uri, "unsubscribing failed: {e:?}");
+            }
+        });
     }
 }

@@ -8,7 +8,7 @@ use mcp_downstream::{Refusal, Relay};
 use pack_api::{LogLevel, codes};
 use serde_json::{Map, Value};
 
-use crate::executor::Caller;
+use crate::executor::{Caller, LogSink};
 
 /// JSON-RPC's "method not found": what a client that cannot answer a kind
 /// of question says.
@@ -60,20 +60,9 @@ impl Relay for CallerRelay {
     }
 
     fn log(&self, params: Value) {
-        let Some(log) = &self.caller.log else {
-            return;
-        };
-        let level = match params["level"].as_str().unwrap_or("info") {
-            "debug" => LogLevel::Debug,
-            "info" | "notice" => LogLevel::Info,
-            "warning" => LogLevel::Warn,
-            _ => LogLevel::Error,
-        };
-        let message = match &params["data"] {
-            Value::String(text) => text.clone(),
-            data => data.to_string(),
-        };
-        log(&self.pack, level, &message);
+        if let Some(sink) = &self.caller.log {
+            log_to(sink, &self.pack, &params);
+        }
     }
 
     fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
@@ -81,4 +70,20 @@ impl Relay for CallerRelay {
             sink(progress, total, message.unwrap_or_default());
         }
     }
+}
+
+/// Write a server's `notifications/message` (its params) to `sink`, as a
+/// line of pack `pack` at the nearest level.
+pub(super) fn log_to(sink: &LogSink, pack: &str, params: &Value) {
+    let level = match params["level"].as_str().unwrap_or("info") {
+        "debug" => LogLevel::Debug,
+        "info" | "notice" => LogLevel::Info,
+        "warning" => LogLevel::Warn,
+        _ => LogLevel::Error,
+    };
+    let message = match &params["data"] {
+        Value::String(text) => text.clone(),
+        data => data.to_string(),
+    };
+    sink(pack, level, &message);
 }

@@ -7,8 +7,10 @@ use serde_json::Value;
 
 use crate::{
     schema::{self, Object, Property, Ty},
-    select::{Selection, select},
+    select::{HOST_PACK, Selection, select},
 };
+
+mod offers;
 
 const HEADER: &str = "\
 # The packhost tools this code can call: a class per pack, a static method per
@@ -57,7 +59,21 @@ const KEYWORDS: &[&str] = &[
 /// out with a comment saying how to reach it.
 pub fn python(catalog: &Catalog, selection: &Selection) -> Result<String, PackError> {
     let selected = select(catalog, selection)?;
-    let reserved: Vec<String> = TAKEN.iter().map(|s| (*s).to_owned()).collect();
+    let prompts = |pack: &str, tools: &[&CatalogTool]| selected.prompts(pack, tools);
+    // `packhost`'s own members come with its class, when the caller sees it.
+    let host = selected.host && selected.packs.iter().any(|(pack, _)| *pack == HOST_PACK);
+    // `PromptResult` and `ResourceResult`, when anything names them.
+    let offered = host
+        || selected
+            .packs
+            .iter()
+            .any(|(pack, tools)| !prompts(pack, tools).is_empty());
+    let offer_names = offers::NAMES.iter().filter(|_| offered);
+    let reserved: Vec<String> = TAKEN
+        .iter()
+        .chain(offer_names)
+        .map(|s| (*s).to_owned())
+        .collect();
     let mut names = reserved.clone();
     let mut classes: Vec<&str> = Vec::new();
     for (pack, _) in &selected.packs {
@@ -73,7 +89,7 @@ pub fn python(catalog: &Catalog, selection: &Selection) -> Result<String, PackEr
         shadowed: Vec::new(),
         builtins: false,
     };
-    let mut body = String::new();
+    let mut body = String::from(if offered { offers::TYPES } else { "" });
     for (pack, tools) in &selected.packs {
         if !classes.contains(pack) {
             let reason = not_a_name(pack, &reserved).unwrap_or("a name the stubs use already");
@@ -101,6 +117,13 @@ pub fn python(catalog: &Catalog, selection: &Selection) -> Result<String, PackEr
         for method in methods {
             body.push('\n');
             body += &method;
+        }
+        let prompts = prompts(pack, tools);
+        if !prompts.is_empty() {
+            body += &offers::prompts_class(pack, &prompts);
+        }
+        if *pack == HOST_PACK && host {
+            body += offers::HOST_MEMBERS;
         }
     }
     let builtins = stubs.builtins;

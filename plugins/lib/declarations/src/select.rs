@@ -1,7 +1,11 @@
 //! Which tools and aliases of a catalog to declare.
 
-use pack_api::{Catalog, CatalogTool, names::did_you_mean};
+use pack_api::{Catalog, CatalogPrompt, CatalogTool, names::did_you_mean};
 use pack_sdk::PackError;
+
+/// The host's own pack (discovery), whose functions the `packhost` object
+/// of code mode carries beside its own members.
+pub(crate) const HOST_PACK: &str = "packhost";
 
 /// What to declare: everything (both `None`), one pack, one function of a
 /// pack, or one alias (its name as `pack`).
@@ -43,6 +47,24 @@ pub(crate) struct Selected<'a> {
     /// `(alias, target)` for aliases to selected tools; aliases to tools
     /// the catalog lacks are left out, as code mode leaves them out.
     pub aliases: Vec<(&'a str, &'a CatalogTool)>,
+    /// Whether everything or the host's own pack is selected: `packhost`'s
+    /// members besides its functions are declared then.
+    pub host: bool,
+    /// The prompts of the selected packs (none for a function or an alias).
+    prompts: Vec<&'a CatalogPrompt>,
+}
+
+impl<'a> Selected<'a> {
+    /// The prompts of `pack`, as code reaches them: `pack.prompts.<name>`,
+    /// unless a function of the pack is named `prompts` (code mode gives
+    /// that name to the function; `packhost.get_prompt` renders them).
+    pub fn prompts(&self, pack: &str, tools: &[&CatalogTool]) -> Vec<&'a CatalogPrompt> {
+        if tools.iter().any(|t| t.function == "prompts") {
+            return Vec::new();
+        }
+        let prompts = self.prompts.iter().copied();
+        prompts.filter(|p| p.pack == pack).collect()
+    }
 }
 
 pub(crate) fn select<'a>(
@@ -62,9 +84,13 @@ pub(crate) fn select<'a>(
         .iter()
         .filter_map(|(alias, target)| Some((alias.as_str(), target_of(target)?)))
         .collect();
+    let mut prompts: Vec<&CatalogPrompt> = Vec::new();
     let (tools, aliases): (Vec<&CatalogTool>, Vec<_>) = match (&selection.pack, &selection.function)
     {
-        (None, None) => (catalog.tools.iter().collect(), aliases),
+        (None, None) => {
+            prompts.extend(&catalog.prompts);
+            (catalog.tools.iter().collect(), aliases)
+        }
         (None, Some(function)) => {
             return Err(PackError::invalid_argument(format!(
                 "function `{function}` needs its pack"
@@ -78,7 +104,10 @@ pub(crate) fn select<'a>(
                 return alias(catalog, pack, function.as_deref(), &aliases);
             }
             let tools = match function {
-                None => tools,
+                None => {
+                    prompts.extend(catalog.prompts.iter().filter(|p| p.pack == *pack));
+                    tools
+                }
                 Some(function) => {
                     let tool = tools
                         .iter()
@@ -105,6 +134,12 @@ pub(crate) fn select<'a>(
     Ok(Selected {
         packs: by_pack(tools),
         aliases,
+        host: selection.function.is_none()
+            && selection
+                .pack
+                .as_deref()
+                .is_none_or(|pack| pack == HOST_PACK),
+        prompts,
     })
 }
 
@@ -128,6 +163,8 @@ fn alias<'a>(
     Ok(Selected {
         packs: by_pack(vec![target]),
         aliases: vec![(alias, target)],
+        host: false,
+        prompts: Vec::new(),
     })
 }
 

@@ -161,7 +161,16 @@ declare const proj: {
 /** Alias of `proj.read`. */
 declare const r: typeof proj.read;
 
-/** packhost itself: any tool by its full name, every pack, the projects. */
+/** A rendered prompt: MCP's GetPromptResult. A text message's content is `{ type: "text", text }`. */
+type PromptResult = {
+  description?: string;
+  messages: { role: "user" | "assistant"; content: { type: string; text?: string; [key: string]: unknown } }[];
+};
+
+/** A read resource: MCP's ReadResourceResult, text as `text`, bytes as base64 `blob`. */
+type ResourceResult = { contents: { uri: string; mimeType?: string; text?: string; blob?: string }[] };
+
+/** packhost itself: any tool by its full name, every pack, the projects, prompts and resources. */
 declare const packhost: {
   /** Call a tool by its full name: `packhost.call("proj.list", {})`. */
   call(tool: string, args?: { [key: string]: unknown }): Promise<unknown>;
@@ -171,6 +180,17 @@ declare const packhost: {
   };
   /** The projects you may see: name -> absolute path (books). */
   readonly projects: { readonly [name: string]: string };
+  /** Every prompt you may render (`pack.prompts.<name>(...)` renders one). */
+  prompts(): { name: string; description: string; arguments: { name: string; description?: string; required: boolean }[] }[];
+  /** Render prompt `name` as `packhost.prompts()` lists it. */
+  get_prompt(name: string, args?: { [argument: string]: string }): Promise<PromptResult>;
+  /** Read resource `uri`: a pack's (see `packhost.resources()`), or a kept result `packhost://results/<handle>`. */
+  read_resource(uri: string): Promise<ResourceResult>;
+  /** The resources you may read, and templates of more. */
+  resources(): Promise<{
+    resources: { uri: string; name: string; description?: string; mimeType?: string }[];
+    resourceTemplates: { uriTemplate: string; name: string; description?: string; mimeType?: string }[];
+  }>;
 };
 "#;
     assert_eq!(text, expected, "got:\n{text}");
@@ -947,4 +967,142 @@ fn summary_without_aliases_is_one_line_per_pack() {
     let catalog = catalog(vec![list(), read()], &[]);
     assert_eq!(summary(&catalog), "proj: list, read");
     assert_eq!(summary(&Catalog::default()), "");
+}
+
+fn with_prompts() -> Catalog {
+    use pack_api::{CatalogPrompt, PromptArgumentSpec, PromptSpec};
+    let argument = |name: &str, description: Option<&str>, required| PromptArgumentSpec {
+        name: name.to_owned(),
+        description: description.map(str::to_owned),
+        required,
+    };
+    let prompt = |name: &str, description: &str, arguments| CatalogPrompt {
+        pack: "fix".to_owned(),
+        spec: PromptSpec {
+            name: name.to_owned(),
+            description: Some(description.to_owned()),
+            arguments,
+            ..PromptSpec::default()
+        },
+        bare: false,
+    };
+    let mut catalog = catalog(
+        vec![
+            tool(
+                "fix",
+                "ping",
+                json!({"type": "object"}),
+                json!({"type": "string"}),
+            ),
+            tool(
+                "packhost",
+                "packs",
+                json!({"type": "object"}),
+                json!({"type": "object"}),
+            ),
+        ],
+        &[],
+    );
+    catalog.prompts = vec![
+        prompt(
+            "review",
+            "Review a change",
+            vec![
+                argument("diff", Some("The change"), true),
+                argument("tone", None, false),
+                argument("max-words", Some("At most"), false),
+            ],
+        ),
+        prompt("hello-there", "Odd name", vec![]),
+    ];
+    catalog
+}
+
+/// The part of `text` from `from` to the first `to` after it, `to` included.
+fn part<'a>(text: &'a str, from: &str, to: &str) -> &'a str {
+    let start = text
+        .find(from)
+        .unwrap_or_else(|| panic!("no {from:?} in:\n{text}"));
+    let end = text[start..].find(to).unwrap() + to.len();
+    &text[start..start + end]
+}
+
+#[test]
+fn a_packs_prompts_are_declared_in_its_namespace_and_packhost_reads_resources() {
+    let text = typescript(&with_prompts(), &Selection::all()).unwrap();
+    let expected = r#"declare const fix: {
+  ping(args?: { [key: string]: unknown }): Promise<string>;
+  /** Its MCP prompts: each renders with its arguments (strings) to a PromptResult. */
+  readonly prompts: {
+    /** Review a change */
+    review(args: {
+      /** The change */
+      diff: string;
+      tone?: string;
+      /** At most */
+      "max-words"?: string;
+    }): Promise<PromptResult>;
+    /** Odd name */
+    "hello-there"(args?: {}): Promise<PromptResult>;
+  };
+};
+"#;
+    assert_eq!(
+        part(&text, "declare const fix", "\n};\n"),
+        expected,
+        "got:\n{text}"
+    );
+    for member in [
+        "type PromptResult = {",
+        "type ResourceResult = {",
+        "  get_prompt(name: string, args?: { [argument: string]: string }): Promise<PromptResult>;\n",
+        "  read_resource(uri: string): Promise<ResourceResult>;\n",
+        "  resources(): Promise<{\n",
+        "} & {\n  packs(",
+    ] {
+        assert!(text.contains(member), "{member:?} in:\n{text}");
+    }
+    // A selected function brings no prompts.
+    let one = typescript(&with_prompts(), &Selection::function("fix", "ping")).unwrap();
+    assert!(!one.contains("readonly prompts"), "{one}");
+
+    let text = python(&with_prompts(), &Selection::all()).unwrap();
+    let expected = r#"class fix:
+    """`fix` pack."""
+
+    @staticmethod
+    def ping(**kwargs: Any) -> str: ...
+
+    class prompts:
+        """Its MCP prompts: each renders with its arguments (strings) to a PromptResult."""
+
+        @staticmethod
+        def review(*, diff: str, tone: str | None = None, **arguments: str) -> PromptResult:
+            """Review a change
+
+            Args:
+                diff: The change
+                tone: (optional)
+                "max-words": At most (optional)
+            """
+            ...
+
+        # prompt "hello-there" is not a Python identifier: render it as getattr(fix.prompts, "hello-there")(...)
+"#;
+    assert_eq!(
+        part(&text, "class fix:", "(...)\n"),
+        expected,
+        "got:\n{text}"
+    );
+    for member in [
+        "class PromptResult(TypedDict):",
+        "class ResourceResult(TypedDict):",
+        "    def read_resource(uri: str) -> ResourceResult:\n",
+        "    def get_prompt(name: str, **arguments: str) -> PromptResult:\n",
+    ] {
+        assert!(text.contains(member), "{member:?} in:\n{text}");
+    }
+    // Without prompts nor `packhost`, the stubs name neither type.
+    let plain = python(&proj(), &Selection::all()).unwrap();
+    assert!(!plain.contains("PromptResult"), "{plain}");
 }

@@ -1,13 +1,13 @@
 //! The TypeScript form: a `.d.ts` script (no import or export, so its
 //! declarations are globals, as `exec_ts` makes packs and aliases).
 
-use pack_api::{Catalog, CatalogTool};
+use pack_api::{Catalog, CatalogPrompt, CatalogTool};
 use pack_sdk::PackError;
 use serde_json::Value;
 
 use crate::{
     schema::{self, Object, Property, Ty},
-    select::{Selection, select},
+    select::{HOST_PACK, Selection, select},
 };
 
 const HEADER: &str = "\
@@ -76,15 +76,17 @@ pub fn typescript(catalog: &Catalog, selection: &Selection) -> Result<String, Pa
     // The host's own pack is part of the `packhost` global.
     let mut own = None;
     for (pack, tools) in &selected.packs {
+        let prompts = selected.prompts(pack, tools);
         if *pack == HOST_PACK {
-            own = Some(pack_type(tools, 0));
+            own = Some(pack_type(tools, &prompts, 0));
             continue;
         }
         out.push('\n');
         match not_global(pack, &globals) {
             None => {
                 out += &jsdoc(&[format!("`{pack}` pack")], 0);
-                out += &format!("declare const {pack}: {};\n", pack_type(tools, 0));
+                let ty = pack_type(tools, &prompts, 0);
+                out += &format!("declare const {pack}: {ty};\n");
                 globals.push(pack);
                 packs.push((pack, format!("typeof {pack}")));
             }
@@ -95,7 +97,7 @@ pub fn typescript(catalog: &Catalog, selection: &Selection) -> Result<String, Pa
                     quote(pack),
                     quote(&format!("{pack}.{}", tools[0].function)),
                 );
-                packs.push((pack, pack_type(tools, 4)));
+                packs.push((pack, pack_type(tools, &prompts, 4)));
             }
         }
     }
@@ -130,9 +132,6 @@ pub fn typescript(catalog: &Catalog, selection: &Selection) -> Result<String, Pa
     Ok(out)
 }
 
-/// The host's own pack (discovery), whose functions `packhost` carries.
-const HOST_PACK: &str = "packhost";
-
 /// Why `name` cannot be declared as a global, or `None`.
 fn not_global(name: &str, declared: &[&str]) -> Option<&'static str> {
     if !is_identifier(name) {
@@ -147,8 +146,10 @@ fn not_global(name: &str, declared: &[&str]) -> Option<&'static str> {
 }
 
 fn packhost(packs: &[(&str, String)], catalog: &Catalog, own: Option<String>) -> String {
-    let mut out = jsdoc(
-        &["packhost itself: any tool by its full name, every pack, the projects.".to_owned()],
+    let mut out = String::from(OFFER_TYPES);
+    out.push('\n');
+    out += &jsdoc(
+        &["packhost itself: any tool by its full name, every pack, the projects, prompts and resources.".to_owned()],
         0,
     );
     out += "declare const packhost: {\n";
@@ -182,6 +183,7 @@ fn packhost(packs: &[(&str, String)], catalog: &Catalog, own: Option<String>) ->
     };
     out += &jsdoc(&[projects], 2);
     out += "  readonly projects: { readonly [name: string]: string };\n";
+    out += OFFER_MEMBERS;
     match own {
         Some(functions) => out += &format!("}} & {functions};\n"),
         None => out += "};\n",
@@ -189,8 +191,8 @@ fn packhost(packs: &[(&str, String)], catalog: &Catalog, own: Option<String>) ->
     out
 }
 
-/// `{ fn(args: ...): Promise<...>; ... }` at `indent`.
-fn pack_type(tools: &[&CatalogTool], indent: usize) -> String {
+/// `{ fn(args: ...): Promise<...>; ...; prompts: {...} }` at `indent`.
+fn pack_type(tools: &[&CatalogTool], prompts: &[&CatalogPrompt], indent: usize) -> String {
     let inner = " ".repeat(indent + 2);
     let mut out = String::from("{\n");
     for tool in tools {
@@ -200,10 +202,75 @@ fn pack_type(tools: &[&CatalogTool], indent: usize) -> String {
         let (parameter, result) = signature(tool, indent + 2);
         out += &format!("{inner}{}{parameter}: {result};\n", member(&tool.function));
     }
+    if !prompts.is_empty() {
+        let doc = "Its MCP prompts: each renders with its arguments (strings) to a PromptResult.";
+        out += &jsdoc(&[doc.to_owned()], indent + 2);
+        out += &format!(
+            "{inner}readonly prompts: {};\n",
+            prompts_type(prompts, indent + 2)
+        );
+    }
     out += &" ".repeat(indent);
     out.push('}');
     out
 }
+
+/// `{ name(args: { argument: string; ... }): Promise<PromptResult>; ... }`
+/// at `indent`.
+fn prompts_type(prompts: &[&CatalogPrompt], indent: usize) -> String {
+    let inner = " ".repeat(indent + 2);
+    let mut out = String::from("{\n");
+    for prompt in prompts {
+        let spec = &prompt.spec;
+        out += &jsdoc(spec.description.as_slice(), indent + 2);
+        let optional = spec.arguments.iter().all(|a| !a.required);
+        let mut arguments = String::from("{");
+        for argument in &spec.arguments {
+            arguments += &format!("\n{}", jsdoc(argument.description.as_slice(), indent + 4));
+            let mark = if argument.required { "" } else { "?" };
+            arguments += &format!("{inner}  {}{mark}: string;", member(&argument.name));
+        }
+        if !spec.arguments.is_empty() {
+            arguments += &format!("\n{inner}");
+        }
+        arguments.push('}');
+        let mark = if optional { "?" } else { "" };
+        out += &format!(
+            "{inner}{}(args{mark}: {arguments}): Promise<PromptResult>;\n",
+            member(&spec.name)
+        );
+    }
+    out += &" ".repeat(indent);
+    out.push('}');
+    out
+}
+
+/// What rendering a prompt and reading a resource give, which `packhost`
+/// and the packs' `prompts` name.
+const OFFER_TYPES: &str = "\
+/** A rendered prompt: MCP's GetPromptResult. A text message's content is `{ type: \"text\", text }`. */
+type PromptResult = {
+  description?: string;
+  messages: { role: \"user\" | \"assistant\"; content: { type: string; text?: string; [key: string]: unknown } }[];
+};
+
+/** A read resource: MCP's ReadResourceResult, text as `text`, bytes as base64 `blob`. */
+type ResourceResult = { contents: { uri: string; mimeType?: string; text?: string; blob?: string }[] };
+";
+
+/// `packhost`'s prompts and resources, at indent 2.
+const OFFER_MEMBERS: &str = "  /** Every prompt you may render (`pack.prompts.<name>(...)` renders one). */
+  prompts(): { name: string; description: string; arguments: { name: string; description?: string; required: boolean }[] }[];
+  /** Render prompt `name` as `packhost.prompts()` lists it. */
+  get_prompt(name: string, args?: { [argument: string]: string }): Promise<PromptResult>;
+  /** Read resource `uri`: a pack's (see `packhost.resources()`), or a kept result `packhost://results/<handle>`. */
+  read_resource(uri: string): Promise<ResourceResult>;
+  /** The resources you may read, and templates of more. */
+  resources(): Promise<{
+    resources: { uri: string; name: string; description?: string; mimeType?: string }[];
+    resourceTemplates: { uriTemplate: string; name: string; description?: string; mimeType?: string }[];
+  }>;
+";
 
 /// `(args: ...) => Promise<...>`: an alias whose pack is no global.
 fn function_type(tool: &CatalogTool, indent: usize) -> String {

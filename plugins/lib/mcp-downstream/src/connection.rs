@@ -27,11 +27,11 @@ use crate::{
     endpoint::{Endpoint, check_public_literal},
     ledger::Ledger,
     reason::transport_reason,
-    relay::{Client, Running},
+    relay::{Client, Registered, Running},
     settings::PoolSettings,
     spawn::{ended, spawn},
     stderr::{StderrTail, forward_stderr},
-    transport::StdioTransport,
+    transport::{InOrder, StdioTransport},
 };
 
 pub(crate) struct Connection {
@@ -94,10 +94,12 @@ pub(crate) struct Lost {
     pub(crate) unsent: bool,
 }
 
-/// Send `request` on `connection` and wait for the answer.
+/// Send `request` on `connection` and wait for the answer; `relaying`
+/// learns its progress token.
 pub(crate) async fn send(
     connection: &Connection,
     request: ClientRequest,
+    relaying: Option<&Registered>,
 ) -> Result<ServerResult, Lost> {
     let peer = connection.service.peer();
     // An error here: the service loop never got the request.
@@ -108,6 +110,9 @@ pub(crate) async fn send(
             error,
             unsent: true,
         })?;
+    if let Some(relaying) = relaying {
+        relaying.sent_with(handle.progress_token.clone());
+    }
     let mut waiting = Waiting {
         peer: peer.clone(),
         id: Some(handle.id.clone()),
@@ -205,9 +210,12 @@ pub(crate) async fn connect(
                 Arc::clone(&tail),
             ));
             let ledger = Arc::new(Ledger::default());
-            let transport = StdioTransport {
-                inner: AsyncRwTransport::new_client(stdout, stdin),
-                ledger: Arc::clone(&ledger),
+            let transport = InOrder {
+                inner: StdioTransport {
+                    inner: AsyncRwTransport::new_client(stdout, stdin),
+                    ledger: Arc::clone(&ledger),
+                },
+                running: Arc::clone(&running),
             };
             let service = match client.serve(transport).await {
                 Ok(service) => service,
@@ -220,6 +228,7 @@ pub(crate) async fn connect(
                     });
                 }
             };
+            hear_every_log(&service).await;
             Ok(Connection {
                 service,
                 running,
@@ -245,11 +254,15 @@ pub(crate) async fn connect(
             }
             let config =
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
-            let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
+            let transport = InOrder {
+                inner: StreamableHttpClientTransport::with_client(http.clone(), config),
+                running: Arc::clone(&running),
+            };
             let service = client
                 .serve(transport)
                 .await
                 .map_err(|e| handshake_failed(&e))?;
+            hear_every_log(&service).await;
             Ok(Connection {
                 service,
                 running,
@@ -259,5 +272,19 @@ pub(crate) async fn connect(
                 _scratch: None,
             })
         }
+    }
+}
+
+/// Ask a server that logs for all its messages: packhost hands each on at
+/// the level its own client asked for. One that refuses logs at its own.
+#[allow(deprecated)] // logging is the 2025-11-25 servers' (see relay.rs)
+async fn hear_every_log(service: &RunningService<RoleClient, Client>) {
+    let peer = service.peer();
+    let logs = peer
+        .peer_info()
+        .is_some_and(|info| info.capabilities.logging.is_some());
+    if logs {
+        let all = rmcp::model::SetLevelRequestParams::new(rmcp::model::LoggingLevel::Debug);
+        let _ = peer.set_level(all).await;
     }
 }

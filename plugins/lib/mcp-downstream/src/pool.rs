@@ -204,8 +204,9 @@ impl Pool {
         let mut resent = false;
         let (connection, error) = loop {
             let connection = self.connection(key, &slot).await?;
-            let (request, _relaying) = sent.on(&connection)?;
-            let outcome = tokio::time::timeout_at(deadline, send(&connection, request)).await;
+            let (request, relaying) = sent.on(&connection)?;
+            let sending = send(&connection, request, relaying.as_ref());
+            let outcome = tokio::time::timeout_at(deadline, sending).await;
             *slot.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
             let lost = match outcome {
                 Ok(Ok(result)) => match answer(result) {
@@ -387,24 +388,17 @@ impl Sent {
     }
 
     /// The request as sent on `connection`: with a relay, registered there
-    /// (until the returned guard drops) under a progress token of its own.
+    /// (until the returned guard drops).
     fn on(
         &self,
         connection: &Connection,
     ) -> Result<(ClientRequest, Option<Registered>), DownstreamError> {
-        let mut params = self.params.clone();
-        let registered = self.relay.as_ref().map(|relay| {
-            let (token, registered) = connection.running.register(Arc::clone(relay));
-            if let Value::Object(params) = &mut params {
-                let meta = params.entry("_meta").or_insert_with(|| json!({}));
-                meta["progressToken"] = serde_json::to_value(token).unwrap_or_default();
-            }
-            registered
-        });
-        let request = serde_json::from_value(json!({"method": self.method, "params": params}))
-            .map_err(|e| {
-                DownstreamError::Rejected(format!("`{}` is not an MCP request: {e}", self.method))
-            })?;
+        let registered =
+            (self.relay.as_ref()).map(|relay| connection.running.register(Arc::clone(relay)));
+        let request = json!({"method": self.method, "params": self.params});
+        let request = serde_json::from_value(request).map_err(|e| {
+            DownstreamError::Rejected(format!("`{}` is not an MCP request: {e}", self.method))
+        })?;
         Ok((request, registered))
     }
 }

@@ -27,8 +27,8 @@ use rmcp::{
     ClientHandler, ErrorData, RoleClient,
     model::{
         ClientInfo, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-        ElicitResult, ListRootsResult, LoggingMessageNotificationParam, ProgressNotificationParam,
-        ProgressToken, ResourceUpdatedNotificationParam,
+        ElicitResult, ListRootsResult, LoggingMessageNotificationParam, ProgressToken,
+        ResourceUpdatedNotificationParam, ServerNotification,
     },
     service::{NotificationContext, RequestContext},
 };
@@ -94,10 +94,18 @@ pub fn lane(base: &str, owner: &[&str]) -> String {
     format!("{base}@{}", parts.join("/"))
 }
 
-/// The requests running on one connection with a [`Relay`], oldest first.
+/// The requests running on one connection with a [`Relay`], oldest first,
+/// with the progress token rmcp gave each (it sets its own on every
+/// request).
 #[derive(Default)]
 pub(crate) struct Running {
-    requests: Mutex<Vec<(u64, Arc<dyn Relay>)>>,
+    requests: Mutex<Vec<Request>>,
+}
+
+struct Request {
+    id: u64,
+    token: Option<ProgressToken>,
+    relay: Arc<dyn Relay>,
 }
 
 /// A request's place in [`Running`]; leaves it when dropped.
@@ -107,43 +115,76 @@ pub(crate) struct Registered {
 }
 
 impl Running {
-    /// Add a request relaying to `relay`: its progress token and its place.
-    pub(crate) fn register(self: &Arc<Self>, relay: Arc<dyn Relay>) -> (ProgressToken, Registered) {
+    /// Add a request relaying to `relay`.
+    pub(crate) fn register(self: &Arc<Self>, relay: Arc<dyn Relay>) -> Registered {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let id = NEXT.fetch_add(1, Ordering::Relaxed);
-        self.lock().push((id, relay));
-        let token = ProgressToken(rmcp::model::NumberOrString::String(
-            format!("packhost-{id}").into(),
-        ));
-        let registered = Registered {
+        let request = Request {
+            id,
+            token: None,
+            relay,
+        };
+        self.lock().push(request);
+        Registered {
             running: Arc::clone(self),
             id,
-        };
-        (token, registered)
+        }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u64, Arc<dyn Relay>)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Request>> {
         self.requests.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn oldest(&self) -> Option<Arc<dyn Relay>> {
-        self.lock().first().map(|(_, relay)| Arc::clone(relay))
+        self.lock().first().map(|r| Arc::clone(&r.relay))
     }
 
     fn by_token(&self, token: &ProgressToken) -> Option<Arc<dyn Relay>> {
-        let rmcp::model::NumberOrString::String(token) = &token.0 else {
-            return None;
-        };
-        let id: u64 = token.strip_prefix("packhost-")?.parse().ok()?;
         let requests = self.lock();
-        let found = requests.iter().find(|(own, _)| *own == id);
-        found.map(|(_, relay)| Arc::clone(relay))
+        let found = requests.iter().find(|r| r.token.as_ref() == Some(token));
+        found.map(|r| Arc::clone(&r.relay))
+    }
+}
+
+impl Registered {
+    /// The request went out with progress token `token`.
+    pub(crate) fn sent_with(&self, token: ProgressToken) {
+        let mut requests = self.running.lock();
+        if let Some(request) = requests.iter_mut().find(|r| r.id == self.id) {
+            request.token = Some(token);
+        }
+    }
+}
+
+impl Running {
+    /// Hand `notification` to the request it belongs to: whether it did
+    /// (a progress report of a running request, or a log message while one
+    /// runs).
+    pub(crate) fn took(&self, notification: &ServerNotification) -> bool {
+        match notification {
+            ServerNotification::ProgressNotification(notice) => {
+                let params = &notice.params;
+                let Some(relay) = self.by_token(&params.progress_token) else {
+                    return false;
+                };
+                relay.progress(params.progress, params.total, params.message.clone());
+                true
+            }
+            ServerNotification::LoggingMessageNotification(notice) => {
+                let Some(relay) = self.oldest() else {
+                    return false;
+                };
+                relay.log(serde_json::to_value(&notice.params).unwrap_or_default());
+                true
+            }
+            _ => false,
+        }
     }
 }
 
 impl Drop for Registered {
     fn drop(&mut self) {
-        self.running.lock().retain(|(id, _)| *id != self.id);
+        self.running.lock().retain(|r| r.id != self.id);
     }
 }
 
@@ -222,26 +263,14 @@ impl ClientHandler for Client {
         self.relay("elicitation/create", params).await
     }
 
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        if let Some(relay) = self.running.by_token(&params.progress_token) {
-            relay.progress(params.progress, params.total, params.message);
-        }
-    }
-
+    /// A log message no running request took (see [`Running::took`]).
     async fn on_logging_message(
         &self,
         params: LoggingMessageNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
         let params = serde_json::to_value(params).unwrap_or_default();
-        match self.running.oldest() {
-            Some(relay) => relay.log(params),
-            None => (self.events)(&self.key, Event::Log(params)),
-        }
+        (self.events)(&self.key, Event::Log(params));
     }
 
     async fn on_resource_updated(

@@ -1,4 +1,5 @@
-//! The stdio transport: rmcp's, keeping a [`Ledger`].
+//! The transports: rmcp's stdio, keeping a [`Ledger`]; and any, handing a
+//! request's progress and log messages to its caller in order ([`InOrder`]).
 
 use std::{future::Future, io, sync::Arc};
 
@@ -10,7 +11,7 @@ use rmcp::{
 };
 use tokio::process::{ChildStdin, ChildStdout};
 
-use crate::ledger::Ledger;
+use crate::{ledger::Ledger, relay::Running};
 
 /// rmcp's newline-delimited stdio transport, keeping a [`Ledger`].
 ///
@@ -63,6 +64,42 @@ impl Transport<RoleClient> for StdioTransport {
 
     fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
         self.inner.receive()
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
+
+/// A transport that hands each progress and log notification of a running
+/// request to its caller as it is read, before anything read after it:
+/// rmcp runs notification handlers as tasks of their own, which can lose
+/// the race with the request's answer, and a client must hear a call's
+/// progress and logs before its result.
+pub(crate) struct InOrder<T> {
+    pub(crate) inner: T,
+    pub(crate) running: Arc<Running>,
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for InOrder<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        loop {
+            let message = self.inner.receive().await?;
+            match message {
+                JsonRpcMessage::Notification(notice) if self.running.took(&notice.notification) => {
+                }
+                message => return Some(message),
+            }
+        }
     }
 
     fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {

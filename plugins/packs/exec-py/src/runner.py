@@ -89,15 +89,66 @@ class _Function:
         return _call(self._tool, list(args), kwargs)
 
 
+class _Prompt:
+    """A pack's MCP prompt: called with its arguments by name, it renders to
+    MCP's GetPromptResult as a dict, `{"description"?, "messages": [{"role",
+    "content": {"type": "text", "text"} or another content block}]}`."""
+
+    def __init__(self, spec):
+        self._listed = spec["listed"]
+        arguments = spec.get("arguments") or []
+        shown = ", ".join(a["name"] + ("" if a.get("required") else "?") for a in arguments)
+        self._signature = f"{self._listed}({shown})"
+        lines = [f"{a['name']}: {a.get('description') or ''}" for a in arguments]
+        self.__doc__ = "\n".join([self._signature, "", spec.get("description") or "", *lines])
+
+    def __repr__(self):
+        return f"<packhost prompt {self._signature}>"
+
+    def __call__(self, *args, **arguments):
+        if args:
+            raise TypeError(f"prompt `{self._listed}` takes its arguments by name: {self._signature}")
+        return _render(self._listed, arguments)
+
+
+def _render(listed, arguments):
+    # An optional argument left as None is not given (prompt arguments are strings).
+    given = {name: value for name, value in arguments.items() if value is not None}
+    return _call("prompts/get", [], {"name": listed, "arguments": given})
+
+
+class _Prompts:
+    """`<pack>.prompts`: the pack's prompts by name."""
+
+    def __init__(self, pack, prompts):
+        self._pack, self._prompts = pack, prompts
+
+    def __repr__(self):
+        return f"<packhost prompts of {self._pack}: {', '.join(self._prompts) or '(none)'}>"
+
+    def __dir__(self):
+        return list(self._prompts)
+
+    def __getattr__(self, attribute):
+        if attribute.startswith("__"):
+            raise AttributeError(attribute)
+        try:
+            return self._prompts[attribute]
+        except KeyError:
+            raise AttributeError(f"pack `{self._pack}` has no prompt `{attribute}`; prompts: {', '.join(self._prompts) or '(none)'}") from None
+
+
 class _Pack:
-    def __init__(self, name, functions):
+    def __init__(self, name, functions, prompts=None):
         self._name, self._functions = name, functions
+        # A function named `prompts` keeps its name; its pack's prompts are then `packhost.get_prompt`'s.
+        self._prompts = None if "prompts" in functions else _Prompts(name, prompts or {})
 
     def __repr__(self):
         return f"<packhost pack {self._name}: {', '.join(self._functions)}>"
 
     def __dir__(self):
-        return list(self._functions)
+        return list(self._functions) + ([] if self._prompts is None else ["prompts"])
 
     def _missing(self, attribute):
         return AttributeError(f"pack `{self._name}` has no function `{attribute}`; functions: {', '.join(self._functions) or '(none)'}")
@@ -105,10 +156,11 @@ class _Pack:
     def __getattr__(self, attribute):
         if attribute.startswith("__"):
             raise AttributeError(attribute)
-        try:
+        if attribute in self._functions:
             return self._functions[attribute]
-        except KeyError:
-            raise self._missing(attribute) from None
+        if attribute == "prompts" and self._prompts is not None:
+            return self._prompts
+        raise self._missing(attribute)
 
 
 class ProjectPath(pathlib.PosixPath):
@@ -118,24 +170,52 @@ class ProjectPath(pathlib.PosixPath):
 class _Projects(_Pack):
     """`proj`: its functions, and every project as a ProjectPath."""
 
-    def __init__(self, name, functions, projects):
-        super().__init__(name, functions)
+    def __init__(self, name, functions, prompts, projects):
+        super().__init__(name, functions, prompts)
         self._projects = projects
 
     def __dir__(self):
-        return list(self._functions) + list(self._projects)
+        return super().__dir__() + list(self._projects)
 
-    def __getattr__(self, attribute):
-        if attribute.startswith("__"):
-            raise AttributeError(attribute)
-        if attribute in self._functions:
-            return self._functions[attribute]
-        if attribute in self._projects:
-            return ProjectPath(self._projects[attribute])
-        raise AttributeError(
+    def _missing(self, attribute):
+        return AttributeError(
             f"`proj` has no function or project `{attribute}`; functions: {', '.join(self._functions) or '(none)'}; "
             f"projects: {', '.join(self._projects) or '(none)'}"
         )
+
+    def __getattr__(self, attribute):
+        if attribute in self._projects and not attribute.startswith("__"):
+            return ProjectPath(self._projects[attribute])
+        return super().__getattr__(attribute)
+
+
+class _Host(_Pack):
+    """`packhost`: the host's own functions (discovery, kept results), and
+    the caller's prompts and resources as its MCP client sees them."""
+
+    def __init__(self, name, functions, prompts):
+        super().__init__(name, functions)
+        self._all_prompts = prompts
+
+    def __dir__(self):
+        return super().__dir__() + ["get_prompt", "prompts", "read_resource", "resources"]
+
+    def prompts(self):
+        """Every prompt you may render: [{"name", "description", "arguments": [{"name", "description"?, "required"}]}]."""
+        return [{"name": p["listed"], "description": p.get("description") or "", "arguments": p.get("arguments") or []} for p in self._all_prompts]
+
+    def get_prompt(self, name, **arguments):
+        """Render prompt `name` as `packhost.prompts()` lists it: MCP's GetPromptResult as a dict."""
+        return _render(name, arguments)
+
+    def read_resource(self, uri):
+        """Read resource `uri` (a pack's, or a kept result `packhost://results/<handle>`): MCP's
+        ReadResourceResult as a dict, `{"contents": [{"uri", "mimeType"?, "text"} or {..., "blob": base64}]}`."""
+        return _call("resources/read", [], {"uri": uri})
+
+    def resources(self):
+        """The resources you may read: {"resources": [{"uri", "name", ...}], "resourceTemplates": [{"uriTemplate", "name", ...}]}."""
+        return _call("resources/list", [], {})
 
 
 class _Namespace(dict):
@@ -168,12 +248,18 @@ def _namespace(bindings, dotted):
     namespace = _Namespace(__name__="__main__", __builtins__=builtins, PackError=PackError, ProjectPath=ProjectPath, __dotted__=dotted)
     if bindings is None:
         return namespace
-    packs = {}
+    packs, prompts = {}, {}
     for tool in bindings.get("tools", []):
         function = _Function(f"{tool['pack']}.{tool['function']}", tool["signature"], tool.get("description", ""))
         packs.setdefault(tool["pack"], {})[tool["function"]] = function
+    for prompt in bindings.get("prompts", []):
+        packs.setdefault(prompt["pack"], {})
+        prompts.setdefault(prompt["pack"], {})[prompt["name"]] = _Prompt(prompt)
     for name, functions in packs.items():
-        namespace[name] = _Projects(name, functions, bindings.get("projects", {})) if name == "proj" else _Pack(name, functions)
+        own = prompts.get(name)
+        namespace[name] = _Projects(name, functions, own, bindings.get("projects", {})) if name == "proj" else _Pack(name, functions, own)
+    # `packhost` is there also for a caller that may not call its functions: its prompts and resources are.
+    namespace["packhost"] = _Host("packhost", packs.get("packhost", {}), bindings.get("prompts", []))
     aliases = []
     for alias, target in (bindings.get("aliases") or {}).items():
         pack, _, function = target.partition(".")

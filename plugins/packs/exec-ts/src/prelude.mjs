@@ -2,7 +2,8 @@
 // It reads what the caller may reach from the private channel (fd 3, apart
 // from the stdout and stderr the code prints on), then makes every pack a
 // global namespace of async functions (`await proj.list()`), every alias a
-// function, and `packhost.call("pack.function", {...})` for any name. Calls
+// function, every pack's prompts `pack.prompts.<name>`, `packhost.call("pack.function", {...})`
+// for any name, and `packhost.read_resource(uri)`. Calls
 // go over the channel to the pack, which hands them to the host with the
 // caller's identity; the host binds and checks the arguments.
 import net from 'node:net';
@@ -103,16 +104,42 @@ for (const tool of bindings.tools) {
   (packs[tool.pack] ??= {})[tool.function] = bound;
 }
 
-function namespace(pack, functions) {
-  const listed = Object.keys(functions).join(', ');
+// Prompt `listed` rendered with `args` (MCP's GetPromptResult), for `caller`.
+function render(listed, args, caller) {
+  if (args !== undefined && (args === null || typeof args !== 'object' || Array.isArray(args))) {
+    throw thrownAt(caller, new TypeError(`prompt ${listed} takes one object of named arguments, as in ({ name: "value" })`));
+  }
+  return request('prompts/get', { name: listed, arguments: args ?? {} }, caller);
+}
+
+// Every pack's prompts: pack -> name -> render function.
+const prompts = {};
+for (const prompt of bindings.prompts ?? []) {
+  const bound = (args) => render(prompt.listed, args, bound);
+  Object.defineProperty(bound, 'name', { value: prompt.name });
+  bound.description = prompt.description;
+  bound[inspect.custom] = () => `[packhost prompt ${prompt.listed}]`;
+  (prompts[prompt.pack] ??= {})[prompt.name] = bound;
+  packs[prompt.pack] ??= {};
+}
+
+// What `what` names, or a TypeError saying what there is.
+function members(what, kind, named) {
+  const listed = Object.keys(named).join(', ');
   const traps = {
     get(target, key) {
       // `await pack` and serialisers probe these: absent, not an error.
       if (typeof key === 'symbol' || key in target || key === 'then' || key === 'toJSON') return target[key];
-      throw thrownAt(traps.get, new TypeError(`pack \`${pack}\` has no function \`${key}\`; functions: ${listed || '(none)'}`));
+      throw thrownAt(traps.get, new TypeError(`${what} has no ${kind} \`${key}\`; ${kind}s: ${listed || '(none)'}`));
     },
   };
-  return new Proxy(functions, traps);
+  return new Proxy(named, traps);
+}
+
+// A pack's functions, and its prompts as `prompts` (unless a function has that name).
+function namespace(pack, functions) {
+  const own = 'prompts' in functions ? {} : { prompts: members(`pack \`${pack}\``, 'prompt', prompts[pack] ?? {}) };
+  return members(`pack \`${pack}\``, 'function', { ...functions, ...own });
 }
 
 const taken = [];
@@ -137,6 +164,20 @@ globalThis.packhost = Object.freeze({
   /** Any tool by its full name: `packhost.call("proj.list", {})`. */
   call: function call(tool, args) {
     return request(tool, args, call);
+  },
+  /** Every prompt you may render: [{ name, description, arguments }]. */
+  prompts: () => (bindings.prompts ?? []).map(({ listed, description, arguments: args }) => ({ name: listed, description, arguments: args })),
+  /** Prompt `name` as `packhost.prompts()` lists it, rendered: MCP's GetPromptResult. */
+  get_prompt: function get_prompt(name, args) {
+    return render(name, args, get_prompt);
+  },
+  /** Resource `uri` (a pack's, or a kept result): MCP's ReadResourceResult. */
+  read_resource: function read_resource(uri) {
+    return request('resources/read', { uri }, read_resource);
+  },
+  /** The resources you may read: { resources, resourceTemplates }. */
+  resources: function resources() {
+    return request('resources/list', {}, resources);
   },
   /** Every pack's functions, including packs whose names a global already had. */
   packs: Object.fromEntries(Object.entries(others).map(([pack, functions]) => [pack, namespace(pack, functions)])),

@@ -11,6 +11,14 @@
 //! [`OFFER`]). A pack built before these existed never declares nor asks,
 //! so it loads and works unchanged.
 //!
+//! Code mode reaches the caller's prompts and resources the other way,
+//! through [`CallContext::call_tool`](crate::CallContext::call_tool) or
+//! [`CallContext::call_with`](crate::CallContext::call_with) (keyword
+//! arguments only) with [`PROMPTS_GET`] (`{"name"}` as the prompt is
+//! listed, [`crate::CatalogPrompt::listed`]), [`RESOURCES_READ`] and
+//! [`RESOURCES_LIST`]: the host answers them for the call's caller as it
+//! answers that caller's MCP client.
+//!
 //! Offers per caller. A pack whose manifest says `offers_per_caller` is
 //! asked, with the caller's context, for what that caller sees:
 //! [`PROMPTS_LIST`], [`RESOURCES_LIST`], [`TEMPLATES_LIST`]. The host lists
@@ -36,6 +44,13 @@ pub const PROMPTS_GET: &str = "prompts/get";
 /// `ReadResourceResult`.
 pub const RESOURCES_READ: &str = "resources/read";
 
+/// Host, list the resources this call's caller may read: arguments `{}`;
+/// the result is `{"resources", "resourceTemplates"}` under MCP's names
+/// (its kept results first, then its packs'). And (offers per caller)
+/// pack, list this caller's resources: arguments `{}`; the result is MCP's
+/// `ListResourcesResult` (one page).
+pub const RESOURCES_LIST: &str = "resources/list";
+
 /// Pack, complete an argument of a prompt or resource template: arguments
 /// MCP's `CompleteRequest` params; the result is MCP's `CompleteResult`.
 pub const COMPLETE: &str = "completion/complete";
@@ -57,10 +72,6 @@ pub const OFFER: &str = "functions/offer";
 /// Pack, list this caller's prompts: arguments `{}`; the result is MCP's
 /// `ListPromptsResult` (one page), prompts under their own names.
 pub const PROMPTS_LIST: &str = "prompts/list";
-
-/// Pack, list this caller's resources: arguments `{}`; the result is MCP's
-/// `ListResourcesResult` (one page).
-pub const RESOURCES_LIST: &str = "resources/list";
 
 /// Pack, list this caller's resource templates: arguments `{}`; the result
 /// is MCP's `ListResourceTemplatesResult` (one page).

@@ -216,6 +216,11 @@ pub struct ContentResult {
 pub struct Catalog {
     /// Pack functions, in listing order.
     pub tools: Vec<CatalogTool>,
+    /// The MCP prompts of the caller's packs, in listing order: code
+    /// renders them through [`crate::protocol::PROMPTS_GET`]. (Hosts
+    /// before it did not send them.)
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prompts: Vec<CatalogPrompt>,
     /// The packs of these tools: name -> its one-line description. (Hosts
     /// before it did not send it.)
     #[serde(default)]
@@ -300,6 +305,31 @@ impl CatalogTool {
             self.function.clone()
         } else {
             self.name()
+        }
+    }
+}
+
+/// One prompt of a pack in a [`Catalog`].
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct CatalogPrompt {
+    /// Pack call name.
+    pub pack: String,
+    /// The prompt, its name the pack's own.
+    #[serde(flatten)]
+    pub spec: PromptSpec,
+    /// Whether it goes by its own name (its pack has `prefix = false`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub bare: bool,
+}
+
+impl CatalogPrompt {
+    /// How clients see it listed, and how [`crate::protocol::PROMPTS_GET`]
+    /// names it: `pack.prompt`, or the prompt's own name when it goes by it.
+    pub fn listed(&self) -> String {
+        if self.bare {
+            self.spec.name.clone()
+        } else {
+            crate::names::qualified(&self.pack, &self.spec.name)
         }
     }
 }

@@ -33,9 +33,12 @@ struct ToolCall {
     kwargs: Map<String, Value>,
 }
 
-/// What code needs to bind every tool the caller may reach, without the
-/// schemas (typed declarations are generated apart): `{tools: [{pack,
-/// function, signature, description}], aliases, projects}`.
+/// What code needs to bind every tool and prompt the caller may reach,
+/// without the schemas (typed declarations are generated apart): `{tools:
+/// [{pack, function, signature, description}], prompts: [{pack, name,
+/// listed, description, arguments: [{name, description?, required}]}],
+/// aliases, projects}`. Code renders a prompt by its `listed` name
+/// (`pack_api::protocol::PROMPTS_GET`).
 pub fn bindings(catalog: &Catalog) -> Value {
     let tools: Vec<Value> = catalog
         .tools
@@ -49,7 +52,25 @@ pub fn bindings(catalog: &Catalog) -> Value {
             })
         })
         .collect();
-    json!({ "tools": tools, "aliases": catalog.aliases, "projects": catalog.projects })
+    let prompts: Vec<Value> = catalog
+        .prompts
+        .iter()
+        .map(|p| {
+            json!({
+                "pack": p.pack,
+                "name": p.spec.name,
+                "listed": p.listed(),
+                "description": p.spec.description.as_deref().unwrap_or_default(),
+                "arguments": p.spec.arguments,
+            })
+        })
+        .collect();
+    json!({
+        "tools": tools,
+        "prompts": prompts,
+        "aliases": catalog.aliases,
+        "projects": catalog.projects,
+    })
 }
 
 /// When serving ends besides the code's process being gone.

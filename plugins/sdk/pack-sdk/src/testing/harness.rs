@@ -125,6 +125,7 @@ impl PackTest {
             aliases: BTreeMap::new(),
             projects: visible,
             identity: Some(self.identity.clone()),
+            ..Catalog::default()
         };
         let ctx = CallContext_TO::from_ptr(
             RArc::new(TestCall {
