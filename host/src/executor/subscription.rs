@@ -74,7 +74,7 @@ impl Executor {
     }
 
     /// Start `pack`'s subscribe call for `uri`, and wait until it says it
-    /// follows the URI, or ends.
+    /// follows the URI, or ends, or the pack's time limit passed.
     async fn subscribe_in(
         self: &Arc<Self>,
         pack: String,
@@ -82,6 +82,14 @@ impl Executor {
         caller: &Caller,
         updates: UpdateSink,
     ) -> Result<Subscription, Failure> {
+        let limit = self.registry().packs.get(&pack).map(|p| p.loaded.timeout);
+        let limit = limit.unwrap_or_default();
+        let out_of_time = CallError::OutOfTime {
+            tool: self.registry().listed(&pack, RESOURCES_SUBSCRIBE),
+            pack: pack.clone(),
+            limit,
+            own: false,
+        };
         let (subscribed, followed) = oneshot::channel();
         let cancel = CancellationToken::new();
         let caller = Caller {
@@ -112,6 +120,7 @@ impl Executor {
                 )),
                 Err(_) => Failure::internal("the subscription's task ended"),
             }),
+            () = tokio::time::sleep(limit) => Err(out_of_time.into()),
         }
     }
 
