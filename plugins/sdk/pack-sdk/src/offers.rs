@@ -342,6 +342,32 @@ mod tests {
     }
 
     #[test]
+    fn with_offers_per_caller_what_is_not_static_is_not_found_here() {
+        let mut offers = offers();
+        let complete = |name: &str| json!({"ref": {"type": "ref/prompt", "name": name}, "argument": {"name": "file", "value": ""}});
+        // Without a per-caller handler, any prompt completes to nothing.
+        assert!(offers.complete("notes", &complete("other")).is_ok());
+        offers.per_caller = Some(Arc::new(|_, _, _, _| Box::pin(async { Ok(json!({})) })));
+        let unknown = refused(offers.complete("notes", &complete("other")));
+        assert_eq!(unknown.code(), codes::NOT_FOUND);
+        // A static prompt without a completer still completes to nothing.
+        assert!(offers.complete("notes", &complete("review")).is_ok());
+        let handled: Vec<String> = offers
+            .handlers("notes")
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        for name in [
+            PROMPTS_LIST,
+            RESOURCES_LIST,
+            TEMPLATES_LIST,
+            RESOURCES_SUBSCRIBE,
+        ] {
+            assert!(handled.iter().any(|n| n == name), "{name} in {handled:?}");
+        }
+    }
+
+    #[test]
     fn completions_are_at_most_a_hundred_and_say_how_many_more() {
         let values: Vec<String> = (0..150).map(|n| n.to_string()).collect();
         let result = completion(values);
