@@ -4,9 +4,7 @@
 //! `input_required` and a signed `requestState`, and the retry continues
 //! the call, which only the caller it was given to can do.
 
-use std::{process::Stdio, time::Duration};
-
-use packhost_tests::{conformance_pack, http::HttpHost, venv_python};
+use packhost_tests::{conformance_pack, http::HttpHost, official::script_lines, venv_python};
 use serde_json::{Value, json};
 
 use crate::http::token;
@@ -46,36 +44,11 @@ pub(crate) async fn client(
             .map(|(n, (tool, arguments))| json!({"id": format!("c{n}"), "tool": tool, "arguments": arguments}))
             .collect::<Vec<_>>(),
     });
-    let path = host.dir.path().join("spec.json");
-    std::fs::write(&path, spec.to_string()).unwrap();
     let (python, script) = match sdk {
         Sdk::V1 => (venv_python(), "client.py"),
         Sdk::V2 => (mcp2_python(), "client_mrtr.py"),
     };
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("official-clients")
-        .join(script);
-    let output = tokio::process::Command::new(python)
-        .arg(script)
-        .arg(&path)
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(120), output)
-        .await
-        .expect("the Python client finished within 2 minutes")
-        .expect("run the Python client");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "client failed: {}\n{stdout}\nhost: {}",
-        String::from_utf8_lossy(&output.stderr),
-        host.stderr()
-    );
-    stdout
-        .lines()
-        .map(|line| serde_json::from_str(line).expect("a JSON line"))
-        .collect()
+    script_lines(&python, script, &spec, host).await
 }
 
 /// The interpreter of the venv with the official SDK 2.x (`./dev test`

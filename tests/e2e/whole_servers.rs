@@ -4,12 +4,11 @@
 //! subscriptions, the links its tools return, its questions answered by
 //! the client whose call caused them, and its log messages.
 
-use std::{process::Stdio, time::Duration};
-
 use packhost_tests::{
     TestHost,
     downstream::{HttpServer, everything_stdio},
     http::HttpHost,
+    official::script_lines,
     ok, venv_python,
 };
 use serde_json::{Value, json};
@@ -39,41 +38,7 @@ pub(crate) async fn steps(
         "answers": answers,
         "steps": steps,
     });
-    let path = host
-        .dir
-        .path()
-        .join(format!("whole-{}.json", rand_suffix()));
-    std::fs::write(&path, spec.to_string()).unwrap();
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("official-clients")
-        .join("whole.py");
-    let output = tokio::process::Command::new(venv_python())
-        .arg(script)
-        .arg(&path)
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(120), output)
-        .await
-        .expect("the Python client finished within 2 minutes")
-        .expect("run the Python client");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "client failed: {}\n{stdout}\nhost: {}",
-        String::from_utf8_lossy(&output.stderr),
-        host.stderr()
-    );
-    stdout
-        .lines()
-        .map(|line| serde_json::from_str(line).expect("a JSON line"))
-        .collect()
-}
-
-fn rand_suffix() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    NEXT.fetch_add(1, Ordering::Relaxed)
+    script_lines(&venv_python(), "whole.py", &spec, host).await
 }
 
 /// The output of step `id`; panics with every line when it failed.

@@ -323,7 +323,9 @@ impl ServerHandler for PackhostServer {
                 .enable_tool_list_changed()
                 .enable_resources()
                 .enable_resources_subscribe()
+                .enable_resources_list_changed()
                 .enable_prompts()
+                .enable_prompts_list_changed()
                 .enable_completions()
                 .enable_logging()
                 .enable_tasks()
@@ -375,18 +377,30 @@ impl ServerHandler for PackhostServer {
     }
 
     /// Tell the client whenever the tools change (a server pack's tools
-    /// appearing), until its session ends.
+    /// appearing), and the prompts and resources (a server pack's lists
+    /// changing), until its session ends.
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let peer = context.peer;
         let ended = self.session.0.clone();
         let mut generations = self.executor.generations();
+        let mut offers = self.executor.offer_changes();
         tokio::spawn(async move {
             loop {
-                tokio::select! {
+                let sent = tokio::select! {
                     () = ended.cancelled() => break,
-                    changed = generations.changed() => if changed.is_err() { break },
-                }
-                if peer.notify_tool_list_changed().await.is_err() {
+                    changed = generations.changed() => match changed {
+                        Ok(()) => peer.notify_tool_list_changed().await,
+                        Err(_) => break,
+                    },
+                    changed = offers.changed() => match changed {
+                        Ok(()) => match peer.notify_prompt_list_changed().await {
+                            Ok(()) => peer.notify_resource_list_changed().await,
+                            failed => failed,
+                        },
+                        Err(_) => break,
+                    },
+                };
+                if sent.is_err() {
                     break;
                 }
             }

@@ -15,6 +15,7 @@
 //!   answer (a JSON-RPC error), [`DownstreamError::Upstream`] the connection's fault.
 #![deny(missing_docs)]
 
+mod client;
 mod confine;
 mod connection;
 mod endpoint;
