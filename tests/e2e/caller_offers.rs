@@ -4,9 +4,9 @@
 //! that caller only; a subscription hears the pack's updates until it is
 //! ended, and no other caller hears them.
 
-use std::{process::Stdio, time::Duration};
+use std::time::Duration;
 
-use packhost_tests::{http::HttpHost, venv_python};
+use packhost_tests::{http::HttpHost, official::script_lines, venv_python};
 use serde_json::{Value, json};
 
 use crate::http::token;
@@ -15,31 +15,7 @@ use crate::http::token;
 /// lines, one per step.
 async fn offers_client(host: &HttpHost, tokens: Value, steps: &[Value]) -> Vec<Value> {
     let spec = json!({"url": host.url(), "tokens": tokens, "steps": steps});
-    let path = host.dir.path().join("offers.json");
-    std::fs::write(&path, spec.to_string()).unwrap();
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("official-clients/offers.py");
-    let output = tokio::process::Command::new(venv_python())
-        .arg(script)
-        .arg(&path)
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(120), output)
-        .await
-        .expect("the Python client finished within 2 minutes")
-        .expect("run the Python client");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "client failed: {}\n{stdout}\nhost: {}",
-        String::from_utf8_lossy(&output.stderr),
-        host.stderr()
-    );
-    stdout
-        .lines()
-        .map(|line| serde_json::from_str(line).expect("a JSON line"))
-        .collect()
+    script_lines(&venv_python(), "offers.py", &spec, host).await
 }
 
 fn step(caller: &str, what: &str, args: Value) -> Value {

@@ -126,4 +126,3 @@ impl ClientHandler for Client {
         (self.events)(&self.key, Event::ResourcesChanged);
     }
 }
-

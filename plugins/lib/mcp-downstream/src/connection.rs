@@ -24,10 +24,10 @@ use tempfile::TempDir;
 
 use crate::{
     check_url,
+    client::Client,
     endpoint::{Endpoint, check_public_literal},
     ledger::Ledger,
     reason::transport_reason,
-    client::Client,
     relay::{Registered, Running},
     settings::PoolSettings,
     spawn::{ended, spawn},
