@@ -175,6 +175,7 @@ pub async fn connect_all(config: &Config) -> (Vec<LoadedPack>, Servers) {
                 prompts: offers.prompts,
                 resources: offers.resources,
                 resource_templates: offers.templates,
+                ..Manifest::default()
             },
             backend: Backend::Server(Box::new(pack)),
             timeout,

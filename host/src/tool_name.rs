@@ -61,13 +61,9 @@ pub fn is_identifier(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-/// A server's tool name as a function name: every character that is not a
-/// letter or digit becomes `_` (`get-sum` → `get_sum`).
-pub fn identifier(raw: &str) -> String {
-    raw.chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect()
-}
+/// A server's tool name as a function name (`remote_mcp` names its
+/// integrations' prompts by the same rule).
+pub use pack_api::names::identifier;
 
 #[cfg(test)]
 mod tests {

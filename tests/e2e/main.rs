@@ -3,6 +3,7 @@
 
 mod approval;
 mod asking;
+mod caller_offers;
 mod calls;
 mod cli;
 mod code_mode_offers;
@@ -24,6 +25,7 @@ mod pack_offers;
 mod proj;
 mod prompts;
 mod remote_mcp;
+mod remote_offers;
 mod results;
 mod robustness;
 mod run_front;

@@ -459,13 +459,19 @@ async fn one_connection_serves_many_calls_and_a_killed_server_is_restarted() {
     }
 }
 
-/// How many times the host's log says `key`'s server was connected (its
-/// process started, for a stdio server).
-fn connections(log: &str, key: &str) -> usize {
+/// How many times the host's log says a server of integration `id` was
+/// connected (its process started, for a stdio server), on the
+/// integration's own connection or on a caller's (`id@org/user`).
+fn connections(log: &str, id: &str) -> usize {
+    let ours = |key: &str| key == id || key.starts_with(&format!("{id}@"));
     log.lines()
-        .filter(|l| {
-            l.contains(&format!("`{key}`: connected to"))
-                || l.contains(&format!("`{key}`: reconnected to"))
+        .filter(|line| {
+            let parts: Vec<&str> = line.split('`').collect();
+            parts.windows(2).any(|pair| {
+                ours(pair[0])
+                    && (pair[1].starts_with(": connected to")
+                        || pair[1].starts_with(": reconnected to"))
+            })
         })
         .count()
 }

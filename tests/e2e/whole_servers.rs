@@ -27,7 +27,12 @@ fn everything(extra: &str) -> String {
 
 /// The official Python client's output of `steps` (see
 /// tests/official-clients/whole.py), as `token`, answering with `answers`.
-async fn steps(host: &HttpHost, token: Option<&str>, answers: Value, steps: Value) -> Vec<Value> {
+pub(crate) async fn steps(
+    host: &HttpHost,
+    token: Option<&str>,
+    answers: Value,
+    steps: Value,
+) -> Vec<Value> {
     let spec = json!({
         "transport": {"http": {"url": host.url(), "token": token}},
         "answers": answers,
@@ -37,7 +42,7 @@ async fn steps(host: &HttpHost, token: Option<&str>, answers: Value, steps: Valu
 }
 
 /// The output of step `id`; panics with every line when it failed.
-fn output<'a>(lines: &'a [Value], id: &str) -> &'a Value {
+pub(crate) fn output<'a>(lines: &'a [Value], id: &str) -> &'a Value {
     let line = lines
         .iter()
         .find(|l| l["id"] == id)
@@ -46,7 +51,7 @@ fn output<'a>(lines: &'a [Value], id: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("step {id} failed: {line}\n{lines:#?}"))
 }
 
-fn text_of(result: &Value) -> String {
+pub(crate) fn text_of(result: &Value) -> String {
     let texts: Vec<&str> = result["content"]
         .as_array()
         .into_iter()

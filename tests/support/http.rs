@@ -145,6 +145,14 @@ impl HttpHost {
     /// An MCP client of the stateless 2026-07-28 wire (`server/discover`,
     /// no session).
     pub async fn stateless_client(&self) -> Result<RunningService<RoleClient, Recorder>, String> {
+        self.stateless_client_as(None).await
+    }
+
+    /// [`Self::stateless_client`] with bearer `token`.
+    pub async fn stateless_client_as(
+        &self,
+        token: Option<&str>,
+    ) -> Result<RunningService<RoleClient, Recorder>, String> {
         use rmcp::{
             model::ProtocolVersion,
             service::{ClientLifecycleMode, ClientServiceExt as _},
@@ -153,7 +161,7 @@ impl HttpHost {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         };
         Recorder::default()
-            .serve_with_lifecycle(self.transport(None), lifecycle)
+            .serve_with_lifecycle(self.transport(token), lifecycle)
             .await
             .map_err(|e| e.to_string())
     }

@@ -15,6 +15,7 @@ use pack_api::LogLevel;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
+use super::subscription::Subscriber;
 use crate::{failure::Failure, identity::Identity};
 
 /// Receives progress reports of one call: (progress, total, message).
@@ -66,6 +67,9 @@ pub struct Caller {
     /// When the call that made this one is cut (code mode); `None` for a
     /// call from a client, which has its pack's time limit only.
     pub deadline: Option<Instant>,
+    /// Where a pack's `resources/subscribe` call reports; `None` for
+    /// every other call.
+    pub subscriber: Option<Arc<Subscriber>>,
 }
 
 impl Caller {
@@ -82,6 +86,7 @@ impl Caller {
             cancel: CancellationToken::new(),
             depth: 0,
             deadline: None,
+            subscriber: None,
         }
     }
 }

@@ -76,6 +76,9 @@ impl CallContext for PackCallContext {
     }
 
     fn call_tool(&self, name: RStr<'_>, args_json: RStr<'_>) -> FfiFuture<CallResult> {
+        if let Some(report) = super::subscription::report(self, name.as_str(), args_json.as_str()) {
+            return report;
+        }
         let args = args_json.as_str().to_owned();
         if name.as_str() == protocol::INPUT {
             let pack = self.pack.clone();
@@ -144,7 +147,7 @@ impl PackCallContext {
     /// A call made from the pack's code, one level deeper. Runs on the pack's
     /// thread: the work goes to the host's runtime, and the pack gets a future
     /// that only waits for it (dropping it aborts it).
-    fn nested<F, Fut>(&self, name: RStr<'_>, call: F) -> FfiFuture<CallResult>
+    pub(super) fn nested<F, Fut>(&self, name: RStr<'_>, call: F) -> FfiFuture<CallResult>
     where
         F: FnOnce(Arc<Executor>, String, Caller) -> Fut + Send + 'static,
         Fut: Future<Output = Result<Value, Failure>> + Send + 'static,
@@ -153,6 +156,8 @@ impl PackCallContext {
         let name = name.as_str().to_owned();
         let caller = Caller {
             depth: self.caller.depth + 1,
+            // A call made from here reports on no subscription of this one.
+            subscriber: None,
             ..self.caller.clone()
         };
         let task = AbortOnDropHandle::new(self.executor.runtime.spawn(async move {

@@ -84,10 +84,8 @@ impl Executor {
             }
             Offer::List => {
                 no_more(offer, &args)?;
-                Ok(json!({
-                    "resources": self.resources(&caller.identity),
-                    "resourceTemplates": self.resource_templates(&caller.identity),
-                }))
+                let (resources, templates) = self.all_resources(caller).await;
+                Ok(json!({"resources": resources, "resourceTemplates": templates}))
             }
         }
     }

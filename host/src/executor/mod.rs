@@ -49,6 +49,7 @@ mod aliases;
 mod arguments;
 mod bare;
 mod caller;
+mod caller_offers;
 mod code_mode;
 mod code_offers;
 mod exposure;
@@ -59,11 +60,13 @@ mod prompts;
 mod registry;
 mod resources;
 mod served;
+mod subscription;
 
 pub use caller::{Answers, Ask, Caller, LogSink, ProgressSink, Questions, SessionId};
 pub use code_offers::prompt_arguments;
 use exposure::Exposure;
 pub use registry::{Offers, ToolInfo};
+pub use subscription::{Subscription, UpdateSink};
 
 /// Holds the loaded packs and dispatches every call.
 pub struct Executor {

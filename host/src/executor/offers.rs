@@ -3,7 +3,8 @@
 //! may call the pack, and rendered, read or completed by a call into the
 //! pack under the reserved names of `pack_api::protocol`, through
 //! [`Executor::dispatch`] (the caller's identity, the pack's time limit,
-//! the client's cancellation), exactly as a function call.
+//! the client's cancellation), exactly as a function call. What packs list
+//! per caller comes after the static offers (`caller_offers`).
 
 use std::sync::Arc;
 
@@ -68,7 +69,10 @@ impl Executor {
         caller: &Caller,
     ) -> Option<Result<Value, Failure>> {
         let visible = self.visible(&caller.identity);
-        let (pack, own) = prompt_named(&visible, name)?;
+        let Some((pack, own)) = prompt_named(&visible, name) else {
+            let per_caller = self.render_caller_prompt(&visible, name, arguments, caller);
+            return per_caller.await;
+        };
         let args = json!({"name": own, "arguments": arguments});
         Some(self.call_reserved(pack, PROMPTS_GET, args, caller).await)
     }
@@ -81,7 +85,9 @@ impl Executor {
         caller: &Caller,
     ) -> Option<Result<Value, Failure>> {
         let visible = self.visible(&caller.identity);
-        let pack = owner_of_uri(&visible, uri)?;
+        let Some(pack) = owner_of_uri(&visible, uri) else {
+            return self.read_caller_resource(&visible, uri, caller).await;
+        };
         let args = json!({ "uri": uri });
         Some(self.call_reserved(pack, RESOURCES_READ, args, caller).await)
     }
@@ -99,23 +105,28 @@ impl Executor {
         let reference = &request["ref"];
         let pack = match reference["type"].as_str() {
             Some("ref/prompt") => {
-                let (pack, own) = prompt_named(&visible, reference["name"].as_str()?)?;
-                request["ref"]["name"] = own.into();
-                pack
+                let named = prompt_named(&visible, reference["name"].as_str()?);
+                named.map(|(pack, own)| {
+                    request["ref"]["name"] = own.into();
+                    pack
+                })
             }
             _ => {
                 let uri = reference["uri"].as_str()?;
                 visible.packs().find(|pack| {
                     let templates = &pack.offers.templates;
                     templates.iter().any(|t| t.uri_template == uri)
-                })?
+                })
             }
         };
-        Some(self.call_reserved(pack, COMPLETE, request, caller).await)
+        match pack {
+            Some(pack) => Some(self.call_reserved(pack, COMPLETE, request, caller).await),
+            None => self.complete_caller(&visible, &request, caller).await,
+        }
     }
 
     /// Call reserved name `name` of `pack` as a call of one of its functions.
-    async fn call_reserved(
+    pub(super) async fn call_reserved(
         self: &Arc<Self>,
         pack: &PackEntry,
         name: &str,

@@ -14,7 +14,10 @@ use pack_api::{
     Annotations, Catalog, CatalogPrompt, CatalogTool, FunctionSpec, Manifest, Owner, PromptSpec,
     ResourceSpec, TaskSupport, TemplateSpec,
     projects::Project,
-    protocol::{COMPLETE, PROMPTS_GET, RESOURCES_READ},
+    protocol::{
+        COMPLETE, PROMPTS_GET, PROMPTS_LIST, RESOURCES_LIST, RESOURCES_READ, RESOURCES_SUBSCRIBE,
+        TEMPLATES_LIST,
+    },
 };
 use packhost_command::Snippet;
 use serde_json::Value;
@@ -100,8 +103,8 @@ pub(super) struct PackEntry {
     /// server lists now.
     pub(super) offers: Arc<Offers>,
     /// What renders its prompts, reads its resources and completes their
-    /// arguments: `pack_api::protocol`'s names, called as functions are
-    /// (none when its manifest offers nothing).
+    /// arguments (and lists and follows them, per caller): `pack_api::protocol`'s
+    /// names, called as functions are (none when its manifest offers nothing).
     pub(super) reserved: Vec<Function>,
 }
 
@@ -112,13 +115,24 @@ impl PackEntry {
         functions: Vec<Function>,
         offers: Arc<Offers>,
     ) -> Self {
-        let reserved = if !offers.is_empty() {
+        let per_caller = loaded.manifest.offers_per_caller;
+        let reserved = if !offers.is_empty() || per_caller {
             let any_object = serde_json::json!({"type": "object"});
+            let per_caller = [
+                PROMPTS_LIST,
+                RESOURCES_LIST,
+                TEMPLATES_LIST,
+                RESOURCES_SUBSCRIBE,
+            ];
+            let per_caller = per_caller
+                .iter()
+                .filter(|_| loaded.manifest.offers_per_caller);
             let names = [PROMPTS_GET, RESOURCES_READ, COMPLETE];
             let specs: Vec<FunctionSpec> = names
-                .into_iter()
+                .iter()
+                .chain(per_caller)
                 .map(|name| FunctionSpec {
-                    name: name.to_owned(),
+                    name: (*name).to_owned(),
                     description: format!("MCP's `{name}` of the pack"),
                     input_schema: any_object.clone(),
                     output_schema: any_object.clone(),
@@ -350,6 +364,16 @@ impl<'a> Visible<'a> {
     /// What clients call prompt `name` of `pack`.
     pub(super) fn offered_name(&self, pack: &PackEntry, name: &str) -> String {
         self.registry.listed(&pack.loaded.name, name)
+    }
+
+    /// The pack's own name of prompt `listed`, when clients may call one of
+    /// `pack`'s prompts so (the reverse of [`Self::offered_name`]).
+    pub(super) fn own_name<'n>(&self, pack: &PackEntry, listed: &'n str) -> Option<&'n str> {
+        let name = pack.loaded.name.as_str();
+        if self.registry.unprefixed.contains(name) {
+            return Some(listed);
+        }
+        listed.strip_prefix(name)?.strip_prefix('.')
     }
 
     /// The functions of `pack` the caller may call.

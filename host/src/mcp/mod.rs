@@ -54,6 +54,7 @@ mod prompts;
 mod request;
 mod resources;
 mod rounds;
+mod subscriptions;
 mod tasks;
 mod wire;
 pub use rounds::STATE_KEY_VARIABLE;
@@ -86,6 +87,8 @@ pub struct PackhostServer {
     prompt_rounds: Arc<Rounds<Option<Result<Value, Failure>>>>,
     /// Calls running as tasks, every session's.
     tasks: Arc<Tasks>,
+    /// The pack resources this session follows.
+    subscriptions: Arc<subscriptions::Subscriptions>,
 }
 
 struct Listing {
@@ -132,6 +135,7 @@ impl PackhostServer {
             rounds: Arc::new(Rounds::new(Arc::clone(&states))),
             prompt_rounds: Arc::new(Rounds::new(states)),
             tasks: Arc::default(),
+            subscriptions: Arc::default(),
         })
     }
 
@@ -140,6 +144,7 @@ impl PackhostServer {
         Self {
             session: Arc::new(SessionEnd(CancellationToken::new(), SessionId::unique())),
             log: SessionLog::default(),
+            subscriptions: Arc::default(),
             ..self.clone()
         }
     }
@@ -338,17 +343,22 @@ impl ServerHandler for PackhostServer {
     /// On the 2026-07-28 wire, a `subscriptions/listen` stream may carry
     /// tool list changes: the only list that changes while packhost runs
     /// (a server pack's tools appearing); its prompts are its config's, and
-    /// kept results are each caller's own.
+    /// kept results are each caller's own. And updates of the resources it
+    /// names (see `subscriptions`).
     fn accepted_subscription_filter(
         &self,
-        _requested: &SubscriptionFilter,
+        requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        Some(SubscriptionFilter::builder().tools_list_changed().build())
+        let uris = requested.resource_subscriptions.clone().unwrap_or_default();
+        let filter = SubscriptionFilter::builder().tools_list_changed();
+        Some(filter.resource_subscriptions(uris).build())
     }
 
     /// One `subscriptions/listen` stream: a tool list change each time the
-    /// tools change, until the client ends it.
+    /// tools change, and the updates of the resources it follows, until
+    /// the client ends it.
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let _followed = self.follow_listened(&subscription).await;
         let mut generations = self.executor.generations();
         loop {
             tokio::select! {
@@ -425,7 +435,7 @@ impl ServerHandler for PackhostServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Ok(self.resources_list(&context))
+        Ok(self.resources_list(&context).await)
     }
 
     async fn list_resource_templates(
@@ -433,7 +443,7 @@ impl ServerHandler for PackhostServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Ok(self.resource_templates_list(&context))
+        Ok(self.resource_templates_list(&context).await)
     }
 
     async fn read_resource(
@@ -449,14 +459,15 @@ impl ServerHandler for PackhostServer {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.resource_subscribe(&request.uri, &context)
+        self.resource_subscribe(&request.uri, &context).await
     }
 
     async fn unsubscribe(
         &self,
-        _request: UnsubscribeRequestParams,
+        request: UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        self.resource_unsubscribe(&request.uri);
         Ok(())
     }
 
@@ -465,7 +476,7 @@ impl ServerHandler for PackhostServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        Ok(self.prompts_list(&context))
+        Ok(self.prompts_list(&context).await)
     }
 
     async fn get_prompt(

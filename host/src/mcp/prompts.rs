@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use pack_api::protocol::PROMPTS_LIST;
 use rmcp::{
     ErrorData, RoleServer,
     model::{
@@ -23,12 +24,17 @@ use crate::executor::{Caller, prompt_arguments};
 
 impl PackhostServer {
     /// The caller's `[snippets]` (a parameter without a default is a
-    /// required argument), then its packs' prompts.
-    pub(super) fn prompts_list(&self, context: &RequestContext<RoleServer>) -> ListPromptsResult {
-        let identity = self.identity_of(context);
+    /// required argument), then its packs' prompts: those every caller
+    /// sees, then those a pack lists for this caller.
+    pub(super) async fn prompts_list(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> ListPromptsResult {
+        let caller = self.caller_for(context);
+        let identity = &caller.identity;
         let snippets = self
             .executor
-            .prompts(&identity)
+            .prompts(identity)
             .into_iter()
             .map(|(name, snippet)| {
                 let arguments = snippet
@@ -48,7 +54,7 @@ impl PackhostServer {
             });
         let packs = self
             .executor
-            .pack_prompts(&identity)
+            .pack_prompts(identity)
             .into_iter()
             .filter_map(|(name, spec)| {
                 let prompt = serde_json::to_value(spec).and_then(serde_json::from_value::<Prompt>);
@@ -58,7 +64,16 @@ impl PackhostServer {
                 prompt.name = name;
                 Some(prompt)
             });
-        ListPromptsResult::with_all_items(snippets.chain(packs).collect())
+        let listed = self
+            .executor
+            .caller_offers(PROMPTS_LIST, "prompts", &caller);
+        let per_caller = listed.await.into_iter().filter_map(|prompt| {
+            serde_json::from_value::<Prompt>(prompt)
+                .inspect_err(|e| tracing::warn!(error = %e, "a pack's prompt is not listed"))
+                .ok()
+        });
+        let prompts = snippets.chain(packs).chain(per_caller);
+        ListPromptsResult::with_all_items(prompts.collect())
     }
 
     /// A snippet of the caller's, rendered as one user message (the command

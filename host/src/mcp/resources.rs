@@ -1,7 +1,9 @@
-//! `resources/list`, `resources/templates/list`, `resources/read` and
-//! `resources/subscribe`: the caller's kept results, and the resources and
-//! templates of the packs it may call (read by the pack).
+//! `resources/list`, `resources/templates/list` and `resources/read`: the
+//! caller's kept results, and the resources and templates of the packs it
+//! may call (read by the pack), those every caller sees and those a pack
+//! lists for this caller.
 
+use pack_api::protocol::{RESOURCES_LIST, TEMPLATES_LIST};
 use rmcp::{
     ErrorData, RoleServer,
     model::{
@@ -21,25 +23,41 @@ use crate::results::URI_PREFIX;
 
 impl PackhostServer {
     /// The caller's own kept results, then its packs' resources.
-    pub(super) fn resources_list(
+    pub(super) async fn resources_list(
         &self,
         context: &RequestContext<RoleServer>,
     ) -> ListResourcesResult {
-        let resources = self.executor.resources(&self.identity_of(context));
+        let caller = self.caller_for(context);
+        let resources = self.executor.resources(&caller.identity);
         let resources = resources.iter().filter_map(|spec| as_mcp(spec, &spec.uri));
-        ListResourcesResult::with_all_items(resources.collect())
+        let listed = self
+            .executor
+            .caller_offers(RESOURCES_LIST, "resources", &caller);
+        let listed = listed.await;
+        let per_caller = listed
+            .iter()
+            .filter_map(|item| as_mcp(item, &item["uri"].to_string()));
+        ListResourcesResult::with_all_items(resources.chain(per_caller).collect())
     }
 
     /// Kept results as one template, then its packs' templates.
-    pub(super) fn resource_templates_list(
+    pub(super) async fn resource_templates_list(
         &self,
         context: &RequestContext<RoleServer>,
     ) -> ListResourceTemplatesResult {
-        let templates = self.executor.resource_templates(&self.identity_of(context));
+        let caller = self.caller_for(context);
+        let templates = self.executor.resource_templates(&caller.identity);
         let templates = templates
             .iter()
             .filter_map(|spec| as_mcp(spec, &spec.uri_template));
-        ListResourceTemplatesResult::with_all_items(templates.collect())
+        let listed = self
+            .executor
+            .caller_offers(TEMPLATES_LIST, "resourceTemplates", &caller);
+        let listed = listed.await;
+        let per_caller = listed
+            .iter()
+            .filter_map(|item| as_mcp(item, &item["uriTemplate"].to_string()));
+        ListResourceTemplatesResult::with_all_items(templates.chain(per_caller).collect())
     }
 
     /// A kept result of the caller's own, or a resource of a pack it may
@@ -63,24 +81,9 @@ impl PackhostServer {
             None => Err(not_found(&uri)),
         }
     }
-
-    /// Subscribe to a resource the caller may read. Packs cannot yet say
-    /// that a resource changed, so no update is ever sent: what is served
-    /// is accepted, and nothing is kept per session.
-    pub(super) fn resource_subscribe(
-        &self,
-        uri: &str,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        if self.executor.may_read(&self.identity_of(context), uri) {
-            Ok(())
-        } else {
-            Err(not_found(uri))
-        }
-    }
 }
 
-fn not_found(uri: &str) -> ErrorData {
+pub(super) fn not_found(uri: &str) -> ErrorData {
     ErrorData::invalid_params(
         format!(
             "no resource {uri}: packhost serves kept results (`{URI_PREFIX}<handle>`) to the \

@@ -1,5 +1,6 @@
 //! `remote_mcp`: tools on the MCP servers an organisation registered
-//! ("integrations"), called through packhost.
+//! ("integrations"), called through packhost, and their prompts, resources
+//! and templates, listed to the organisation's callers only (`offers`).
 //!
 //! - The organisation is the caller's, from the call context (a bearer
 //!   token's org over HTTP, `[identity]` on stdio), never an argument.
@@ -15,7 +16,10 @@
 //! Integrations live in the database of `config.database` (SQLite path or
 //! `postgres://` URL); `packhost integrations add|list|enable|disable|remove`
 //! manages them. Connections are pooled per integration (see
-//! `mcp-downstream`).
+//! `mcp-downstream`): a caller's calls, reads and renders go on a
+//! connection of its own (a lane), where the server's questions, logs and
+//! progress reach that caller (`relay`) and its per-session state never
+//! mixes callers; listings go on the integration's.
 //!
 //! A stdio integration's server runs in the sandbox under this pack's
 //! policy (`sandbox`, `read`, `write`, `limits` in its config) and its own
@@ -34,7 +38,8 @@ use std::{
 
 use integrations_store::{Auth, Integration, IntegrationRepository, Transport};
 use mcp_downstream::{
-    Confinement, DownstreamError, Endpoint, JsonObject, Level, Limits, Mode, Pool, PoolSettings,
+    Confinement, DownstreamError, Endpoint, Event, JsonObject, Level, Limits, Mode, Pool,
+    PoolSettings,
 };
 use pack_sdk::{
     Content, Context, Empty, Function, Host, LogLevel, PackDef, PackError, Value, codes,
@@ -42,6 +47,13 @@ use pack_sdk::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
+
+use crate::{relay::CallerRelay, uris::Uris, watch::Watchers};
+
+mod offers;
+mod relay;
+mod uris;
+mod watch;
 
 /// `[packs.remote_mcp] config`.
 #[derive(Deserialize, JsonSchema)]
@@ -120,6 +132,10 @@ pub struct State {
     /// The integrations whose `--sandbox off` has been logged.
     warned_unconfined: Mutex<HashSet<String>>,
     host: Host,
+    /// Which integration of an organisation serves a URI.
+    uris: Uris,
+    /// The resources callers follow.
+    watchers: Arc<Watchers>,
 }
 
 impl State {
@@ -134,6 +150,8 @@ impl State {
             host.log(LogLevel::Warn, &warning);
         }
         let log_host = host.clone();
+        let watchers = Arc::new(Watchers::default());
+        let updated = Arc::clone(&watchers);
         let settings = PoolSettings {
             connect_timeout: Duration::from_millis(config.connect_timeout_ms),
             idle_ttl: Duration::from_secs(config.idle_secs),
@@ -147,7 +165,11 @@ impl State {
                 };
                 log_host.log(level, message);
             }),
-            ..PoolSettings::default()
+            events: Arc::new(move |key, event| {
+                if let Event::ResourceUpdated(uri) = event {
+                    updated.updated(key, &uri);
+                }
+            }),
         };
         Ok(Self {
             database: integrations_store::database_or_default(config.database),
@@ -164,6 +186,8 @@ impl State {
             },
             warned_unconfined: Mutex::default(),
             host,
+            uris: Uris::default(),
+            watchers,
         })
     }
 
@@ -367,7 +391,7 @@ async fn execute_tool(
 ) -> Result<Content<ToolExecutionResult>, PackError> {
     let org = organisation(&ctx)?;
     let started = Instant::now();
-    let outcome = execute(&state, &org, &args).await;
+    let outcome = execute(&state, &ctx, &org, &args).await;
     let code = outcome.as_ref().err().map_or("ok", PackError::code);
     // Never the parameters: they may hold what the caller would not log.
     state.host.log(
@@ -399,25 +423,26 @@ fn shown(result: ToolExecutionResult) -> Content<ToolExecutionResult> {
     others.into_iter().fold(content, Content::block)
 }
 
+/// Call the tool on the caller's own connection, the server's questions
+/// relayed to the caller; what the result links is the organisation's to
+/// read.
 async fn execute(
     state: &State,
+    ctx: &Context,
     org: &str,
     args: &ExecuteArgs,
 ) -> Result<ToolExecutionResult, PackError> {
     let integration = state.integration(org, &args.integration_id).await?;
-    let timeout = integration
-        .timeout_ms
-        .map_or(state.call_timeout, Duration::from_millis);
     let result = state
         .pool()
         .await
         .call_tool(
-            &integration.id,
+            &offers::caller_lane(&integration, ctx),
             &state.endpoint(&integration)?,
             &args.tool_name,
             args.parameters.clone().unwrap_or_default(),
-            timeout,
-            None,
+            offers::time_limit(state, &integration),
+            Some(Arc::new(CallerRelay(ctx.clone()))),
         )
         .await
         .map_err(|failure| match failure {
@@ -431,11 +456,14 @@ async fn execute(
         }
         return Err(tool_failed(message));
     }
-    let content = result
+    let content: Vec<Value> = result
         .content
         .iter()
         .map(|block| serde_json::to_value(block).unwrap_or(Value::Null))
         .collect();
+    state
+        .uris
+        .keep(org, &integration.id, uris::linked(&content));
     Ok(ToolExecutionResult {
         is_error: false,
         content: Some(content),
@@ -569,6 +597,7 @@ fn remote_mcp() -> PackDef<State> {
         .read_only()
         .closed_world(),
     )
+    .serve_offers(offers::serve)
     .on_shutdown(|state: Arc<State>| async move {
         if let Some(pool) = state.pool.get() {
             pool.close_all();

@@ -8,6 +8,15 @@ pub fn qualified(pack: &str, function: &str) -> String {
     format!("{pack}.{function}")
 }
 
+/// Another server's tool or prompt name as a function or prompt name:
+/// every character that is not a letter or digit becomes `_` (`get-sum` →
+/// `get_sum`).
+pub fn identifier(raw: &str) -> String {
+    raw.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}
+
 /// The closest of `candidates` to `name` when it is a likely typo (at most
 /// two edits away).
 pub fn suggestion<'a>(

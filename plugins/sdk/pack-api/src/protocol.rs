@@ -18,6 +18,23 @@
 //! listed, [`crate::CatalogPrompt::listed`]), [`RESOURCES_READ`] and
 //! [`RESOURCES_LIST`]: the host answers them for the call's caller as it
 //! answers that caller's MCP client.
+//!
+//! Offers per caller. A pack whose manifest says `offers_per_caller` is
+//! asked, with the caller's context, for what that caller sees:
+//! [`PROMPTS_LIST`], [`RESOURCES_LIST`], [`TEMPLATES_LIST`]. The host lists
+//! these only to callers that may call the pack, prompts named as its
+//! static ones (`pack.name`, or `name` with `prefix = false`). Then:
+//! - [`PROMPTS_GET`], [`COMPLETE`] and [`RESOURCES_READ`] come for any
+//!   name or URI the lists gave, with the prompt's own name, and also for
+//!   names and URIs they did not give: a pack answers `NOT_FOUND` for what
+//!   it does not serve this caller, and the host tries the next pack, or
+//!   answers the client as for a name that does not exist.
+//! - [`RESOURCES_SUBSCRIBE`] is a call that runs while the caller is
+//!   subscribed to one URI: the pack refuses a URI it does not serve at
+//!   once (`NOT_FOUND`), says [`SUBSCRIBED`] once it follows the URI, and
+//!   [`RESOURCE_UPDATED`] each time it changed. The host drops (cancels)
+//!   the call when the caller unsubscribes or goes away; a call that ends
+//!   by itself ends the subscription.
 
 /// Pack, render a prompt: arguments `{"name", "arguments"}` (the
 /// arguments an object of strings); the result is MCP's `GetPromptResult`.
@@ -29,7 +46,9 @@ pub const RESOURCES_READ: &str = "resources/read";
 
 /// Host, list the resources this call's caller may read: arguments `{}`;
 /// the result is `{"resources", "resourceTemplates"}` under MCP's names
-/// (its kept results first, then its packs').
+/// (its kept results first, then its packs'). And (offers per caller)
+/// pack, list this caller's resources: arguments `{}`; the result is MCP's
+/// `ListResourcesResult` (one page).
 pub const RESOURCES_LIST: &str = "resources/list";
 
 /// Pack, complete an argument of a prompt or resource template: arguments
@@ -49,3 +68,24 @@ pub const INPUT: &str = "input/requests";
 /// is `{}`. Every client hears that the tool list changed. A pack that
 /// never says it serves all its functions.
 pub const OFFER: &str = "functions/offer";
+
+/// Pack, list this caller's prompts: arguments `{}`; the result is MCP's
+/// `ListPromptsResult` (one page), prompts under their own names.
+pub const PROMPTS_LIST: &str = "prompts/list";
+
+/// Pack, list this caller's resource templates: arguments `{}`; the result
+/// is MCP's `ListResourceTemplatesResult` (one page).
+pub const TEMPLATES_LIST: &str = "resources/templates/list";
+
+/// Pack, follow a resource for this caller until the call is dropped:
+/// arguments `{"uri"}` (see the module doc).
+pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
+
+/// Host, I follow the URI of this [`RESOURCES_SUBSCRIBE`] call now:
+/// arguments `{}`; the result is `{}`. The client's subscribe succeeds.
+pub const SUBSCRIBED: &str = "resources/subscribed";
+
+/// Host, the resource this [`RESOURCES_SUBSCRIBE`] call follows changed:
+/// arguments `{"uri"}` (the URI subscribed to); the result is `{}`. Its
+/// subscriber, and no one else, hears `notifications/resources/updated`.
+pub const RESOURCE_UPDATED: &str = "notifications/resources/updated";

@@ -27,6 +27,11 @@ pub struct Manifest {
     /// MCP resource templates: URIs the pack reads by their variables.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resource_templates: Vec<TemplateSpec>,
+    /// The pack lists prompts, resources and templates per caller, when
+    /// the host asks with [`crate::protocol::PROMPTS_LIST`] and its
+    /// siblings, besides those above (which every caller sees).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub offers_per_caller: bool,
 }
 
 /// One function of a pack. Everything after `output_schema` is optional

@@ -239,6 +239,7 @@ impl<S: Send + Sync + 'static> PackDef<S> {
             prompts: specs(&self.offers.prompts),
             resources: specs(&self.offers.resources),
             resource_templates: specs(&self.offers.templates),
+            offers_per_caller: self.offers.per_caller.is_some(),
         }
     }
 }

@@ -51,7 +51,10 @@
 //! ([`PackDef::complete_prompt`], [`PackDef::complete_template`]). Their
 //! functions get the call's [`Context`] as functions do: the host renders
 //! and reads them for the client's caller, under the same identity, time
-//! limit and cancellation as a call.
+//! limit and cancellation as a call. Offers that differ by caller (a proxy
+//! of other servers) come from one handler, [`PackDef::serve_offers`],
+//! which also follows resources for subscribers
+//! ([`Context::resource_updated`]).
 //!
 //! A function or prompt can ask its caller's client while it runs:
 //! [`Context::elicit`] (the user), [`Context::sample`] (the user's model),
@@ -97,6 +100,7 @@ mod ffi;
 mod function;
 mod offers;
 pub mod owned;
+mod per_caller;
 mod prompt;
 mod resource;
 mod schema;
@@ -114,7 +118,7 @@ pub use function::{Content, Function, FunctionResult};
 pub use offers::Completing;
 pub use pack_api::{
     Annotations, Catalog, CatalogTool, ContentResult, Example, LogLevel, TaskSupport, codes, names,
-    paths, projects, protocol, text,
+    paths, projects, protocol, text, uri_template,
 };
 pub use prompt::{Prompt, PromptMessage, PromptResult, Role};
 pub use resource::{ReadRequest, Resource, ResourceContents, Template};

@@ -6,13 +6,16 @@ use std::{collections::BTreeMap, future::Future, sync::Arc};
 
 use pack_api::{
     PromptSpec, ResourceSpec, TemplateSpec, codes,
-    protocol::{COMPLETE, PROMPTS_GET, RESOURCES_READ},
+    protocol::{
+        COMPLETE, PROMPTS_GET, PROMPTS_LIST, RESOURCES_LIST, RESOURCES_READ, RESOURCES_SUBSCRIBE,
+        TEMPLATES_LIST,
+    },
     uri_template,
 };
 use serde::{Deserialize, de::DeserializeOwned};
 use serde_json::{Value, json};
 
-use crate::{Context, PackError, function::Handler};
+use crate::{Context, PackError, function::Handler, per_caller::OffersHandler};
 
 /// MCP's most completion values in one answer.
 const MOST_COMPLETIONS: usize = 100;
@@ -42,6 +45,9 @@ pub(crate) struct Offers<S> {
     pub(crate) resources: Vec<(ResourceSpec, Handler<S>)>,
     pub(crate) templates: Vec<(TemplateSpec, Handler<S>)>,
     completers: BTreeMap<Target, Handler<S>>,
+    /// What answers for names and URIs the above do not serve, and lists
+    /// per caller (`PackDef::serve_offers`).
+    pub(crate) per_caller: Option<OffersHandler<S>>,
 }
 
 impl<S> Default for Offers<S> {
@@ -51,6 +57,7 @@ impl<S> Default for Offers<S> {
             resources: Vec::new(),
             templates: Vec::new(),
             completers: BTreeMap::new(),
+            per_caller: None,
         }
     }
 }
@@ -89,26 +96,48 @@ impl<S: Send + Sync + 'static> Offers<S> {
     }
 
     /// The handlers of the reserved names, for pack `pack`: a pack that
-    /// offers nothing answers them with what it lacks.
+    /// offers nothing answers them with what it lacks. What the static
+    /// offers do not serve goes to the per-caller handler, when there is one.
     pub(crate) fn handlers(self, pack: &'static str) -> Vec<(String, Handler<S>)> {
         let offers = Arc::new(self);
-        let serve = |answer: fn(&Offers<S>, &'static str, Value) -> Routed<S>| -> Handler<S> {
+        let serve = |method: &'static str,
+                     answer: fn(&Offers<S>, &'static str, &Value) -> Routed<S>|
+         -> Handler<S> {
             let offers = Arc::clone(&offers);
-            Arc::new(move |state, args, ctx| match answer(&offers, pack, args) {
+            Arc::new(move |state, args, ctx| match answer(&offers, pack, &args) {
                 Ok((handler, input)) => handler(state, input, ctx),
-                Err(error) => Box::pin(async move { Err(error) }),
+                Err(error) => match &offers.per_caller {
+                    Some(serve) if error.code() == codes::NOT_FOUND => {
+                        serve(state, method.to_owned(), args, ctx)
+                    }
+                    _ => Box::pin(async move { Err(error) }),
+                },
             })
         };
-        vec![
-            (PROMPTS_GET.to_owned(), serve(Self::prompt)),
-            (RESOURCES_READ.to_owned(), serve(Self::read)),
-            (COMPLETE.to_owned(), serve(Self::complete)),
-        ]
+        let mut handlers = vec![
+            (PROMPTS_GET.to_owned(), serve(PROMPTS_GET, Self::prompt)),
+            (RESOURCES_READ.to_owned(), serve(RESOURCES_READ, Self::read)),
+            (COMPLETE.to_owned(), serve(COMPLETE, Self::complete)),
+        ];
+        if let Some(serve) = &offers.per_caller {
+            for method in [
+                PROMPTS_LIST,
+                RESOURCES_LIST,
+                TEMPLATES_LIST,
+                RESOURCES_SUBSCRIBE,
+            ] {
+                let serve = Arc::clone(serve);
+                let handler: Handler<S> =
+                    Arc::new(move |state, args, ctx| serve(state, method.to_owned(), args, ctx));
+                handlers.push((method.to_owned(), handler));
+            }
+        }
+        handlers
     }
 
     /// `{"name", "arguments"}` → the prompt's renderer and its arguments,
     /// once every required one is there.
-    fn prompt(&self, pack: &str, args: Value) -> Routed<S> {
+    fn prompt(&self, pack: &str, args: &Value) -> Routed<S> {
         let name = args["name"].as_str().unwrap_or_default();
         let Some((spec, render)) = self.prompts.iter().find(|(spec, _)| spec.name == name) else {
             let names: Vec<&str> = self.prompts.iter().map(|(s, _)| s.name.as_str()).collect();
@@ -144,7 +173,7 @@ impl<S: Send + Sync + 'static> Offers<S> {
 
     /// `{"uri"}` → the reader of the resource at that URI, or of the first
     /// template it fits, and the read's [`ReadRequest`](crate::ReadRequest).
-    fn read(&self, pack: &str, args: Value) -> Routed<S> {
+    fn read(&self, pack: &str, args: &Value) -> Routed<S> {
         let uri = args["uri"].as_str().unwrap_or_default().to_owned();
         if let Some((_, read)) = self.resources.iter().find(|(spec, _)| spec.uri == uri) {
             return Ok((Arc::clone(read), json!({ "uri": uri })));
@@ -166,8 +195,9 @@ impl<S: Send + Sync + 'static> Offers<S> {
 
     /// MCP's `CompleteRequest` params → the completer of the prompt or
     /// template referred to, and what it completes. One without a completer
-    /// completes nothing.
-    fn complete(&self, _pack: &str, args: Value) -> Routed<S> {
+    /// completes nothing; one the static offers do not have is not found
+    /// when a per-caller handler may have it.
+    fn complete(&self, pack: &str, args: &Value) -> Routed<S> {
         let reference = &args["ref"];
         let target = match reference["type"].as_str() {
             Some("ref/prompt") => Target::Prompt(text(&reference["name"])),
@@ -180,7 +210,28 @@ impl<S: Send + Sync + 'static> Offers<S> {
         });
         match self.completers.get(&target) {
             Some(completer) => Ok((Arc::clone(completer), completing)),
+            None if self.per_caller.is_some() && !self.declares(&target) => {
+                let what = match &target {
+                    Target::Prompt(name) => format!("prompt `{name}`"),
+                    Target::Template(uri) => format!("template `{uri}`"),
+                };
+                Err(PackError::new(
+                    codes::NOT_FOUND,
+                    format!("pack `{pack}` has no {what} to complete"),
+                ))
+            }
             None => Ok((no_completions(), completing)),
+        }
+    }
+
+    /// Whether a static prompt or template is `target`.
+    fn declares(&self, target: &Target) -> bool {
+        match target {
+            Target::Prompt(name) => self.prompts.iter().any(|(spec, _)| &spec.name == name),
+            Target::Template(uri) => self
+                .templates
+                .iter()
+                .any(|(spec, _)| &spec.uri_template == uri),
         }
     }
 }
@@ -257,37 +308,63 @@ mod tests {
     fn reserved_names_reach_the_handler_they_name() {
         let offers = offers();
         let (_, input) = offers
-            .read("notes", json!({"uri": "notes://index"}))
+            .read("notes", &json!({"uri": "notes://index"}))
             .unwrap();
         assert_eq!(input, json!({"uri": "notes://index"}));
-        let (_, input) = offers.read("notes", json!({"uri": "notes://42"})).unwrap();
+        let (_, input) = offers.read("notes", &json!({"uri": "notes://42"})).unwrap();
         assert_eq!(
             input,
             json!({"uri": "notes://42", "variables": {"id": "42"}})
         );
-        let unknown = refused(offers.read("notes", json!({"uri": "other://1"})));
+        let unknown = refused(offers.read("notes", &json!({"uri": "other://1"})));
         assert_eq!(unknown.code(), codes::NOT_FOUND);
 
         let args = json!({"name": "review", "arguments": {"file": "a.rs"}});
-        let (_, input) = offers.prompt("notes", args).unwrap();
+        let (_, input) = offers.prompt("notes", &args).unwrap();
         assert_eq!(input, json!({"file": "a.rs"}));
-        let missing = refused(offers.prompt("notes", json!({"name": "review"})));
+        let missing = refused(offers.prompt("notes", &json!({"name": "review"})));
         assert!(
             missing.to_string().contains("`file` (the file)"),
             "{missing}"
         );
-        let unknown = refused(offers.prompt("notes", json!({"name": "nope"})));
+        let unknown = refused(offers.prompt("notes", &json!({"name": "nope"})));
         assert!(unknown.to_string().contains("(has: review)"), "{unknown}");
 
         let request = json!({
             "ref": {"type": "ref/resource", "uri": "notes://{id}"},
             "argument": {"name": "id", "value": "4"},
         });
-        let (_, input) = offers.complete("notes", request).unwrap();
+        let (_, input) = offers.complete("notes", &request).unwrap();
         assert_eq!(
             input,
             json!({"argument": "id", "value": "4", "context": {}})
         );
+    }
+
+    #[test]
+    fn with_offers_per_caller_what_is_not_static_is_not_found_here() {
+        let mut offers = offers();
+        let complete = |name: &str| json!({"ref": {"type": "ref/prompt", "name": name}, "argument": {"name": "file", "value": ""}});
+        // Without a per-caller handler, any prompt completes to nothing.
+        assert!(offers.complete("notes", &complete("other")).is_ok());
+        offers.per_caller = Some(Arc::new(|_, _, _, _| Box::pin(async { Ok(json!({})) })));
+        let unknown = refused(offers.complete("notes", &complete("other")));
+        assert_eq!(unknown.code(), codes::NOT_FOUND);
+        // A static prompt without a completer still completes to nothing.
+        assert!(offers.complete("notes", &complete("review")).is_ok());
+        let handled: Vec<String> = offers
+            .handlers("notes")
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        for name in [
+            PROMPTS_LIST,
+            RESOURCES_LIST,
+            TEMPLATES_LIST,
+            RESOURCES_SUBSCRIBE,
+        ] {
+            assert!(handled.iter().any(|n| n == name), "{name} in {handled:?}");
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod content;
 mod headers;
 mod input;
 mod lists;
+mod notes;
 mod tasks;
 
 fn conformance() -> PackDef<()> {
@@ -18,8 +19,8 @@ fn conformance() -> PackDef<()> {
         "The MCP conformance suite's fixture tools, prompts and resources",
         |_: Empty, _host| Ok(()),
     );
-    tasks::add(input::add(catalog::add(lists::add(headers::add(
-        content::add(pack),
+    notes::add(tasks::add(input::add(catalog::add(lists::add(
+        headers::add(content::add(pack)),
     )))))
 }
 
