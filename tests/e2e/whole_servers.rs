@@ -295,3 +295,30 @@ async fn a_2026_client_answers_a_servers_questions_by_round_trips() {
     assert!(text("c0").contains("Grace Hopper"), "{lines:#?}");
     assert!(text("c1").contains("sampled by rounds"), "{lines:#?}");
 }
+
+#[tokio::test]
+async fn a_subscription_to_a_server_packs_resource_hears_its_updates() {
+    let host = HttpHost::start(&everything(""), &[]).await;
+    const URI: &str = "demo://resource/dynamic/text/1";
+    let lines = steps(
+        &host,
+        None,
+        json!({}),
+        json!([
+            {"id": "subscribe", "op": "subscribe", "uri": URI},
+            // The server sends the subscribed at once, then every 5 s.
+            {"id": "toggle", "op": "call", "tool": "everything.toggle_subscriber_updates"},
+            {"id": "updated", "op": "updated", "uri": URI, "seconds": 12},
+            {"id": "unsubscribe", "op": "unsubscribe", "uri": URI},
+            {"id": "unknown", "op": "subscribe", "uri": "demo://nowhere"},
+        ]),
+    )
+    .await;
+    assert_eq!(output(&lines, "updated"), &json!(true), "{lines:#?}");
+    output(&lines, "unsubscribe");
+    let unknown = lines.iter().find(|l| l["id"] == "unknown").unwrap();
+    assert!(
+        unknown["error"].as_str().unwrap().contains("no resource"),
+        "{unknown}"
+    );
+}

@@ -176,3 +176,17 @@ fn owner_of_uri<'v>(visible: &'v Visible<'_>, uri: &str) -> Option<&'v PackEntry
             })
         })
 }
+
+/// The server pack that serves `uri` to this caller, if a server pack does:
+/// it follows the resource for subscribers on its server.
+pub(super) fn server_pack_of<'v>(visible: &'v Visible<'_>, uri: &str) -> Option<&'v PackEntry> {
+    owner_of_uri(visible, uri).filter(|pack| matches!(pack.loaded.backend, Backend::Server(_)))
+}
+
+impl Executor {
+    /// Whether a server pack serves `uri` to `identity`: a subscription to
+    /// it is followed on the server.
+    pub fn server_serves(&self, identity: &Identity, uri: &str) -> bool {
+        server_pack_of(&self.visible(identity), uri).is_some()
+    }
+}

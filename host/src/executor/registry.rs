@@ -116,21 +116,19 @@ impl PackEntry {
         offers: Arc<Offers>,
     ) -> Self {
         let per_caller = loaded.manifest.offers_per_caller;
+        // A server pack follows its server's resources for its subscribers.
+        let follows = per_caller || matches!(loaded.backend, Backend::Server(_));
         let reserved = if !offers.is_empty() || per_caller {
             let any_object = serde_json::json!({"type": "object"});
-            let per_caller = [
-                PROMPTS_LIST,
-                RESOURCES_LIST,
-                TEMPLATES_LIST,
-                RESOURCES_SUBSCRIBE,
-            ];
-            let per_caller = per_caller
-                .iter()
-                .filter(|_| loaded.manifest.offers_per_caller);
+            let lists = [PROMPTS_LIST, RESOURCES_LIST, TEMPLATES_LIST];
+            let lists = lists.iter().filter(|_| per_caller);
+            let subscribe = [RESOURCES_SUBSCRIBE];
+            let subscribe = subscribe.iter().filter(|_| follows);
             let names = [PROMPTS_GET, RESOURCES_READ, COMPLETE];
             let specs: Vec<FunctionSpec> = names
                 .iter()
-                .chain(per_caller)
+                .chain(lists)
+                .chain(subscribe)
                 .map(|name| FunctionSpec {
                     name: (*name).to_owned(),
                     description: format!("MCP's `{name}` of the pack"),

@@ -25,7 +25,10 @@ use tokio_util::{
     task::AbortOnDropHandle,
 };
 
-use super::{Caller, Executor, Output, caller_offers::per_caller, code_mode::PackCallContext};
+use super::{
+    Caller, Executor, Output, caller_offers::per_caller, code_mode::PackCallContext,
+    offers::server_pack_of,
+};
 use crate::{error::CallError, failure::Failure};
 
 /// Tells a subscriber that the resource at this URI changed.
@@ -57,7 +60,8 @@ impl Executor {
     ) -> Option<Result<Subscription, Failure>> {
         let packs: Vec<String> = {
             let visible = self.visible(&caller.identity);
-            per_caller(&visible)
+            let server = server_pack_of(&visible, uri);
+            (server.into_iter().chain(per_caller(&visible)))
                 .map(|pack| pack.loaded.name.clone())
                 .collect()
         };
@@ -183,12 +187,7 @@ pub(super) fn report(
             )));
         };
         if name == SUBSCRIBED {
-            let subscribed = subscriber
-                .subscribed
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take();
-            subscribed.map(|subscribed| subscribed.send(()));
+            subscriber.followed();
             return Ok(json!({}));
         }
         let Updated { uri } =
@@ -202,7 +201,24 @@ pub(super) fn report(
                 subscriber.uri
             )));
         }
-        (subscriber.updates)(uri).await;
+        subscriber.changed().await;
         Ok(json!({}))
     }))
+}
+
+impl Subscriber {
+    /// The pack follows the resource now: the client's subscribe succeeds.
+    pub fn followed(&self) {
+        let subscribed = self
+            .subscribed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        subscribed.map(|subscribed| subscribed.send(()));
+    }
+
+    /// The resource changed: tell the subscriber.
+    pub async fn changed(&self) {
+        (self.updates)(self.uri.clone()).await;
+    }
 }

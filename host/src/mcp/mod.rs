@@ -541,8 +541,7 @@ impl ServerHandler for PackhostServer {
             progress,
             log,
             cancel: context.ct.clone(),
-            // 2026-07-28 has no sessions: nothing to remember an approval for.
-            session: (!answers_by_retry(&context)).then_some(self.session.1),
+            session: self.session_of(&context),
             ..Caller::new(identity.clone(), context.id.to_string())
         };
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);

@@ -5,20 +5,31 @@
 use pack_api::codes;
 use rmcp::{ErrorData, RoleServer, service::RequestContext};
 
-use super::{PackhostServer, notices::Notices};
-use crate::{executor::Caller, failure::Failure};
+use super::{PackhostServer, notices::Notices, wire::answers_by_retry};
+use crate::{
+    executor::{Caller, SessionId},
+    failure::Failure,
+};
 
 impl PackhostServer {
-    /// The caller of `context`'s request: its identity, its log lines sent
-    /// as the client asked, and the client's cancellation.
+    /// The caller of `context`'s request: its identity, its session (a
+    /// server pack serves a session on its own connection), its log lines
+    /// sent as the client asked, and the client's cancellation.
     pub(super) fn caller_for(&self, context: &RequestContext<RoleServer>) -> Caller {
         Caller {
             log: self
                 .log
                 .forwarder(&Notices::to(&context.peer), &context.meta),
+            session: self.session_of(context),
             cancel: context.ct.clone(),
             ..Caller::new(self.identity_of(context), context.id.to_string())
         }
+    }
+
+    /// The client session of `context`'s request; none on 2026-07-28,
+    /// which has no sessions.
+    pub(super) fn session_of(&self, context: &RequestContext<RoleServer>) -> Option<SessionId> {
+        (!answers_by_retry(context)).then_some(self.session.1)
     }
 }
 

@@ -39,9 +39,11 @@ impl PackhostServer {
         context: &RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let caller = self.caller_for(context);
-        if self.executor.may_read(&caller.identity, uri)
-            || self.subscriptions.held().contains_key(uri)
-        {
+        let identity = &caller.identity;
+        // What no server nor pack follows never changes while served.
+        let unchanging =
+            self.executor.may_read(identity, uri) && !self.executor.server_serves(identity, uri);
+        if unchanging || self.subscriptions.held().contains_key(uri) {
             return Ok(());
         }
         let peer = context.peer.clone();

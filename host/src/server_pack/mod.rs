@@ -27,7 +27,7 @@ use std::{
 use mcp_downstream::{DownstreamError as Downstream, Endpoint, Event, JsonObject, Pool};
 use pack_api::{
     codes,
-    protocol::{COMPLETE, PROMPTS_GET, RESOURCES_READ},
+    protocol::{COMPLETE, PROMPTS_GET, RESOURCES_READ, RESOURCES_SUBSCRIBE},
 };
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
@@ -131,6 +131,7 @@ impl ServerPack {
             PROMPTS_GET => self.render(args, caller).await,
             RESOURCES_READ => self.forward("resources/read", args, caller).await,
             COMPLETE => self.complete(args, caller).await,
+            RESOURCES_SUBSCRIBE => self.follow(args, caller).await,
             _ => self.call_tool(function, args, caller).await,
         }
     }
@@ -262,15 +263,16 @@ impl ServerPack {
         }
     }
 
-    /// Subscribe `caller` to resource `uri`, on its connection: `updated`
-    /// runs at each update the server sends, until this is dropped (the
-    /// subscription then ends on the server too).
-    pub async fn watch(
-        &self,
-        uri: &str,
-        caller: &Caller,
-        updated: impl Fn(),
-    ) -> Result<(), Failure> {
+    /// `resources/subscribe` for `caller`'s subscriber, on its
+    /// connection: the subscriber hears of each update the server sends,
+    /// until this call is dropped (the subscription then ends on the
+    /// server too).
+    async fn follow(&self, args: Value, caller: &Caller) -> Result<Output, Failure> {
+        let (Some(uri), Some(subscriber)) = (args["uri"].as_str(), &caller.subscriber) else {
+            return Err(Failure::invalid_argument(format!(
+                "`{RESOURCES_SUBSCRIBE}` follows `{{\"uri\"}}` for a subscriber; this call is none"
+            )));
+        };
         let lane = self.lane(caller);
         let mut updates = self.served.lanes.updates(&lane, uri);
         self.forward("resources/subscribe", json!({ "uri": uri }), caller)
@@ -282,10 +284,13 @@ impl ServerPack {
             uri: uri.to_owned(),
             timeout: self.timeout,
         };
+        subscriber.followed();
         loop {
             match updates.recv().await {
-                Ok(()) | Err(RecvError::Lagged(_)) => updated(),
-                Err(RecvError::Closed) => return Ok(()),
+                Ok(()) | Err(RecvError::Lagged(_)) => subscriber.changed().await,
+                Err(RecvError::Closed) => {
+                    return Err(Failure::internal("the server's updates ended"));
+                }
             }
         }
     }
