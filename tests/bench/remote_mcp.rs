@@ -3,7 +3,9 @@
 //! with the same rmcp client code, each over stdio, in the same run:
 //! directly (the bench spawns `node <entry> stdio` itself), through packhost
 //! as `remote_mcp.execute_tool` (integration added by the real CLI), and
-//! through packhost as the server pack `everything.echo`.
+//! through packhost as the server pack `everything.echo`. Then
+//! `prompts/get` and `resources/read`, directly and relayed by the server
+//! pack, alternating request by request.
 //!
 //! Latency: `--calls` sequential calls per route (default 1000) after
 //! `--warmup` untimed ones (default 50); the routes alternate call by call

@@ -175,6 +175,13 @@ async fn server_everythings_questions_are_answered_by_the_client_that_called() {
     assert!(asked.contains(&"roots/list"), "{lines:#?}");
     let elicit = text_of(output(&lines, "elicit"));
     assert!(elicit.contains("Ada Lovelace"), "{elicit}");
+    let url = text_of(output(&lines, "url"));
+    assert!(url.contains("completed the URL elicitation"), "{url}");
+    let url_asked = lines.iter().find(|l| l["params"]["mode"] == "url");
+    assert!(
+        url_asked.is_some_and(|l| l["params"]["url"] == "https://example.com/authorize"),
+        "{lines:#?}"
+    );
     let sample = text_of(output(&lines, "sample"));
     assert!(sample.contains("a sampled answer"), "{sample}");
     let roots = text_of(output(&lines, "roots"));

@@ -184,6 +184,14 @@ pub(super) fn server_pack_of<'v>(visible: &'v Visible<'_>, uri: &str) -> Option<
 }
 
 impl Executor {
+    /// Whether some pack is another MCP server, whose prompts and resources
+    /// may change while served.
+    pub fn serves_servers(&self) -> bool {
+        let registry = self.registry();
+        let mut packs = registry.packs.values();
+        packs.any(|pack| matches!(pack.loaded.backend, Backend::Server(_)))
+    }
+
     /// Whether a server pack serves `uri` to `identity`: a subscription to
     /// it is followed on the server.
     pub fn server_serves(&self, identity: &Identity, uri: &str) -> bool {

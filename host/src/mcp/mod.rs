@@ -317,27 +317,29 @@ const READ_RESULT: &str = "packhost.result_read";
 impl ServerHandler for PackhostServer {
     #[allow(deprecated)] // `enable_logging`: see `logging`
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .enable_resources()
-                .enable_resources_subscribe()
-                .enable_resources_list_changed()
-                .enable_prompts()
-                .enable_prompts_list_changed()
-                .enable_completions()
-                .enable_logging()
-                .enable_tasks()
-                .build(),
-        )
-        .with_server_info(Implementation::new("packhost", env!("CARGO_PKG_VERSION")))
-        .with_instructions(
-            "Tools are pack functions named `pack.function`. The `run` tool takes a command as \
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .enable_prompts()
+            .enable_completions()
+            .enable_logging()
+            .enable_tasks()
+            .build();
+        // Only a server pack's prompts and resources change while serving.
+        if self.executor.serves_servers() {
+            capabilities.resources.get_or_insert_default().list_changed = Some(true);
+            capabilities.prompts.get_or_insert_default().list_changed = Some(true);
+        }
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("packhost", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Tools are pack functions named `pack.function`. The `run` tool takes a command as \
                  you would write it: `pack.function(arg, key=value)`, an alias, `$snippet k=v`, \
                  a block of Python, or a ```ts block. `packhost.search`, `packhost.describe` and \
                  `packhost.packs` find what you can call.",
-        )
+            )
     }
 
     /// On the 2026-07-28 wire, a `subscriptions/listen` stream may carry
@@ -350,27 +352,39 @@ impl ServerHandler for PackhostServer {
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
         let uris = requested.resource_subscriptions.clone().unwrap_or_default();
-        let filter = SubscriptionFilter::builder().tools_list_changed();
+        let mut filter = SubscriptionFilter::builder().tools_list_changed();
+        if requested.prompts_list_changed == Some(true) {
+            filter = filter.prompts_list_changed();
+        }
+        if requested.resources_list_changed == Some(true) {
+            filter = filter.resources_list_changed();
+        }
         Some(filter.resource_subscriptions(uris).build())
     }
 
     /// One `subscriptions/listen` stream: a tool list change each time the
-    /// tools change, and the updates of the resources it follows, until
-    /// the client ends it.
+    /// tools change, prompt and resource list changes (when it asked for
+    /// them) each time a pack's offers do, and the updates of the resources
+    /// it follows, until the client ends it.
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
         let _followed = self.follow_listened(&subscription).await;
         let mut generations = self.executor.generations();
+        let mut offers = self.executor.offer_changes();
+        let sink = subscription.sink();
+        let accepted = subscription.accepted();
         loop {
-            tokio::select! {
+            let sent = tokio::select! {
                 () = subscription.cancelled() => return Ok(()),
-                changed = generations.changed() => if changed.is_err() { return Ok(()) },
-            }
-            if subscription
-                .sink()
-                .notify_tool_list_changed()
-                .await
-                .is_err()
-            {
+                changed = generations.changed() => match changed {
+                    Ok(()) => sink.notify_tool_list_changed().await,
+                    Err(_) => return Ok(()),
+                },
+                changed = offers.changed() => match changed {
+                    Ok(()) => offers_changed(sink, accepted).await,
+                    Err(_) => return Ok(()),
+                },
+            };
+            if sent.is_err() {
                 return Ok(());
             }
         }
@@ -606,4 +620,19 @@ impl ServerHandler for PackhostServer {
         self.tasks
             .cancel(&request.task_id, &self.owner_of(&context))
     }
+}
+
+/// Tell a `subscriptions/listen` stream that pack offers changed: its
+/// prompt and resource lists, as far as it asked.
+async fn offers_changed(
+    sink: &rmcp::service::SubscriptionSink,
+    accepted: &SubscriptionFilter,
+) -> Result<(), rmcp::service::SubscriptionSendError> {
+    if accepted.prompts_list_changed == Some(true) {
+        sink.notify_prompt_list_changed().await?;
+    }
+    if accepted.resources_list_changed == Some(true) {
+        sink.notify_resource_list_changed().await?;
+    }
+    Ok(())
 }

@@ -9,6 +9,8 @@ use std::{
 
 use serde_json::Value;
 
+use crate::identity::Identity;
+
 /// Links kept per caller; past it the oldest is forgotten.
 const PER_CALLER: usize = 256;
 /// Callers kept; past it the table starts over.
@@ -24,9 +26,10 @@ pub(super) struct Links {
 
 impl Links {
     /// Keep the URIs that content `blocks` (MCP content blocks as JSON)
-    /// link or embed, for `owner`.
-    pub(super) fn keep(&self, owner: Owner, blocks: &[Value]) {
-        let uris: Vec<&str> = blocks.iter().filter_map(linked_uri).collect();
+    /// link or embed, for `caller`.
+    pub(super) fn keep<'b>(&self, caller: &Identity, blocks: impl IntoIterator<Item = &'b Value>) {
+        let uris: Vec<&str> = blocks.into_iter().filter_map(linked_uri).collect();
+        let owner = owner(caller);
         if uris.is_empty() {
             return;
         }
@@ -44,13 +47,16 @@ impl Links {
         }
     }
 
-    /// Whether `owner` received a link to `uri`.
-    pub(super) fn has(&self, owner: &Owner, uri: &str) -> bool {
+    /// Whether `caller` received a link to `uri`.
+    pub(super) fn has(&self, caller: &Identity, uri: &str) -> bool {
         let by_owner = self.by_owner.lock().unwrap_or_else(|e| e.into_inner());
-        by_owner
-            .get(owner)
-            .is_some_and(|kept| kept.iter().any(|k| k == uri))
+        let kept = by_owner.get(&owner(caller));
+        kept.is_some_and(|kept| kept.iter().any(|k| k == uri))
     }
+}
+
+fn owner(caller: &Identity) -> Owner {
+    (caller.org.clone(), caller.user.clone())
 }
 
 /// The URI a `resource_link` or embedded `resource` block names.
@@ -67,14 +73,23 @@ mod tests {
     use serde_json::json;
 
     use super::Links;
+    use crate::identity::Identity;
+
+    fn identity(org: &str, user: &str) -> Identity {
+        Identity {
+            org: org.to_owned(),
+            user: user.to_owned(),
+            ..Identity::default()
+        }
+    }
 
     #[test]
     fn a_link_is_kept_for_the_caller_who_received_it_only() {
         let links = Links::default();
-        let acme = ("acme".to_owned(), "ann".to_owned());
-        let globex = ("globex".to_owned(), "ann".to_owned());
+        let acme = identity("acme", "ann");
+        let globex = identity("globex", "ann");
         links.keep(
-            acme.clone(),
+            &acme,
             &[
                 json!({"type": "resource_link", "uri": "demo://a", "name": "a"}),
                 json!({"type": "resource", "resource": {"uri": "demo://b", "text": "b"}}),

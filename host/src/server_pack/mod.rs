@@ -116,8 +116,7 @@ impl ServerPack {
 
     /// Whether a result of this pack linked `uri` for `caller`.
     pub fn linked(&self, caller: &crate::identity::Identity, uri: &str) -> bool {
-        let owner = (caller.org.clone(), caller.user.clone());
-        self.links.has(&owner, uri)
+        self.links.has(caller, uri)
     }
 
     /// Call function `function` (a tool, or a reserved name) for `caller`.
@@ -181,9 +180,7 @@ impl ServerPack {
             .iter()
             .filter_map(|block| serde_json::to_value(block).ok())
             .collect();
-        let identity = &caller.identity;
-        let owner = (identity.org.clone(), identity.user.clone());
-        self.links.keep(owner, &blocks);
+        self.links.keep(&caller.identity, &blocks);
         let (text, blocks) = value::content_of(&called);
         let value = match &tool.output {
             None => value::value_of(called),
@@ -198,7 +195,11 @@ impl ServerPack {
     /// `prompts/get` of a prompt by the name the pack serves it under.
     async fn render(&self, mut args: Value, caller: &Caller) -> Result<Output, Failure> {
         args["name"] = self.own_prompt(&args["name"]).into();
-        self.forward("prompts/get", args, caller).await
+        let rendered = self.forward("prompts/get", args, caller).await?;
+        let messages = rendered.value["messages"].as_array().into_iter().flatten();
+        let blocks = messages.map(|message| &message["content"]);
+        self.links.keep(&caller.identity, blocks);
+        Ok(rendered)
     }
 
     /// `completion/complete`; a prompt is referred to by its served name.
