@@ -202,7 +202,19 @@ impl HttpHost {
 }
 
 impl Drop for HttpHost {
+    /// Stop the host as an admin would (SIGTERM: it ends its servers'
+    /// processes), killing it if it has not ended within 5 s.
     fn drop(&mut self) {
+        // SAFETY: signalling our own child, which has not been waited for.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        for _ in 0..100 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

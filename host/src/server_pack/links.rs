@@ -28,7 +28,7 @@ impl Links {
     /// Keep the URIs that content `blocks` (MCP content blocks as JSON)
     /// link or embed, for `caller`.
     pub(super) fn keep<'b>(&self, caller: &Identity, blocks: impl IntoIterator<Item = &'b Value>) {
-        let uris: Vec<&str> = blocks.into_iter().filter_map(linked_uri).collect();
+        let uris: Vec<&str> = mcp_downstream::linked_uris(blocks).collect();
         let owner = owner(caller);
         if uris.is_empty() {
             return;
@@ -57,15 +57,6 @@ impl Links {
 
 fn owner(caller: &Identity) -> Owner {
     (caller.org.clone(), caller.user.clone())
-}
-
-/// The URI a `resource_link` or embedded `resource` block names.
-fn linked_uri(block: &Value) -> Option<&str> {
-    match block["type"].as_str()? {
-        "resource_link" => block["uri"].as_str(),
-        "resource" => block["resource"]["uri"].as_str(),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

@@ -279,11 +279,9 @@ impl ServerPack {
         self.forward("resources/subscribe", json!({ "uri": uri }), caller)
             .await?;
         let _subscribed = Subscribed {
-            pool: Arc::clone(&self.pool),
-            endpoint: self.endpoint.clone(),
+            pack: self,
             lane,
-            uri: uri.to_owned(),
-            timeout: self.timeout,
+            uri,
         };
         subscriber.followed();
         loop {
@@ -318,34 +316,16 @@ impl ServerPack {
 }
 
 /// A subscription on a server: ended there when dropped.
-struct Subscribed {
-    pool: Arc<Pool>,
-    endpoint: Endpoint,
+struct Subscribed<'a> {
+    pack: &'a ServerPack,
     lane: String,
-    uri: String,
-    timeout: Duration,
+    uri: &'a str,
 }
 
-impl Drop for Subscribed {
+impl Drop for Subscribed<'_> {
     fn drop(&mut self) {
-        let pool = Arc::clone(&self.pool);
-        let endpoint = self.endpoint.clone();
-        let (lane, uri, timeout) = (self.lane.clone(), self.uri.clone(), self.timeout);
-        tokio::spawn(async move {
-            let params = json!({ "uri": uri });
-            let ended = pool
-                .request(
-                    &lane,
-                    &endpoint,
-                    timeout,
-                    "resources/unsubscribe",
-                    params,
-                    None,
-                )
-                .await;
-            if let Err(e) = ended {
-                tracing::debug!(%lane, %uri, "unsubscribing failed: {e:?}");
-            }
-        });
+        let pack = self.pack;
+        pack.pool
+            .unsubscribe_soon(&self.lane, &pack.endpoint, self.uri, pack.timeout);
     }
 }

@@ -5,7 +5,7 @@
 use std::{future::Future, pin::Pin, sync::Arc};
 
 use mcp_downstream::{Refusal, Relay};
-use pack_api::{LogLevel, codes};
+use pack_api::codes;
 use serde_json::{Map, Value};
 
 use crate::executor::{Caller, LogSink};
@@ -73,17 +73,8 @@ impl Relay for CallerRelay {
 }
 
 /// Write a server's `notifications/message` (its params) to `sink`, as a
-/// line of pack `pack` at the nearest level.
+/// line of pack `pack`.
 pub(super) fn log_to(sink: &LogSink, pack: &str, params: &Value) {
-    let level = match params["level"].as_str().unwrap_or("info") {
-        "debug" => LogLevel::Debug,
-        "info" | "notice" => LogLevel::Info,
-        "warning" => LogLevel::Warn,
-        _ => LogLevel::Error,
-    };
-    let message = match &params["data"] {
-        Value::String(text) => text.clone(),
-        data => data.to_string(),
-    };
-    sink(pack, level, &message);
+    let (level, text) = mcp_downstream::log_line(params);
+    sink(pack, level, &text);
 }

@@ -18,6 +18,7 @@
 mod client;
 mod confine;
 mod connection;
+mod content;
 mod endpoint;
 mod ledger;
 mod pool;
@@ -29,6 +30,7 @@ mod stderr;
 mod transport;
 
 pub use confine::Confinement;
+pub use content::{linked_uris, log_line};
 pub use egress::downstream::check_url;
 pub use endpoint::{Endpoint, is_private};
 pub use pack_process::{Limits, Mode};

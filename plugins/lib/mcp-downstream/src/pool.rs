@@ -181,6 +181,40 @@ impl Pool {
             .collect()
     }
 
+    /// End the subscription to `uri` on connection `key` in the background:
+    /// for a subscription dropped where nothing can wait for the server.
+    pub fn unsubscribe_soon(
+        self: &Arc<Self>,
+        key: &str,
+        endpoint: &Endpoint,
+        uri: &str,
+        timeout: Duration,
+    ) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (pool, key, endpoint) = (Arc::clone(self), key.to_owned(), endpoint.clone());
+        let params = json!({ "uri": uri });
+        runtime.spawn(async move {
+            let ended = pool
+                .request(
+                    &key,
+                    &endpoint,
+                    timeout,
+                    "resources/unsubscribe",
+                    params,
+                    None,
+                )
+                .await;
+            if let Err(e) = ended {
+                (pool.settings.log)(
+                    Level::Debug,
+                    &format!("`{key}`: unsubscribing failed: {e:?}"),
+                );
+            }
+        });
+    }
+
     /// Close every connection (stdio servers are stopped).
     pub fn close_all(&self) {
         self.slots_mut().clear();

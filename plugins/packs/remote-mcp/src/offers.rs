@@ -11,7 +11,7 @@
 use std::{sync::Arc, time::Duration};
 
 use integrations_store::Integration;
-use mcp_downstream::{DownstreamError, Endpoint, lane};
+use mcp_downstream::{DownstreamError, lane};
 use pack_sdk::{Context, LogLevel, PackError, Value, json, names::identifier, protocol};
 use tokio::task::JoinSet;
 
@@ -240,13 +240,16 @@ async fn follow(
     let key = caller_lane(integration, ctx);
     let timeout = time_limit(state, integration);
     let pool = Arc::clone(state.pool().await);
-    let unsubscribe = unsubscriber(
-        Arc::clone(&pool),
-        key.clone(),
-        endpoint.clone(),
-        uri,
-        timeout,
-    );
+    let unsubscribe = {
+        let (pool, key, endpoint, uri) = (
+            Arc::clone(&pool),
+            key.clone(),
+            endpoint.clone(),
+            uri.to_owned(),
+        );
+        // Run where the host's drop ends the call: the pack's runtime.
+        Box::new(move || pool.unsubscribe_soon(&key, &endpoint, &uri, timeout))
+    };
     let mut watch = state.watchers.watch(&key, uri, unsubscribe);
     let subscribe = json!({ "uri": uri });
     let subscribed = pool.request(
@@ -263,36 +266,6 @@ async fn follow(
         ctx.resource_updated(uri).await?;
     }
     Ok(json!({}))
-}
-
-/// What ends the downstream subscription once nobody follows `uri` on `key`.
-fn unsubscriber(
-    pool: Arc<mcp_downstream::Pool>,
-    key: String,
-    endpoint: Endpoint,
-    uri: &str,
-    timeout: Duration,
-) -> Box<dyn FnOnce() + Send> {
-    let uri = uri.to_owned();
-    Box::new(move || {
-        // Dropped on the pack's runtime, which ends the call the host dropped.
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        runtime.spawn(async move {
-            let params = json!({ "uri": uri });
-            let _ = pool
-                .request(
-                    &key,
-                    &endpoint,
-                    timeout,
-                    "resources/unsubscribe",
-                    params,
-                    None,
-                )
-                .await;
-        });
-    })
 }
 
 /// The caller's own connection to `integration`'s server.

@@ -5,7 +5,7 @@
 use std::{future::Future, pin::Pin};
 
 use mcp_downstream::{Refusal, Relay};
-use pack_sdk::{Context, LogLevel, PackError, Value, codes, json, protocol};
+use pack_sdk::{Context, PackError, Value, codes, json, protocol};
 
 /// JSON-RPC's "method not found": what a client that cannot answer a kind
 /// of question says.
@@ -34,17 +34,8 @@ impl Relay for CallerRelay {
     }
 
     fn log(&self, params: Value) {
-        let level = match params["level"].as_str().unwrap_or("info") {
-            "debug" => LogLevel::Debug,
-            "info" | "notice" => LogLevel::Info,
-            "warning" => LogLevel::Warn,
-            _ => LogLevel::Error,
-        };
-        let message = match &params["data"] {
-            Value::String(text) => text.clone(),
-            data => data.to_string(),
-        };
-        self.0.log(level, &message);
+        let (level, text) = mcp_downstream::log_line(&params);
+        self.0.log(level, &text);
     }
 
     fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {

@@ -99,19 +99,8 @@ impl Uris {
 
 /// The URIs MCP content `blocks` (as JSON) link or embed.
 pub(crate) fn linked(blocks: &[Value]) -> Vec<String> {
-    blocks
-        .iter()
-        .filter_map(linked_uri)
-        .map(str::to_owned)
-        .collect()
-}
-
-fn linked_uri(block: &Value) -> Option<&str> {
-    match block["type"].as_str()? {
-        "resource_link" => block["uri"].as_str(),
-        "resource" => block["resource"]["uri"].as_str(),
-        _ => None,
-    }
+    let uris = mcp_downstream::linked_uris(blocks);
+    uris.map(str::to_owned).collect()
 }
 
 #[cfg(test)]
