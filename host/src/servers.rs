@@ -170,7 +170,7 @@ pub async fn connect_all(config: &Config) -> (Vec<LoadedPack>, Servers) {
             manifest: Manifest {
                 name: server.name.clone(),
                 version: "mcp".to_owned(),
-                description: format!("Tools of the MCP server {}", server.endpoint.describe()),
+                description: format!("The MCP server {}", server.endpoint.describe()),
                 functions,
                 prompts: offers.prompts,
                 resources: offers.resources,

@@ -11,6 +11,11 @@
 //!   and fails otherwise: a call is never sent twice), an idle one is
 //!   closed, an HTTP session the server forgot is re-initialised by rmcp's
 //!   client.
+//! - packhost declares sampling, elicitation and roots to every server; a
+//!   server's questions, log messages and progress during a request go to
+//!   that request's [`Relay`] (its caller), what it says outside requests
+//!   to [`PoolSettings::events`]. Callers give each of their own a
+//!   connection ([`lane`]), since nothing else tells whose a question is.
 //! - Every failure is sorted: [`DownstreamError::Rejected`] is the server's own
 //!   answer (a JSON-RPC error), [`DownstreamError::Upstream`] the connection's fault.
 #![deny(missing_docs)]
