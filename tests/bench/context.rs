@@ -13,7 +13,10 @@
 //!   `packhost.result_grep`);
 //! - search: how often the intended tool is in the top 3 for the 50 tasks
 //!   of tests/fixtures/catalog-queries.json, over the catalog alone (each
-//!   service a pack) and through `packhost.search` in the host above.
+//!   service a pack) and through `packhost.search` in the host above; and
+//!   top-1 and top-3 on the held-out tasks of issue #27
+//!   (tests/fixtures/discovery-eval.json), its test half and its tuning
+//!   half, over the catalog alone.
 
 use std::path::Path;
 
@@ -172,13 +175,13 @@ fn queries() -> Vec<Query> {
     serde_json::from_str(&std::fs::read_to_string(file).expect("queries")).expect("queries JSON")
 }
 
-/// The same tasks over the catalog alone, each service a pack of its own
+/// The catalog alone, each service a pack of its own
 /// (`github.github_create_issue`), as attached servers would bring them.
-fn catalog_hits() -> usize {
+fn catalog_tools() -> Vec<CatalogTool> {
     let file = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/catalog-200.json");
     let tools: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(file).expect("catalog"))
         .expect("catalog JSON");
-    let tools: Vec<CatalogTool> = tools
+    tools
         .iter()
         .map(|tool| {
             let name = tool["name"].as_str().expect("tool name").to_owned();
@@ -192,21 +195,58 @@ fn catalog_hits() -> usize {
                 ..CatalogTool::default()
             }
         })
-        .collect();
+        .collect()
+}
+
+/// How many of `queries` find their tool first, and in the top 3, over the
+/// catalog alone.
+fn catalog_hits(queries: &[Query]) -> (usize, usize) {
+    let tools = catalog_tools();
     let index = catalog_search::Index::new(&tools);
-    queries()
-        .iter()
-        .filter(|query| {
-            let top: Vec<&str> = index
-                .search(&query.query, 3)
-                .iter()
-                .map(|hit| tools[hit.index].function.as_str())
-                .collect();
-            std::iter::once(&query.expected)
-                .chain(&query.also)
-                .any(|wanted| top.contains(&wanted.as_str()))
-        })
-        .count()
+    let ranks = queries.iter().map(|query| {
+        let top: Vec<&str> = index
+            .search(&query.query, 3)
+            .iter()
+            .map(|hit| tools[hit.index].function.as_str())
+            .collect();
+        let wanted = std::iter::once(&query.expected).chain(&query.also);
+        wanted
+            .filter_map(|wanted| top.iter().position(|t| *t == wanted.as_str()))
+            .min()
+    });
+    ranks.fold((0, 0), |(first, top3), rank| match rank {
+        Some(0) => (first + 1, top3 + 1),
+        Some(_) => (first, top3 + 1),
+        None => (first, top3),
+    })
+}
+
+/// The held-out tasks of issue #27 (tests/fixtures/discovery-eval.json),
+/// written before any tuning: a half to tune on, a half to report.
+#[derive(Deserialize)]
+struct HeldOut {
+    tune: Vec<Query>,
+    test: Vec<Query>,
+}
+
+fn held_out() -> HeldOut {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/discovery-eval.json");
+    serde_json::from_str(&std::fs::read_to_string(file).expect("held-out tasks"))
+        .expect("held-out tasks JSON")
+}
+
+fn quality(metric: &str, (first, top3): (usize, usize), of: usize, target: &str) -> Row {
+    Row {
+        metric: metric.to_owned(),
+        value: format!("top-1 {first}/{of} · top-3 {top3}/{of}"),
+        target: target.to_owned(),
+        reference: "-".to_owned(),
+        ratio: format!(
+            "{:.0}% · {:.0}%",
+            100.0 * first as f64 / of as f64,
+            100.0 * top3 as f64 / of as f64
+        ),
+    }
 }
 
 /// How many of the 50 checked-in tasks find their tool in the top 3.
@@ -282,8 +322,9 @@ async fn main() {
     let kept = TestHost::start(&shipped("run", work.path(), &attached)).await;
     let handles_log = find_lines(&kept, "app.log").await;
     let handles_json = find_lines(&kept, "data.json").await;
+    let (_, alone) = catalog_hits(&queries());
     let (hits, queries) = search_hits(&kept).await;
-    let alone = catalog_hits();
+    let held_out = held_out();
     kept.client.cancel().await.expect("stop client");
     assert_eq!(plain_log.2, handles_log.2, "both ways find the same lines");
     assert_eq!(
@@ -365,6 +406,21 @@ async fn main() {
             ),
             ratio: format!("{:.0}%", 100.0 * alone as f64 / queries as f64),
         },
+        quality(
+            &format!(
+                "search, held-out test half ({} tasks, never tuned on), catalog alone",
+                held_out.test.len()
+            ),
+            catalog_hits(&held_out.test),
+            held_out.test.len(),
+            "top-1 ≥ 85% · top-3 ≥ 95%",
+        ),
+        quality(
+            &format!("  the tuning half ({} tasks)", held_out.tune.len()),
+            catalog_hits(&held_out.tune),
+            held_out.tune.len(),
+            "-",
+        ),
     ];
     print_table(
         "What a model reads (o200k_base tokens); results budget 20,000 characters",
