@@ -17,8 +17,12 @@ use tempfile::TempDir;
 use crate::{
     http::token,
     remote_mcp::servers_read,
-    whole_servers::{output, steps, text_of},
+    whole_servers::{checked_walk, failed, output, steps, text_of, walk, with_id},
 };
+
+/// What clients call the integration's prompts: `remote_mcp.` and the
+/// integration's name.
+const PREFIX: &str = "remote_mcp.everything.";
 
 /// A host serving `remote_mcp` to `entries` (token entries), with
 /// server-everything added for `acme` as integration `everything`; the
@@ -39,13 +43,6 @@ async fn host(entries: &[&str]) -> (HttpHost, String, TempDir) {
     (HttpHost::start(&config, &[]).await, id, dir)
 }
 
-fn failed<'a>(lines: &'a [Value], id: &str) -> &'a str {
-    let line = lines.iter().find(|l| l["id"] == id).unwrap();
-    line["error"]
-        .as_str()
-        .unwrap_or_else(|| panic!("step {id} did not fail: {line}"))
-}
-
 #[tokio::test]
 async fn an_integrations_prompts_resources_links_and_questions_reach_its_organisation_only() {
     let (ada, ada_entry) = token("ada", "acme", &[]);
@@ -55,38 +52,19 @@ async fn an_integrations_prompts_resources_links_and_questions_reach_its_organis
         json!({"op": "call", "tool": "remote_mcp.execute_tool",
                "arguments": {"integrationId": id, "toolName": tool, "parameters": parameters}})
     };
-    let with_id = |id: &str, mut step: Value| {
-        step["id"] = id.into();
-        step
-    };
     let answers = json!({
         "elicitation": [{"action": "accept", "content": {"name": "Ada Lovelace", "check": true}}],
         "sampling": "a sampled answer",
         "roots": [{"uri": "file:///work/site", "name": "site"}],
     });
-    let ada_steps = json!([
-        {"id": "prompts", "op": "prompts"},
-        {"id": "simple", "op": "prompt", "name": "remote_mcp.everything.simple_prompt"},
-        {"id": "args", "op": "prompt", "name": "remote_mcp.everything.args_prompt",
-         "arguments": {"city": "Lyon", "state": "Rhône"}},
-        {"id": "department", "op": "complete",
-         "ref": {"type": "ref/prompt", "name": "remote_mcp.everything.completable_prompt"},
-         "argument": {"name": "department", "value": "Eng"}},
-        {"id": "resources", "op": "resources"},
-        {"id": "templates", "op": "templates"},
-        {"id": "static", "op": "read", "uri": "{{resources.0.uri}}"},
-        {"id": "templated", "op": "read", "uri": "demo://resource/dynamic/text/7"},
-        with_id("links", execute("get-resource-links", json!({"count": 3}))),
-        {"id": "link", "op": "read", "uri": "{{links.content.2.uri}}"},
-        with_id("reference", execute("get-resource-reference", json!({"resourceType": "Text", "resourceId": 3}))),
-        {"id": "embedded", "op": "read", "uri": "{{reference.content.1.resource.uri}}"},
-        {"id": "unknown", "op": "read", "uri": "demo://nowhere"},
+    let mut ada_steps = walk(PREFIX, execute);
+    ada_steps.extend([
         with_id("elicit", execute("trigger-elicitation-request", json!({}))),
         with_id("sample", execute("trigger-sampling-request", json!({"prompt": "Say hi"}))),
         with_id("roots", execute("get-roots-list", json!({}))),
-        {"id": "subscribe", "op": "subscribe", "uri": "demo://resource/dynamic/text/1"},
+        json!({"id": "subscribe", "op": "subscribe", "uri": "demo://resource/dynamic/text/1"}),
         with_id("toggle", execute("toggle-subscriber-updates", json!({}))),
-        {"id": "updated", "op": "updated", "uri": "demo://resource/dynamic/text/1", "seconds": 15},
+        json!({"id": "updated", "op": "updated", "uri": "demo://resource/dynamic/text/1", "seconds": 15}),
     ]);
     // eve of globex guesses what acme's integration served ada, and is there
     // to be asked while ada's call asks.
@@ -106,7 +84,7 @@ async fn an_integrations_prompts_resources_links_and_questions_reach_its_organis
         {"id": "subscribe", "op": "subscribe", "uri": "demo://resource/dynamic/text/1"},
         {"id": "heard", "op": "updated", "uri": "demo://resource/dynamic/text/1", "seconds": 12},
     ]);
-    let lines = steps(&host, Some(&ada), answers.clone(), ada_steps).await;
+    let lines = steps(&host, Some(&ada), answers.clone(), Value::Array(ada_steps)).await;
     // Then eve, while ada's call asks again.
     let ada_again = json!([with_id(
         "elicit",
@@ -118,46 +96,7 @@ async fn an_integrations_prompts_resources_links_and_questions_reach_its_organis
     );
     assert!(text_of(output(&again, "elicit")).contains("Ada Lovelace"));
 
-    let names: Vec<&str> = output(&lines, "prompts")
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|p| p["name"].as_str())
-        .collect();
-    for name in [
-        "remote_mcp.everything.simple_prompt",
-        "remote_mcp.everything.args_prompt",
-        "remote_mcp.everything.completable_prompt",
-    ] {
-        assert!(names.contains(&name), "{name} in {names:?}");
-    }
-    let simple = output(&lines, "simple");
-    assert!(
-        !simple["messages"].as_array().unwrap().is_empty(),
-        "{simple}"
-    );
-    assert!(output(&lines, "args").to_string().contains("Lyon"));
-    assert_eq!(
-        output(&lines, "department")["values"],
-        json!(["Engineering"])
-    );
-    assert!(!output(&lines, "resources").as_array().unwrap().is_empty());
-    let templates = output(&lines, "templates").to_string();
-    assert!(
-        templates.contains("demo://resource/dynamic/text/{"),
-        "{templates}"
-    );
-    assert!(output(&lines, "static")["contents"][0]["uri"].is_string());
-    let templated = output(&lines, "templated");
-    assert_eq!(
-        templated["contents"][0]["uri"],
-        "demo://resource/dynamic/text/7"
-    );
-    for read in ["link", "embedded"] {
-        let read = output(&lines, read);
-        assert!(read["contents"][0]["uri"].is_string(), "{read}");
-    }
-    assert!(failed(&lines, "unknown").contains("no resource"));
+    checked_walk(&lines, PREFIX);
     let asked: Vec<&str> = lines.iter().filter_map(|l| l["asked"].as_str()).collect();
     assert_eq!(
         asked,

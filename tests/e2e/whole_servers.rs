@@ -61,85 +61,122 @@ pub(crate) fn text_of(result: &Value) -> String {
     texts.join("\n")
 }
 
-#[tokio::test]
-async fn server_everythings_prompts_resources_and_links_pass_through() {
-    let host = HttpHost::start(&everything(""), &[]).await;
-    let lines = steps(
-        &host,
-        None,
-        json!({}),
-        json!([
-            {"id": "prompts", "op": "prompts"},
-            {"id": "simple", "op": "prompt", "name": "everything.simple_prompt"},
-            {"id": "args", "op": "prompt", "name": "everything.args_prompt",
-             "arguments": {"city": "Lyon", "state": "Rhône"}},
-            {"id": "department", "op": "complete",
-             "ref": {"type": "ref/prompt", "name": "everything.completable_prompt"},
-             "argument": {"name": "department", "value": "Eng"}},
-            {"id": "member", "op": "complete",
-             "ref": {"type": "ref/prompt", "name": "everything.completable_prompt"},
-             "argument": {"name": "name", "value": "A"}, "context": {"department": "Engineering"}},
-            {"id": "resources", "op": "resources"},
-            {"id": "templates", "op": "templates"},
-            {"id": "static", "op": "read", "uri": "{{resources.0.uri}}"},
-            {"id": "templated", "op": "read", "uri": "demo://resource/dynamic/text/7"},
-            {"id": "links", "op": "call", "tool": "everything.get_resource_links", "arguments": {"count": 3}},
-            {"id": "link0", "op": "read", "uri": "{{links.content.1.uri}}"},
-            {"id": "link1", "op": "read", "uri": "{{links.content.2.uri}}"},
-            {"id": "reference", "op": "call", "tool": "everything.get_resource_reference",
-             "arguments": {"resourceType": "Text", "resourceId": 3}},
-            {"id": "embedded", "op": "read", "uri": "{{reference.content.1.resource.uri}}"},
-            {"id": "unknown", "op": "read", "uri": "demo://nowhere"},
-        ]),
-    )
-    .await;
-    let names: Vec<&str> = output(&lines, "prompts")
+/// The steps of a walk through server-everything's prompts, completions,
+/// resources, templates and links, its prompts named `prefix` + their
+/// served name, a tool called by the step `call(server's tool name,
+/// arguments)` makes (see [`checked_walk`]).
+pub(crate) fn walk(prefix: &str, call: impl Fn(&str, Value) -> Value) -> Vec<Value> {
+    let completable = format!("{prefix}completable_prompt");
+    vec![
+        json!({"id": "prompts", "op": "prompts"}),
+        json!({"id": "simple", "op": "prompt", "name": format!("{prefix}simple_prompt")}),
+        json!({"id": "args", "op": "prompt", "name": format!("{prefix}args_prompt"),
+               "arguments": {"city": "Lyon", "state": "Rhône"}}),
+        json!({"id": "department", "op": "complete",
+               "ref": {"type": "ref/prompt", "name": completable},
+               "argument": {"name": "department", "value": "Eng"}}),
+        json!({"id": "member", "op": "complete",
+               "ref": {"type": "ref/prompt", "name": completable},
+               "argument": {"name": "name", "value": "A"}, "context": {"department": "Engineering"}}),
+        json!({"id": "resources", "op": "resources"}),
+        json!({"id": "templates", "op": "templates"}),
+        json!({"id": "static", "op": "read", "uri": "{{resources.0.uri}}"}),
+        json!({"id": "templated", "op": "read", "uri": "demo://resource/dynamic/text/7"}),
+        with_id("links", call("get-resource-links", json!({"count": 3}))),
+        json!({"id": "link0", "op": "read", "uri": "{{links.content.1.uri}}"}),
+        json!({"id": "link1", "op": "read", "uri": "{{links.content.2.uri}}"}),
+        with_id(
+            "reference",
+            call(
+                "get-resource-reference",
+                json!({"resourceType": "Text", "resourceId": 3}),
+            ),
+        ),
+        json!({"id": "embedded", "op": "read", "uri": "{{reference.content.1.resource.uri}}"}),
+        json!({"id": "unknown", "op": "read", "uri": "demo://nowhere"}),
+    ]
+}
+
+/// What the client made of [`walk`] (prompts named `prefix` + name): every
+/// prompt listed and rendered, both completions, resources and templates
+/// listed and read, every link and the embedded resource read back, an
+/// unknown URI refused.
+pub(crate) fn checked_walk(lines: &[Value], prefix: &str) {
+    let names: Vec<&str> = output(lines, "prompts")
         .as_array()
         .unwrap()
         .iter()
         .filter_map(|p| p["name"].as_str())
         .collect();
     for name in [
-        "everything.simple_prompt",
-        "everything.args_prompt",
-        "everything.completable_prompt",
-        "everything.resource_prompt",
+        "simple_prompt",
+        "args_prompt",
+        "completable_prompt",
+        "resource_prompt",
     ] {
-        assert!(names.contains(&name), "{name} in {names:?}");
+        let name = format!("{prefix}{name}");
+        assert!(names.contains(&name.as_str()), "{name} in {names:?}");
     }
-    let simple = output(&lines, "simple");
+    let simple = output(lines, "simple");
     assert!(
         !simple["messages"].as_array().unwrap().is_empty(),
         "{simple}"
     );
-    let args = output(&lines, "args").to_string();
+    let args = output(lines, "args").to_string();
     assert!(args.contains("Lyon"), "{args}");
     assert_eq!(
-        output(&lines, "department")["values"],
+        output(lines, "department")["values"],
         json!(["Engineering"])
     );
-    assert_eq!(output(&lines, "member")["values"], json!(["Alice"]));
-    assert!(!output(&lines, "resources").as_array().unwrap().is_empty());
-    let templates = output(&lines, "templates").to_string();
+    assert_eq!(output(lines, "member")["values"], json!(["Alice"]));
+    assert!(!output(lines, "resources").as_array().unwrap().is_empty());
+    let templates = output(lines, "templates").to_string();
     assert!(
         templates.contains("demo://resource/dynamic/text/{"),
         "{templates}"
     );
-    assert!(output(&lines, "static")["contents"][0]["uri"].is_string());
-    let templated = output(&lines, "templated");
+    assert!(output(lines, "static")["contents"][0]["uri"].is_string());
+    let templated = output(lines, "templated");
     assert_eq!(
         templated["contents"][0]["uri"],
         "demo://resource/dynamic/text/7"
     );
     for link in ["link0", "link1", "embedded"] {
-        let read = output(&lines, link);
+        let read = output(lines, link);
         assert!(read["contents"][0]["uri"].is_string(), "{link}: {read}");
     }
-    let unknown = lines.iter().find(|l| l["id"] == "unknown").unwrap();
-    assert!(
-        unknown["error"].as_str().unwrap().contains("no resource"),
-        "{unknown}"
-    );
+    assert!(failed(lines, "unknown").contains("no resource"));
+}
+
+/// `step` as step `id`.
+pub(crate) fn with_id(id: &str, mut step: Value) -> Value {
+    step["id"] = id.into();
+    step
+}
+
+/// The error of step `id`; panics when it did not fail.
+pub(crate) fn failed<'a>(lines: &'a [Value], id: &str) -> &'a str {
+    let line = lines.iter().find(|l| l["id"] == id).unwrap();
+    line["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("step {id} did not fail: {line}"))
+}
+
+#[tokio::test]
+async fn server_everythings_prompts_resources_and_links_pass_through() {
+    let host = HttpHost::start(&everything(""), &[]).await;
+    let call = |tool: &str, arguments: Value| {
+        let tool = format!("everything.{}", tool.replace('-', "_"));
+        json!({"op": "call", "tool": tool, "arguments": arguments})
+    };
+    let lines = steps(
+        &host,
+        None,
+        json!({}),
+        Value::Array(walk("everything.", call)),
+    )
+    .await;
+    checked_walk(&lines, "everything.");
 }
 
 #[tokio::test]
@@ -323,9 +360,5 @@ async fn a_subscription_to_a_server_packs_resource_hears_its_updates() {
     .await;
     assert_eq!(output(&lines, "updated"), &json!(true), "{lines:#?}");
     output(&lines, "unsubscribe");
-    let unknown = lines.iter().find(|l| l["id"] == "unknown").unwrap();
-    assert!(
-        unknown["error"].as_str().unwrap().contains("no resource"),
-        "{unknown}"
-    );
+    assert!(failed(&lines, "unknown").contains("no resource"));
 }
