@@ -143,7 +143,13 @@ impl Model {
         let mut mask = Vec::with_capacity(batch.len() * width);
         for encoding in batch {
             let padding = width - encoding.len();
-            ids.extend(encoding.get_ids().iter().copied().chain((0..padding).map(|_| 0)));
+            ids.extend(
+                encoding
+                    .get_ids()
+                    .iter()
+                    .copied()
+                    .chain((0..padding).map(|_| 0)),
+            );
             mask.extend(
                 encoding
                     .get_attention_mask()

@@ -30,7 +30,11 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
 /// Batch shapes change the order of sums: the same vector, to float noise.
 fn assert_same_vector(what: &str, got: &[f32], want: &[f32]) {
     assert_eq!(got.len(), want.len(), "{what}: length");
-    let worst = got.iter().zip(want).map(|(g, w)| (g - w).abs()).fold(0.0, f32::max);
+    let worst = got
+        .iter()
+        .zip(want)
+        .map(|(g, w)| (g - w).abs())
+        .fold(0.0, f32::max);
     assert!(worst < 1e-4, "{what}: differs by up to {worst}");
 }
 
@@ -57,8 +61,16 @@ fn vectors_match_the_reference_forward() {
     for (i, (&got, want)) in vectors[0].iter().zip(want).enumerate() {
         assert_close(&format!("dimension {i} of {PAGER:?}"), got, want);
     }
-    assert_close("cosine with the on-call tool", cosine(&vectors[0], &vectors[1]), 0.25183);
-    assert_close("cosine with the calendar tool", cosine(&vectors[0], &vectors[2]), 0.05855);
+    assert_close(
+        "cosine with the on-call tool",
+        cosine(&vectors[0], &vectors[1]),
+        0.25183,
+    );
+    assert_close(
+        "cosine with the calendar tool",
+        cosine(&vectors[0], &vectors[2]),
+        0.05855,
+    );
     for vector in &vectors {
         assert_close("length", cosine(vector, vector).sqrt(), 1.0);
     }
@@ -79,7 +91,11 @@ fn a_batch_gives_the_vectors_of_one_text_at_a_time() {
     assert_eq!(batch.len(), texts.len());
     for (text, in_batch) in texts.iter().zip(&batch) {
         let alone = &model().embed(&[text]).unwrap()[0];
-        assert_same_vector(&format!("{text:.40?} in a batch and alone"), in_batch, alone);
+        assert_same_vector(
+            &format!("{text:.40?} in a batch and alone"),
+            in_batch,
+            alone,
+        );
     }
     // More texts than one forward pass takes, in an order that is not by length.
     let many: Vec<&str> = texts.iter().cycle().take(70).copied().collect();
@@ -119,7 +135,11 @@ fn a_directory_without_the_tokenizer_is_refused_by_name() {
         "{error:?}"
     );
     let message = error.to_string();
-    for part in ["`tokenizer.json`", &dir.path().display().to_string(), "./dev test"] {
+    for part in [
+        "`tokenizer.json`",
+        &dir.path().display().to_string(),
+        "./dev test",
+    ] {
         assert!(message.contains(part), "{message:?} names {part}");
     }
 }
@@ -131,7 +151,13 @@ fn a_broken_file_is_named() {
         std::os::unix::fs::symlink(model_dir().join(file), dir.path().join(file)).unwrap();
     }
     std::fs::write(dir.path().join("model.safetensors"), b"not weights").unwrap();
-    let message = Model::load(dir.path()).err().expect("broken weights").to_string();
+    let message = Model::load(dir.path())
+        .err()
+        .expect("broken weights")
+        .to_string();
     let weights = Path::new(dir.path()).join("model.safetensors");
-    assert!(message.contains(&weights.display().to_string()), "{message}");
+    assert!(
+        message.contains(&weights.display().to_string()),
+        "{message}"
+    );
 }
