@@ -44,7 +44,11 @@ fn executor() -> Arc<Executor> {
     static EXECUTOR: OnceLock<Arc<Executor>> = OnceLock::new();
     Arc::clone(EXECUTOR.get_or_init(|| {
         let _guard = runtime().enter();
-        Executor::new(Vec::new(), &Config::default())
+        Executor::new(
+            Vec::new(),
+            &Config::default(),
+            Arc::new(catalog_search::Searcher::new(None)),
+        )
     }))
 }
 

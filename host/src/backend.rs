@@ -4,6 +4,7 @@
 
 use std::{sync::Arc, time::Duration};
 
+use catalog_search::Searcher;
 use pack_api::{Manifest, PackBox};
 
 use crate::{
@@ -48,13 +49,13 @@ impl Backend {
 }
 
 impl LoadedPack {
-    /// The `packhost` pack over the host's kept `results`.
-    pub fn builtin(results: Arc<Results>) -> Self {
+    /// The `packhost` pack over the host's kept `results` and `searcher`.
+    pub fn builtin(results: Arc<Results>, searcher: Arc<Searcher>) -> Self {
         Self {
             name: builtin::PACK.to_owned(),
             origin: "built into the host".to_owned(),
             manifest: Builtin::manifest(),
-            backend: Backend::Host(Builtin::new(results)),
+            backend: Backend::Host(Builtin::new(results, searcher)),
             timeout: Duration::from_secs(10),
         }
     }

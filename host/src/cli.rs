@@ -14,7 +14,7 @@ use crate::{
     loader::{self, LoadError},
     mcp::PackhostServer,
     render::value_text,
-    servers, shutdown,
+    search, servers, shutdown,
 };
 
 /// An MCP tool server whose tools come from pack libraries.
@@ -111,19 +111,21 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
     if let Command::Integrations(command) = cli.command {
         return command.run(&loaded.config).await;
     }
+    let searcher = search::searcher(&loaded.config.search)?;
     let (mut packs, errors) = loader::load_all(&loaded.config);
     for error in &errors {
         tracing::error!(code = error.code(), "{error}");
     }
     let (server_packs, servers) = servers::connect_all(&loaded.config).await;
     packs.extend(server_packs);
-    let executor = Executor::new(packs, &loaded.config);
+    let executor = Executor::new(packs, &loaded.config, Arc::clone(&searcher));
     let names = executor.check_aliases(&loaded);
     if let Err(e) = names.and_then(|()| executor.check_bare_names(&loaded.config)) {
         shutdown::shutdown_packs(&executor).await;
         return Err(e.into());
     }
     servers.watch(&executor);
+    search::warm(&searcher, &executor);
     executor.metrics().set_load_failures(errors.len());
     let code = match cli.command {
         Command::Serve {

@@ -40,6 +40,7 @@ pub mod new_pack;
 pub mod output;
 pub mod render;
 pub mod results;
+pub mod search;
 pub mod server_pack;
 pub mod servers;
 pub mod shutdown;

@@ -10,6 +10,7 @@ mod code_mode_offers;
 mod code_mode_ts;
 mod config;
 mod discovery;
+mod discovery_meaning;
 mod exec_py;
 mod exec_ts;
 mod hostile_files;

@@ -130,6 +130,15 @@ pub fn hello_section(extra: &str) -> String {
     )
 }
 
+/// `[search]` with the sentence model `./dev test` installs and names in
+/// `PACKHOST_SEARCH_MODEL`.
+pub fn search_model_section() -> String {
+    let model = std::env::var("PACKHOST_SEARCH_MODEL").expect(
+        "PACKHOST_SEARCH_MODEL names the sentence model: run the tests through `./dev test`",
+    );
+    format!("[search]\nmodel = {model:?}\n")
+}
+
 /// Records what the server sends besides responses.
 #[derive(Clone, Debug, Default)]
 pub struct Recorder {

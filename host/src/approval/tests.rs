@@ -123,7 +123,8 @@ fn host(rules: Vec<Rule>) -> (Arc<Executor>, Arc<AtomicUsize>) {
         approval: Approval { rules },
         ..Config::default()
     };
-    (Executor::new(vec![fx(&drops)], &config), drops)
+    let searcher = Arc::new(catalog_search::Searcher::new(None));
+    (Executor::new(vec![fx(&drops)], &config, searcher), drops)
 }
 
 /// A client whose user always gives `answer` (or whose asking fails), and

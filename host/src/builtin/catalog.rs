@@ -1,6 +1,7 @@
 //! What a caller can call, from its own catalog: the packs, a search, one
 //! function or pack described with calls to copy.
 
+use catalog_search::{Hit, Index, Searcher};
 use pack_api::{Catalog, CatalogTool, codes};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -37,13 +38,18 @@ pub(super) struct DescribeArgs {
     pub(super) name: String,
 }
 
+/// Packs named when a search is weak.
+const CLOSEST_PACKS: usize = 3;
+
 /// The caller's best functions for `query` (an index of its own catalog:
-/// nothing else can be found).
-pub(super) fn search(catalog: &Catalog, query: &str, limit: usize) -> Value {
-    let index = catalog_search::Index::new(&catalog.tools);
-    let results: Vec<Value> = index
-        .search(query, limit)
-        .into_iter()
+/// nothing else can be found). When nothing matches well, the answer says
+/// so and names the closest packs, to browse rather than guess.
+pub(super) fn search(searcher: &Searcher, catalog: &Catalog, query: &str, limit: usize) -> Value {
+    let index = searcher.index(&catalog.tools);
+    let ranking = index.search(query, limit);
+    let results: Vec<Value> = ranking
+        .hits
+        .iter()
         .map(|hit| {
             let tool = &catalog.tools[hit.index];
             json!({
@@ -54,7 +60,51 @@ pub(super) fn search(catalog: &Catalog, query: &str, limit: usize) -> Value {
             })
         })
         .collect();
-    json!({"query": query, "results": results})
+    let mut answer = json!({"query": query, "weak": ranking.weak, "results": results});
+    if ranking.weak {
+        let closest = closest_packs(&index, catalog, query);
+        let names: Vec<String> = closest
+            .iter()
+            .map(|(name, _)| format!("`{name}`"))
+            .collect();
+        answer["hint"] = json!(format!(
+            "nothing matches `{query}` well; the closest packs are {}: browse one with \
+             `packhost.describe(\"<pack>\")`, or all with `packhost.packs()`, rather than \
+             guess from these results",
+            names.join(", ")
+        ));
+        answer["closest_packs"] = closest
+            .into_iter()
+            .map(|(name, description)| json!({"name": name, "description": description}))
+            .collect();
+    }
+    answer
+}
+
+/// The packs of the best tools for `query`, best first; every pack when no
+/// tool shares a word with it.
+fn closest_packs<'a>(
+    index: &Index,
+    catalog: &'a Catalog,
+    query: &str,
+) -> Vec<(&'a String, &'a String)> {
+    let mut names: Vec<&String> = Vec::new();
+    for hit in index.search(query, catalog.tools.len()).hits {
+        let pack = &catalog.tools[hit.index].pack;
+        if !names.contains(&pack) {
+            names.push(pack);
+        }
+        if names.len() == CLOSEST_PACKS {
+            break;
+        }
+    }
+    if names.is_empty() {
+        names = catalog.packs.keys().take(CLOSEST_PACKS).collect();
+    }
+    names
+        .into_iter()
+        .filter_map(|name| catalog.packs.get_key_value(name))
+        .collect()
 }
 
 pub(super) fn packs(catalog: &Catalog) -> Value {
@@ -74,7 +124,11 @@ pub(super) fn packs(catalog: &Catalog) -> Value {
     json!({"packs": packs, "aliases": catalog.aliases})
 }
 
-pub(super) fn describe(catalog: &Catalog, name: &str) -> Result<Value, Failure> {
+pub(super) fn describe(
+    searcher: &Searcher,
+    catalog: &Catalog,
+    name: &str,
+) -> Result<Value, Failure> {
     let target = catalog.aliases.get(name).map_or(name, String::as_str);
     let tool = catalog
         .tools
@@ -137,15 +191,35 @@ pub(super) fn describe(catalog: &Catalog, name: &str) -> Result<Value, Failure> 
         .chain(catalog.aliases.keys().cloned())
         .chain(catalog.packs.keys().cloned());
     let known: Vec<String> = known.collect();
+    let mut suggestion = did_you_mean(name, known.iter().map(String::as_str));
+    if suggestion.is_empty() {
+        suggestion = nearest_function(searcher, catalog, name);
+    }
     Err(Failure::new(
         codes::NOT_FOUND,
         format!(
-            "nothing you can call is named `{name}`; {}packs: {}",
-            did_you_mean(name, known.iter().map(String::as_str)),
+            "nothing you can call is named `{name}`; {suggestion}packs: {}",
             catalog.packs.keys().cloned().collect::<Vec<_>>().join(", ")
         ),
     )
     .with_help("search with `packhost.search(query)`, or list with `packhost.packs()`"))
+}
+
+/// "did you mean" for a name too far from every name to be a typo
+/// (`github.open_pull_request`): the function its words find best in its
+/// pack, or anywhere when the pack is unknown.
+fn nearest_function(searcher: &Searcher, catalog: &Catalog, name: &str) -> String {
+    let (pack, words) = name.split_once('.').unwrap_or(("", name));
+    let ranking = searcher
+        .index(&catalog.tools)
+        .search(&format!("{pack} {words}"), catalog.tools.len());
+    if ranking.weak {
+        return String::new();
+    }
+    let in_pack = |hit: &&Hit| pack.is_empty() || catalog.tools[hit.index].pack == pack;
+    let best = ranking.hits.iter().find(in_pack).or(ranking.hits.first());
+    best.map(|hit| format!("did you mean `{}`? ", catalog.tools[hit.index].listed()))
+        .unwrap_or_default()
 }
 
 /// A call of `tool` as `run` takes it and as TypeScript writes it, each
@@ -246,7 +320,7 @@ mod tests {
 
     #[test]
     fn a_function_is_described_with_calls_to_copy() {
-        let described = describe(&catalog(), "r").unwrap();
+        let described = describe(&Searcher::new(None), &catalog(), "r").unwrap();
         assert_eq!(described["name"], "proj.read");
         assert_eq!(
             described["example"],
@@ -256,7 +330,7 @@ mod tests {
             described["example_typescript"],
             "await proj.read({ name: \"<name>\", path: \"README.md\" })"
         );
-        let pack = describe(&catalog(), "proj").unwrap();
+        let pack = describe(&Searcher::new(None), &catalog(), "proj").unwrap();
         assert_eq!(pack["kind"], "pack");
         assert_eq!(pack["functions"][0]["description"], "Read a file.");
         assert!(pack.get("prompts").is_none(), "{pack}");
@@ -269,13 +343,13 @@ mod tests {
             },
             bare: false,
         }];
-        let pack = describe(&with_prompt, "proj").unwrap();
+        let pack = describe(&Searcher::new(None), &with_prompt, "proj").unwrap();
         assert_eq!(pack["prompts"][0]["name"], "proj.tour", "{pack}");
     }
 
     #[test]
     fn an_unknown_name_says_the_closest() {
-        let error = describe(&catalog(), "proj.raed").unwrap_err();
+        let error = describe(&Searcher::new(None), &catalog(), "proj.raed").unwrap_err();
         assert_eq!(error.code(), codes::NOT_FOUND);
         assert!(
             error.to_string().contains("did you mean `proj.read`?"),

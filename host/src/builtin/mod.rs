@@ -10,6 +10,7 @@
 
 use std::sync::Arc;
 
+use catalog_search::Searcher;
 use pack_api::{Catalog, Manifest, Owner, codes};
 use serde_json::Value;
 
@@ -28,15 +29,17 @@ pub use crate::tool_name::HOST_PACK as PACK;
 /// Its functions that find the others: listed whatever `expose` says.
 pub const DISCOVERY: [&str; 3] = ["search", "describe", "packs"];
 
-/// The `packhost` pack over the host's kept results.
+/// The `packhost` pack over the host's kept results and its search.
 pub struct Builtin {
     results: Arc<Results>,
+    searcher: Arc<Searcher>,
 }
 
-/// What one call of a `packhost` function reads: the caller's catalog and
-/// its kept results.
+/// What one call of a `packhost` function reads: the caller's catalog, its
+/// kept results, and the search over catalogs.
 struct Request {
     results: Arc<Results>,
+    searcher: Arc<Searcher>,
     owner: Owner,
     catalog: Arc<Catalog>,
 }
@@ -55,9 +58,9 @@ impl Request {
 }
 
 impl Builtin {
-    /// The pack over `results`.
-    pub fn new(results: Arc<Results>) -> Self {
-        Self { results }
+    /// The pack over `results`, searching with `searcher`.
+    pub fn new(results: Arc<Results>, searcher: Arc<Searcher>) -> Self {
+        Self { results, searcher }
     }
 
     /// What the pack says about itself.
@@ -87,10 +90,12 @@ impl Builtin {
         };
         let request = Request {
             results: Arc::clone(&self.results),
+            searcher: Arc::clone(&self.searcher),
             owner,
             catalog,
         };
-        // Searching megabytes of a kept result is blocking work.
+        // Searching megabytes of a kept result, or embedding a catalog's
+        // new tools, is blocking work.
         tokio::task::spawn_blocking(move || entry.run(&request, args))
             .await
             .unwrap_or_else(|e| Err(Failure::internal(format!("the packhost pack failed: {e}"))))

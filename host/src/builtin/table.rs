@@ -142,11 +142,17 @@ fn table() -> Vec<Entry> {
         Entry::new(
             "search",
             "Search functions",
-            "Find the functions you can call for a task in words, best first: names, descriptions and parameters are searched.",
+            "Find the functions you can call for a task in words, best first: names, descriptions and parameters are searched, by words and by meaning.",
             json!({
                 "type": "object",
                 "properties": {
                     "query": {"type": "string"},
+                    "weak": {"type": "boolean", "description": "Nothing matches well: browse `closest_packs` rather than guess."},
+                    "closest_packs": {"type": "array", "items": {
+                        "type": "object",
+                        "properties": {"name": {"type": "string"}, "description": {"type": "string"}},
+                    }},
+                    "hint": {"type": "string"},
                     "results": {"type": "array", "items": {
                         "type": "object",
                         "properties": {
@@ -158,10 +164,15 @@ fn table() -> Vec<Entry> {
                         "required": ["name", "signature", "description", "score"],
                     }},
                 },
-                "required": ["query", "results"],
+                "required": ["query", "weak", "results"],
             }),
             |request, args: SearchArgs| {
-                Ok(catalog::search(&request.catalog, &args.query, args.limit))
+                Ok(catalog::search(
+                    &request.searcher,
+                    &request.catalog,
+                    &args.query,
+                    args.limit,
+                ))
             },
         ),
         Entry::new(
@@ -194,7 +205,9 @@ fn table() -> Vec<Entry> {
                 },
                 "required": ["kind", "name", "description"],
             }),
-            |request, args: DescribeArgs| catalog::describe(&request.catalog, &args.name),
+            |request, args: DescribeArgs| {
+                catalog::describe(&request.searcher, &request.catalog, &args.name)
+            },
         ),
         Entry::new(
             "result_read",

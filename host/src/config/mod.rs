@@ -12,6 +12,7 @@ mod env;
 mod packs;
 mod paths;
 mod rules;
+mod search;
 mod server;
 #[cfg(test)]
 mod tests;
@@ -29,6 +30,7 @@ use self::{approval::RawApproval, packs::RawPack, paths::resolve};
 pub use self::{
     approval::{Approval, CallPattern, MAX_REMEMBER, Remember, Rule},
     packs::{Library, PackConfig, PackSource},
+    search::SearchConfig,
     server::{AuthConfig, Expose, HttpConfig, ServerConfig, TokenConfig},
 };
 pub use crate::error::{ConfigCode, ConfigError, ConfigProblem};
@@ -69,6 +71,9 @@ pub struct Config<P = PackConfig, A = Approval> {
     /// Results too large to send whole: kept, previewed, read on by handle.
     #[serde(default)]
     pub results: crate::results::ResultsConfig,
+    /// How `packhost.search` ranks.
+    #[serde(default)]
+    pub search: SearchConfig,
     /// `[approval.<rule>]`: the calls that ask the user first.
     #[serde(default)]
     pub approval: A,
@@ -89,6 +94,7 @@ impl<P, A: Default> Default for Config<P, A> {
             http: HttpConfig::default(),
             auth: AuthConfig::default(),
             results: crate::results::ResultsConfig::default(),
+            search: SearchConfig::default(),
             approval: A::default(),
         }
     }

@@ -54,6 +54,9 @@ impl RawConfig {
                 }
             }
         }
+        if let Some(model) = &mut self.search.model {
+            fix("search.model".to_owned(), model);
+        }
         for (i, dir) in self.server.pack_dirs.iter_mut().enumerate() {
             fix(format!("server.pack_dirs[{i}]"), dir);
         }

@@ -111,6 +111,7 @@ impl RawConfig {
             http: self.http,
             auth: self.auth,
             results: self.results,
+            search: self.search,
             approval,
         })
     }

@@ -17,8 +17,9 @@ use abi_stable::{
     sabi_trait::TD_Opaque,
     std_types::{RArc, RResult, RStr, RString},
 };
+use catalog_search::Searcher;
 use futures_util::FutureExt as _;
-use pack_api::{CallContext_TO, FunctionSpec, Owner};
+use pack_api::{CallContext_TO, Catalog, FunctionSpec, Owner};
 use packhost_command::{Call, Front, Language, Plan};
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -96,10 +97,11 @@ pub struct Executor {
 }
 
 impl Executor {
-    /// Build from loaded packs; must run inside the host's runtime.
-    pub fn new(mut loaded: Vec<LoadedPack>, config: &Config) -> Arc<Self> {
+    /// Build from loaded packs, `packhost.search` ranking with `searcher`;
+    /// must run inside the host's runtime.
+    pub fn new(mut loaded: Vec<LoadedPack>, config: &Config, searcher: Arc<Searcher>) -> Arc<Self> {
         let results = Results::new(config.results.clone());
-        loaded.push(LoadedPack::builtin(Arc::clone(&results)));
+        loaded.push(LoadedPack::builtin(Arc::clone(&results), searcher));
         let packs = loaded
             .into_iter()
             .map(|loaded| {
@@ -142,6 +144,11 @@ impl Executor {
 
     fn registry(&self) -> Arc<Registry> {
         Arc::clone(&self.registry.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Every tool of every pack, whoever may call it.
+    pub fn whole_catalog(&self) -> Arc<Catalog> {
+        Arc::clone(&self.registry().catalog)
     }
 
     /// The registry as `identity` sees it: every name a caller gives is

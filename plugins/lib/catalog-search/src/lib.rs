@@ -6,80 +6,67 @@
 //! use catalog_search::Index;
 //! # let tools: Vec<pack_api::CatalogTool> = vec![];
 //! let index = Index::new(&tools);
-//! for hit in index.search("post a message to the deploys channel", 5) {
-//!     println!("{}.{} {:.2}", tools[hit.index].pack, tools[hit.index].function, hit.score);
+//! let ranking = index.search("post a message to the deploys channel", 5);
+//! for hit in &ranking.hits {
+//!     println!("{}.{} {:.3}", tools[hit.index].pack, tools[hit.index].function, hit.score);
 //! }
 //! ```
 //!
-//! A tool is one BM25 document of three fields, weighted by repeating
-//! their words (BM25F's weighted term frequency: one length and one rarity
-//! per word across fields), name 3 > description 2 > parameters 1:
-//! - the name: `pack` and `function`, split into words on punctuation and
-//!   camelCase (`github_create_issue`, `listPullRequests`);
-//! - the description;
-//! - the parameters: the names, descriptions and enum values of the input
-//!   schema's top-level `properties`.
+//! Three steps, each for what the others miss:
+//! - **typos** (module `typos`): a query word nobody knows becomes the
+//!   closest catalog word ("incidnet" -> "incident");
+//! - **BM25** (module `lexical`): exact on names, ids and the catalog's own
+//!   words, with a small vocabulary of task words;
+//! - **meaning** (module `dense`), when a sentence model is given: the
+//!   cosine of the query's vector with each tool's name and description,
+//!   for words the catalog does not use ("who's carrying the pager" for
+//!   on-call schedules).
 //!
-//! Words are lowercased, English stop words dropped, the rest stemmed
-//! (Snowball: "issues" finds "issue", "merged" finds "merge"), numbers
-//! dropped (`PR #91`: an argument, not what a tool does). A query also gets
-//! its neighbouring words written together ("on call" finds `oncalls`) and,
-//! at a lower weight, the catalog words for its task words from a small
-//! vocabulary ("find" -> search list get, "PR" -> pull request, "alert" ->
-//! monitor; module `vocabulary`), where the task word itself counts less.
+//! The two rankings are fused by reciprocal rank fusion (each tool scores
+//! `1 / (K + rank)` in each list): ranks, not scores, so neither list's
+//! scale has to be known, and a tool both lists like wins.
 //!
-//! The ranking is the [`bm25`] crate: BM25 with an English tokenizer
-//! (Unicode words, NLTK stop words, Snowball stemming), a handful of small
-//! dependencies, no I/O, maintained (2.3.2, September 2025). Tantivy was the
-//! alternative: a search engine with a schema, segments, a writer and
-//! mmap'd or RAM directories, built for millions of documents, not for a
-//! few hundred short ones indexed per call; probly-search has per-field
-//! boosts but no stemming and no release since 2024.
-//!
-//! Quality, on `tests/fixtures/catalog-200.json` (245 tools of 16 services)
-//! and its 50 tasks written before tuning (`tests/queries.rs`): the intended
-//! tool is first for 37 and in the top 3 for 46. Without the vocabulary it
-//! is 26 and 36: most misses of plain BM25 are words the catalog does not
-//! use ("PR", "chat", "wiki", "find"). The vocabulary and the weights were
-//! tuned on those tasks, so expect fewer on wording they have not seen.
-//!
-//! Cost: building per call is fine. For those 245 tools, building the index
-//! takes about 5 ms and a query under 0.1 ms (release build, one core of a
-//! shared 2-core EPYC; up to three times that while the machine compiles).
+//! Quality and cost are printed by `packhost-bench-context`, on the held-out
+//! tasks of `tests/fixtures/discovery-eval.json` (tuned on the `tune` half
+//! only) and on the 50 older tasks of `catalog-queries.json`.
 #![deny(missing_docs)]
 
+mod dense;
+mod lexical;
+mod searcher;
+mod typos;
 mod vocabulary;
 mod words;
 
-use std::collections::{HashMap, HashSet};
+use std::{collections::HashMap, sync::Arc};
 
-use bm25::{Embedder, EmbedderBuilder, Scorer};
 use pack_api::CatalogTool;
 
-use vocabulary::Vocabulary;
-use words::{Stems, Words};
+pub use dense::{Meanings, Sentences};
+pub use searcher::Searcher;
 
-/// How much a match in each field counts: a tool is named for what it does;
-/// its description says more, with more words that are not the point; its
-/// parameters say what it needs, not what it is for.
-const NAME_WEIGHT: usize = 3;
-const DESCRIPTION_WEIGHT: usize = 2;
-const PARAMETERS_WEIGHT: usize = 1;
+use dense::Dense;
+use lexical::Lexical;
+use typos::Typos;
 
-/// How much a task word of the vocabulary, and each catalog word it adds,
-/// counts against another word the caller wrote.
-const EXPANSION_WEIGHT: f32 = 0.7;
+/// Reciprocal rank fusion's K (how fast a lower rank stops counting) and
+/// how much BM25's list counts against the model's. Chosen on the tuning
+/// half (K 5, 10, 20, 60; weight 1 to 2), as the best there that keeps the
+/// older 50 tasks at 46 in the top 3: the usual K of 60 flattens the top of
+/// two short lists too much, and BM25 is the surer of the two on names.
+const FUSION_K: f32 = 5.0;
+const LEXICAL_WEIGHT: f32 = 1.25;
 
-/// BM25's length normalisation (0 none, 1 full) and term saturation.
-const B: f32 = 0.5;
-const K1: f32 = 1.2;
+/// Below this best cosine the model sees nothing like the query: on the
+/// tuning half 95% of tasks are above it, and questions no tool answers
+/// ("order a pizza", "how tall is Everest") are below it.
+const WEAK_SIMILARITY: f32 = 0.25;
 
 /// The tools of one catalog, ready to be searched.
 pub struct Index {
-    embedder: Embedder<u32, Stems>,
-    scorer: Scorer<usize>,
-    words: Words,
-    vocabulary: Vocabulary,
+    lexical: Lexical,
+    typos: Typos,
+    dense: Option<Dense>,
 }
 
 /// One ranked tool.
@@ -91,116 +78,116 @@ pub struct Hit {
     pub score: f32,
 }
 
+/// The best tools for a query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ranking {
+    /// Best first.
+    pub hits: Vec<Hit>,
+    /// Nothing matches well: the hits are guesses.
+    pub weak: bool,
+}
+
 impl Index {
-    /// Indexes `tools`; hits refer to them by position.
+    /// Indexes `tools` for BM25 alone; hits refer to them by position.
     pub fn new(tools: &[CatalogTool]) -> Self {
-        let words = Words::new();
-        let documents: Vec<String> = tools.iter().map(|tool| document(&words, tool)).collect();
-        let corpus: Vec<&str> = documents.iter().map(String::as_str).collect();
-        let embedder = EmbedderBuilder::with_tokenizer_and_fit_to_corpus(Stems, &corpus)
-            .b(B)
-            .k1(K1)
-            .build();
-        let mut scorer = Scorer::new();
-        for (index, document) in documents.iter().enumerate() {
-            scorer.upsert(&index, embedder.embed(document));
-        }
-        let vocabulary = Vocabulary::new(&words);
         Self {
-            embedder,
-            scorer,
-            words,
-            vocabulary,
+            lexical: Lexical::new(tools),
+            typos: typos(tools),
+            dense: None,
         }
     }
 
-    /// The best `limit` tools for `query`, best first; ties keep catalog
-    /// order. Tools that share no word with the query are left out, so a
-    /// query of only stop words finds nothing.
-    pub fn search(&self, query: &str, limit: usize) -> Vec<Hit> {
-        let mut tokens = self
-            .words
-            .tokenize(&format!("{query} {}", words::compounds(query)));
-        let mut seen = HashSet::new();
-        tokens.retain(|token| seen.insert(token.clone()));
-        // Task words ("find", "PR") say less than the caller's other words,
-        // and so do the catalog words they stand for.
-        let (vague, plain): (Vec<String>, Vec<String>) = tokens
-            .into_iter()
-            .partition(|token| self.vocabulary.knows(token));
-        let added = self.words.tokenize(&self.vocabulary.expand(&vague));
-        let mut scores: HashMap<usize, f32> = HashMap::new();
-        for (tokens, weight) in [
-            (plain, 1.0),
-            (vague, EXPANSION_WEIGHT),
-            (added, EXPANSION_WEIGHT),
-        ] {
-            let query = self.embedder.embed(&tokens.join(" "));
-            for found in self.scorer.matches(&query) {
-                *scores.entry(found.id).or_default() += weight * found.score;
+    /// Indexes `tools` for BM25 and for meaning; fails when the model does.
+    pub fn with_meanings(tools: &[CatalogTool], meanings: Arc<Meanings>) -> Result<Self, String> {
+        Ok(Self {
+            dense: Some(Dense::new(meanings, tools)?),
+            ..Self::new(tools)
+        })
+    }
+
+    /// Whether the index ranks by meaning too.
+    pub fn has_meanings(&self) -> bool {
+        self.dense.is_some()
+    }
+
+    /// The best `limit` tools for `query`. With BM25 alone only tools that
+    /// share a word with the query are found, and the ranking is weak when
+    /// none does.
+    pub fn search(&self, query: &str, limit: usize) -> Ranking {
+        let known = |word: &str| {
+            self.dense
+                .as_ref()
+                .is_some_and(|dense| dense.meanings().knows_word(word))
+        };
+        let query = self.typos.mend(query, &known);
+        let lexical = self.lexical.rank(&query);
+        let meaning = match &self.dense {
+            Some(dense) if !query.trim().is_empty() => dense
+                .meanings()
+                .query(&words::without_arguments(&query))
+                .inspect_err(
+                    |error| tracing::warn!(%error, "the sentence model failed; BM25 alone"),
+                )
+                .ok()
+                .map(|vector| dense.similarities(&vector)),
+            _ => None,
+        };
+        let (mut hits, weak) = match meaning {
+            None => {
+                let weak = lexical.is_empty();
+                (lexical, weak)
             }
-        }
-        let mut hits: Vec<Hit> = scores
-            .into_iter()
-            .map(|(index, score)| Hit { index, score })
-            .collect();
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
+            Some(similarities) => {
+                let best = similarities.iter().copied().fold(f32::MIN, f32::max);
+                (fuse(&lexical, &similarities), best < WEAK_SIMILARITY)
+            }
+        };
         hits.truncate(limit);
-        hits
+        Ranking { hits, weak }
     }
 }
 
-/// The words of a tool, each field's repeated by its weight (BM25F's
-/// weighted term frequency, with one document length and one rarity per
-/// word across fields).
-fn document(words: &Words, tool: &CatalogTool) -> String {
-    let fields = [
-        (format!("{} {}", tool.pack, tool.function), NAME_WEIGHT),
-        (tool.description.clone(), DESCRIPTION_WEIGHT),
-        (parameters_text(tool), PARAMETERS_WEIGHT),
-    ];
-    let mut document = String::new();
-    for (text, weight) in fields {
-        let stems = words.tokenize(&text).join(" ");
-        for _ in 0..weight {
-            document.push_str(&stems);
-            document.push(' ');
-        }
+/// Reciprocal rank fusion of the BM25 ranking and the ranking by cosine.
+fn fuse(lexical: &[Hit], similarities: &[f32]) -> Vec<Hit> {
+    let mut by_meaning: Vec<usize> = (0..similarities.len()).collect();
+    by_meaning.sort_by(|a, b| similarities[*b].total_cmp(&similarities[*a]).then(a.cmp(b)));
+    let mut scores: HashMap<usize, f32> = HashMap::new();
+    let ranked = lexical
+        .iter()
+        .enumerate()
+        .map(|(rank, hit)| (rank, hit.index, LEXICAL_WEIGHT))
+        .chain(
+            by_meaning
+                .into_iter()
+                .enumerate()
+                .map(|(rank, index)| (rank, index, 1.0)),
+        );
+    for (rank, index, weight) in ranked {
+        *scores.entry(index).or_default() += weight / (FUSION_K + rank as f32 + 1.0);
     }
-    document
+    let mut hits: Vec<Hit> = scores
+        .into_iter()
+        .map(|(index, score)| Hit { index, score })
+        .collect();
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
+    hits
 }
 
-/// Name, description and enum values of each top-level property of the
-/// input schema.
-fn parameters_text(tool: &CatalogTool) -> String {
-    let Some(properties) = tool
-        .input_schema
-        .get("properties")
-        .and_then(|p| p.as_object())
-    else {
-        return String::new();
-    };
-    let mut text = String::new();
-    for (name, schema) in properties {
-        text.push_str(name);
-        text.push(' ');
-        if let Some(description) = schema.get("description").and_then(|d| d.as_str()) {
-            text.push_str(description);
-            text.push(' ');
-        }
-        for value in schema
-            .get("enum")
-            .and_then(|e| e.as_array())
-            .into_iter()
-            .flatten()
-        {
-            if let Some(value) = value.as_str() {
-                text.push_str(value);
-                text.push(' ');
-            }
-        }
-    }
-    text
+/// The words typos are mended with: every name, description and parameter.
+fn typos(tools: &[CatalogTool]) -> Typos {
+    let texts: Vec<String> = tools
+        .iter()
+        .map(|tool| {
+            format!(
+                "{} {} {} {}",
+                tool.pack,
+                tool.function,
+                tool.description,
+                lexical::parameters_text(tool)
+            )
+        })
+        .collect();
+    Typos::new(texts.iter().map(String::as_str))
 }
 
 #[cfg(test)]
@@ -243,7 +230,7 @@ mod tests {
                 json!({"type": "object"}),
             ),
         ];
-        let hits = Index::new(&tools).search("attachments", 5);
+        let hits = Index::new(&tools).search("attachments", 5).hits;
         assert_eq!(hits.iter().map(|h| h.index).collect::<Vec<_>>(), [1, 0]);
     }
 
@@ -259,9 +246,9 @@ mod tests {
             tool("ci", "cancel", "Cancel a running workflow.", json!({})),
         ];
         let index = Index::new(&tools);
-        assert_eq!(index.search("which job failed", 1)[0].index, 0);
-        assert!(index.search("the of a", 5).is_empty());
-        assert!(index.search("", 5).is_empty());
+        assert_eq!(index.search("which job failed", 1).hits[0].index, 0);
+        assert!(index.search("the of a", 5).hits.is_empty());
+        assert!(index.search("", 5).weak);
     }
 
     #[test]
@@ -275,7 +262,7 @@ mod tests {
                 json!({}),
             ),
         ];
-        assert_eq!(Index::new(&tools).search("open a PR", 1)[0].index, 1);
+        assert_eq!(Index::new(&tools).search("open a PR", 1).hits[0].index, 1);
     }
 
     #[test]
@@ -289,12 +276,77 @@ mod tests {
                 json!({}),
             ),
         ];
-        let hits = Index::new(&tools).search("who is on call", 5);
+        let hits = Index::new(&tools).search("who is on call", 5).hits;
         assert_eq!(hits.iter().map(|h| h.index).collect::<Vec<_>>(), [1]);
+    }
+
+    /// A sentence model of a few meanings, each a set of words.
+    struct Meanings3;
+
+    impl Sentences for Meanings3 {
+        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+            const MEANINGS: [&[&str]; 3] =
+                [&["pager", "on call"], &["meeting", "event"], &["broken"]];
+            Ok(texts
+                .iter()
+                .map(|text| {
+                    let text = text.to_lowercase();
+                    let mut vector: Vec<f32> = MEANINGS
+                        .iter()
+                        .map(|words| f32::from(u8::from(words.iter().any(|w| text.contains(w)))))
+                        .collect();
+                    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt().max(1.0);
+                    vector.iter_mut().for_each(|x| *x /= norm);
+                    vector
+                })
+                .collect())
+        }
+
+        fn knows_word(&self, word: &str) -> bool {
+            word == "pager"
+        }
+    }
+
+    fn with_meanings(tools: &[CatalogTool]) -> Index {
+        Index::with_meanings(tools, Arc::new(Meanings::new(Box::new(Meanings3)))).unwrap()
+    }
+
+    #[test]
+    fn meaning_finds_what_no_word_matches_and_says_when_nothing_does() {
+        let tools = [
+            tool("calendar", "create_event", "Create an event.", json!({})),
+            tool(
+                "pagerduty",
+                "list_oncalls",
+                "List who is on call now.",
+                json!({}),
+            ),
+        ];
+        let index = with_meanings(&tools);
+        let found = index.search("who carries the pager tonight", 2);
+        assert_eq!(found.hits[0].index, 1);
+        assert!(!found.weak);
+        // BM25 alone finds nothing, and says so.
+        assert!(Index::new(&tools).search("carries the pager", 2).weak);
+        let nothing = index.search("order a pizza", 2);
+        assert!(nothing.weak);
+        assert_eq!(nothing.hits.len(), 2, "still the best guesses");
+    }
+
+    #[test]
+    fn a_tool_both_rankings_like_wins() {
+        let tools = [
+            tool("calendar", "create_event", "Create a meeting.", json!({})),
+            tool("calendar", "delete_event", "Delete an event.", json!({})),
+            tool("ci", "create_job", "Create a job.", json!({})),
+        ];
+        // BM25 likes both `create`s, meaning both events: the event created.
+        let found = with_meanings(&tools).search("create a meeting for friday", 3);
+        assert_eq!(found.hits[0].index, 0);
     }
 
     #[test]
     fn no_tools_no_hits() {
-        assert!(Index::new(&[]).search("anything", 5).is_empty());
+        assert!(Index::new(&[]).search("anything", 5).hits.is_empty());
     }
 }

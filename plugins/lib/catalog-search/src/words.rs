@@ -77,6 +77,26 @@ fn without_keys(text: &str) -> String {
         .join(" ")
 }
 
+/// `query` without its arguments (ids, numbers, paths, hosts, addresses:
+/// the words holding a digit, `/`, `:`, `@`, `_` or a dot inside), for the
+/// sentence model, to which `acme/web` or `203.0.113.7` is noise; the whole
+/// query when nothing else is left.
+pub(crate) fn without_arguments(query: &str) -> String {
+    let argument = |word: &str| {
+        word.chars()
+            .any(|c| c.is_ascii_digit() || "/:@_".contains(c))
+            || word
+                .trim_end_matches(|c: char| c.is_ascii_punctuation())
+                .contains('.')
+    };
+    let words: Vec<&str> = query.split_whitespace().filter(|w| !argument(w)).collect();
+    if words.is_empty() {
+        query.to_owned()
+    } else {
+        words.join(" ")
+    }
+}
+
 /// Each pair of neighbouring words of `query` written as one, space
 /// separated: people write apart what names write together ("on call" for
 /// `oncalls`, "thumbs up" for `thumbsup`, "kick off" for `kickoff`).
@@ -130,6 +150,19 @@ mod tests {
             words.tokenize("github_list_pull_requests"),
             ["github", "list", "pull", "request"]
         );
+    }
+
+    #[test]
+    fn arguments_are_left_to_bm25() {
+        assert_eq!(
+            without_arguments("add an A record staging.acme.com -> 203.0.113.7"),
+            "add an A record ->"
+        );
+        assert_eq!(
+            without_arguments("open prs in acme/web, then email finance@acme.com."),
+            "open prs in then email"
+        );
+        assert_eq!(without_arguments("PD4471"), "PD4471");
     }
 
     #[test]

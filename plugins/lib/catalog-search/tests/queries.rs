@@ -97,6 +97,7 @@ fn intended_tool_in_top_3_for_90_percent_of_tasks() {
         .map(|q| {
             index
                 .search(&q.text, 10)
+                .hits
                 .iter()
                 .map(|h| tools[h.index].function.as_str())
                 .collect()

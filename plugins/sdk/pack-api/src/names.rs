@@ -38,22 +38,33 @@ pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str
         .unwrap_or_default()
 }
 
-/// Levenshtein distance over chars.
-fn edit_distance(a: &str, b: &str) -> usize {
+/// Edits from `a` to `b` over chars: insert, delete, replace, or swap two
+/// neighbours, each one edit (optimal string alignment), since a swap is
+/// the commonest typo ("shwo").
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut previous = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let current = row[j + 1];
-            row[j + 1] = (previous + usize::from(ca != *cb))
-                .min(row[j] + 1)
-                .min(current + 1);
-            previous = current;
+    let width = b.len() + 1;
+    let mut rows = vec![0; (a.len() + 1) * width];
+    for i in 0..=a.len() {
+        rows[i * width] = i;
+    }
+    for (j, cell) in rows[..width].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let replace = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (rows[(i - 1) * width + j] + 1)
+                .min(rows[i * width + j - 1] + 1)
+                .min(rows[(i - 1) * width + j - 1] + replace);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(rows[(i - 2) * width + j - 2] + 1);
+            }
+            rows[i * width + j] = best;
         }
     }
-    row[b.len()]
+    rows[a.len() * width + b.len()]
 }
 
 #[cfg(test)]
@@ -66,5 +77,14 @@ mod tests {
         assert_eq!(suggestion("zzzz", ["run", "eval"]), None);
         assert_eq!(did_you_mean("proj", ["prj"]), "did you mean `prj`? ");
         assert_eq!(qualified("proj", "read"), "proj.read");
+    }
+
+    #[test]
+    fn a_swap_is_one_edit() {
+        assert_eq!(edit_distance("shwo", "show"), 1);
+        assert_eq!(edit_distance("incidnet", "incident"), 1);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("abc", ""), 3);
     }
 }

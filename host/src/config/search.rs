@@ -1,0 +1,15 @@
+//! `[search]`: how `packhost.search` ranks.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// `[search]`: BM25 alone, or fused with a sentence model's meaning.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SearchConfig {
+    /// The folder of a sentence model (all-MiniLM-L6-v2: `config.json`,
+    /// `model.safetensors`, `tokenizer.json`), installed by `./dev run`.
+    /// Unset: BM25 alone.
+    pub model: Option<PathBuf>,
+}

@@ -1,0 +1,168 @@
+//! Meaning, for the words BM25 cannot match: a sentence model's vector of
+//! each tool's name and description, compared with the query's by cosine
+//! ("who's carrying the pager" is near "list who is on call").
+//!
+//! Vectors are kept per text, so a catalog that changes (a server pack comes
+//! or goes, another caller's allow-list) costs only its new tools.
+
+use std::{
+    collections::{HashMap, HashSet},
+    path::Path,
+    sync::{Arc, Mutex},
+};
+
+use pack_api::CatalogTool;
+
+use crate::words::split_identifiers;
+
+/// A sentence model: one unit-length vector per text.
+pub trait Sentences: Send + Sync {
+    /// The vectors of `texts`, in order, all of one length and of norm 1.
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String>;
+    /// Whether `word` (lowercase) is a word of the model's vocabulary: a
+    /// dictionary for mending typos.
+    fn knows_word(&self, word: &str) -> bool;
+}
+
+impl Sentences for sentence_embedding::Model {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        sentence_embedding::Model::embed(self, texts).map_err(|e| e.to_string())
+    }
+
+    fn knows_word(&self, word: &str) -> bool {
+        sentence_embedding::Model::knows_word(self, word)
+    }
+}
+
+/// Texts kept before the cache starts again: 384 floats each, about 30 MB.
+const KEPT_TEXTS: usize = 20_000;
+
+/// A sentence model with the vectors of the texts it has seen.
+pub struct Meanings {
+    sentences: Box<dyn Sentences>,
+    kept: Mutex<HashMap<String, Arc<[f32]>>>,
+}
+
+impl Meanings {
+    /// Vectors of `sentences`, kept per text.
+    pub fn new(sentences: Box<dyn Sentences>) -> Self {
+        Self {
+            sentences,
+            kept: Mutex::default(),
+        }
+    }
+
+    /// Vectors of the all-MiniLM-L6-v2 in `dir` ([`sentence_embedding`]).
+    pub fn load(dir: &Path) -> Result<Self, sentence_embedding::LoadError> {
+        Ok(Self::new(Box::new(sentence_embedding::Model::load(dir)?)))
+    }
+
+    pub(crate) fn knows_word(&self, word: &str) -> bool {
+        self.sentences.knows_word(word)
+    }
+
+    pub(crate) fn query(&self, query: &str) -> Result<Vec<f32>, String> {
+        let mut vectors = self.sentences.embed(&[query])?;
+        vectors
+            .pop()
+            .ok_or_else(|| "the model gave no vector".to_owned())
+    }
+
+    /// The vector of each of `texts`, embedding only those not kept.
+    fn vectors(&self, texts: &[String]) -> Result<Vec<Arc<[f32]>>, String> {
+        let missing: Vec<&str> = {
+            let kept = self.kept.lock().expect("vector cache");
+            let mut missing: Vec<&str> = texts
+                .iter()
+                .filter(|t| !kept.contains_key(*t))
+                .map(String::as_str)
+                .collect();
+            missing.sort_unstable();
+            missing.dedup();
+            missing
+        };
+        let embedded = if missing.is_empty() {
+            Vec::new()
+        } else {
+            self.sentences.embed(&missing)?
+        };
+        let mut kept = self.kept.lock().expect("vector cache");
+        if kept.len() + embedded.len() > KEPT_TEXTS {
+            let wanted: HashSet<&String> = texts.iter().collect();
+            kept.retain(|text, _| wanted.contains(text));
+        }
+        for (text, vector) in missing.iter().zip(embedded) {
+            kept.insert((*text).to_owned(), vector.into());
+        }
+        texts
+            .iter()
+            .map(|text| {
+                kept.get(text)
+                    .cloned()
+                    .ok_or_else(|| format!("no vector for `{text}`"))
+            })
+            .collect()
+    }
+}
+
+/// The tools' vectors, with the model that made them.
+pub(crate) struct Dense {
+    meanings: Arc<Meanings>,
+    vectors: Vec<Arc<[f32]>>,
+}
+
+impl Dense {
+    pub(crate) fn new(meanings: Arc<Meanings>, tools: &[CatalogTool]) -> Result<Self, String> {
+        let texts: Vec<String> = tools.iter().map(text).collect();
+        let vectors = meanings.vectors(&texts)?;
+        Ok(Self { meanings, vectors })
+    }
+
+    pub(crate) fn meanings(&self) -> &Meanings {
+        &self.meanings
+    }
+
+    /// Every tool's cosine with `query`, by position.
+    pub(crate) fn similarities(&self, query: &[f32]) -> Vec<f32> {
+        self.vectors
+            .iter()
+            .map(|vector| vector.iter().zip(query).map(|(a, b)| a * b).sum())
+            .collect()
+    }
+}
+
+/// What the model reads of a tool: its name in words, then its
+/// description. The parameters are left out: on the tuning half they made
+/// the ranking worse (their words are about arguments, not the task).
+fn text(tool: &CatalogTool) -> String {
+    let pack = split_identifiers(&tool.pack).replace('_', " ");
+    let function = split_identifiers(&tool.function).replace('_', " ");
+    // A server's tool often repeats its pack: `github.github_create_issue`.
+    let function = function
+        .strip_prefix(&format!("{pack} "))
+        .unwrap_or(&function);
+    format!("{pack} {function}. {}", tool.description)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_reads_as_its_name_in_words_then_its_description() {
+        let tool = |pack: &str, function: &str| CatalogTool {
+            pack: pack.into(),
+            function: function.into(),
+            description: "Does it.".into(),
+            ..CatalogTool::default()
+        };
+        assert_eq!(
+            text(&tool("github", "github_create_issue")),
+            "github create issue. Does it."
+        );
+        assert_eq!(
+            text(&tool("gh", "listPullRequests")),
+            "gh list Pull Requests. Does it."
+        );
+    }
+}

@@ -1,0 +1,187 @@
+//! `packhost.search` with the sentence model (`[search] model`): a task in
+//! words the catalog does not use finds its tool from every door (`run`,
+//! Python, TypeScript); a weak search says so and names the closest packs;
+//! `describe` of a near-miss name suggests the real one; a token's
+//! allow-list still hides everything else; a server that comes up after the
+//! host started is found without a restart.
+
+use std::time::{Duration, Instant};
+
+use packhost_tests::{
+    TestHost, call,
+    downstream::{HttpServer, catalog_section, free_port},
+    hello_section,
+    http::HttpHost,
+    ok, search_model_section, structured, text,
+};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use crate::http::token;
+
+/// Words nobody wrote in the on-call tool's description or name.
+const PAGER_TASK: &str = "which colleague is carrying the pager tonight";
+const ON_CALL: &str = "saas.pagerduty_list_oncalls";
+
+fn config(notebooks: &TempDir) -> String {
+    format!(
+        "[packs.exec_py]\n[packs.exec_ts]\nconfig = {{ notebooks_dir = {:?} }}\n{}{}{}",
+        notebooks.path().display().to_string(),
+        hello_section(""),
+        catalog_section("saas", None),
+        search_model_section(),
+    )
+}
+
+fn names(found: &Value) -> Vec<String> {
+    found["results"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no results: {found}"))
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_task_in_other_words_finds_its_tool_from_every_door() {
+    let notebooks = TempDir::new().unwrap();
+    let host = TestHost::start(&config(&notebooks)).await;
+    let described = ok(&host
+        .call("packhost.describe", json!({"name": ON_CALL}))
+        .await);
+    let about = format!("{} {}", described["name"], described["description"]).to_lowercase();
+    for word in ["colleague", "carrying", "pager", "tonight"] {
+        assert!(!about.contains(word), "`{word}` is in {about}");
+    }
+
+    let by_tool = ok(&host
+        .call("packhost.search", json!({"query": PAGER_TASK, "limit": 3}))
+        .await);
+    assert_eq!(by_tool["weak"], false, "{by_tool}");
+    assert!(names(&by_tool).contains(&ON_CALL.to_owned()), "{by_tool}");
+    let by_run = ok(&host
+        .run(&format!("packhost.search(query={PAGER_TASK:?}, limit=3)"))
+        .await);
+    assert!(names(&by_run).contains(&ON_CALL.to_owned()), "{by_run}");
+    let python = ok(&host
+        .call(
+            "exec_py.run",
+            json!({"code": format!("[r['name'] for r in packhost.search({PAGER_TASK:?}, limit=3)['results']]")}),
+        )
+        .await);
+    assert!(
+        python["result"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(ON_CALL)),
+        "{python}"
+    );
+    let typescript = ok(&host
+        .call(
+            "exec_ts.execute",
+            json!({"code": format!("(await packhost.search({{ query: {PAGER_TASK:?}, limit: 3 }})).results.map(r => r.name)")}),
+        )
+        .await);
+    assert!(
+        typescript["result"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(ON_CALL)),
+        "{typescript}"
+    );
+}
+
+#[tokio::test]
+async fn a_weak_search_names_the_closest_packs_and_describe_suggests_the_near_miss() {
+    let notebooks = TempDir::new().unwrap();
+    let host = TestHost::start(&config(&notebooks)).await;
+    let weak = ok(&host
+        .call(
+            "packhost.search",
+            json!({"query": "order a large pepperoni pizza"}),
+        )
+        .await);
+    assert_eq!(weak["weak"], true, "{weak}");
+    let closest = weak["closest_packs"].as_array().expect("closest packs");
+    assert!(!closest.is_empty() && closest.len() <= 3, "{weak}");
+    assert!(
+        weak["hint"].as_str().unwrap().contains("packhost.packs()"),
+        "{weak}"
+    );
+
+    let missing = host
+        .call(
+            "packhost.describe",
+            json!({"name": "saas.pagerduty_who_is_on_call"}),
+        )
+        .await;
+    let message = text(&missing);
+    assert!(
+        message.contains(&format!("did you mean `{ON_CALL}`?")),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn an_allow_list_hides_what_meaning_would_find() {
+    let notebooks = TempDir::new().unwrap();
+    let (token, entry) = token("eve", "acme", &["hello.*"]);
+    let http = HttpHost::start(&format!("{}\n{entry}\n", config(&notebooks)), &[]).await;
+    let client = http.client(Some(&token)).await.unwrap();
+    for query in [PAGER_TASK, "post a message to a channel", "greet someone"] {
+        let found = call(
+            &client,
+            "packhost.search",
+            json!({"query": query, "limit": 50}),
+        )
+        .await
+        .unwrap();
+        let found = structured(&found);
+        for name in names(&found) {
+            assert!(
+                name.starts_with("hello.") || name.starts_with("packhost."),
+                "{query}: {name}"
+            );
+        }
+        for pack in found["closest_packs"].as_array().into_iter().flatten() {
+            assert!(
+                ["hello", "packhost"].contains(&pack["name"].as_str().unwrap()),
+                "{query}: {found}"
+            );
+        }
+    }
+    let near = call(
+        &client,
+        "packhost.describe",
+        json!({"name": "saas.pagerduty_who_is_on_call"}),
+    )
+    .await
+    .unwrap();
+    assert!(!text(&near).contains("saas"), "{}", text(&near));
+}
+
+#[tokio::test]
+async fn a_server_that_comes_up_later_is_found_without_a_restart() {
+    let port = free_port();
+    let late = format!("[packs.late]\nkind = \"mcp\"\nurl = \"http://127.0.0.1:{port}/mcp\"\n");
+    let host = TestHost::start(&format!("{late}{}", search_model_section())).await;
+    let query = json!({"query": "repeat my words back to me", "limit": 3});
+    let before = ok(&host.call("packhost.search", query.clone()).await);
+    assert!(
+        !names(&before).iter().any(|n| n.starts_with("late.")),
+        "{before}"
+    );
+    let _server = HttpServer::fixture(port);
+    let started = Instant::now();
+    loop {
+        let found = ok(&host.call("packhost.search", query.clone()).await);
+        if names(&found).first().map(String::as_str) == Some("late.echo") {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the late server's echo is not found first: {found}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
