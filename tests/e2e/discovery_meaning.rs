@@ -33,6 +33,23 @@ fn config(notebooks: &TempDir) -> String {
     )
 }
 
+/// Searches until the host ranks `host`'s catalog by meaning: it embeds
+/// new tools in the background, answering by words alone meanwhile.
+async fn until_by_meaning(search: impl AsyncFn() -> Value) -> Value {
+    let started = Instant::now();
+    loop {
+        let found = search().await;
+        if found["by_meaning"] == true {
+            return found;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "not ranked by meaning within 120 s: {found}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
 fn names(found: &Value) -> Vec<String> {
     found["results"]
         .as_array()
@@ -50,13 +67,17 @@ async fn a_task_in_other_words_finds_its_tool_from_every_door() {
         .call("packhost.describe", json!({"name": ON_CALL}))
         .await);
     let about = format!("{} {}", described["name"], described["description"]).to_lowercase();
+    let words: Vec<&str> = about.split(|c: char| !c.is_alphanumeric()).collect();
     for word in ["colleague", "carrying", "pager", "tonight"] {
-        assert!(!about.contains(word), "`{word}` is in {about}");
+        assert!(!words.contains(&word), "`{word}` is in {about}");
     }
 
-    let by_tool = ok(&host
-        .call("packhost.search", json!({"query": PAGER_TASK, "limit": 3}))
-        .await);
+    let by_tool = until_by_meaning(async || {
+        ok(&host
+            .call("packhost.search", json!({"query": PAGER_TASK, "limit": 3}))
+            .await)
+    })
+    .await;
     assert_eq!(by_tool["weak"], false, "{by_tool}");
     assert!(names(&by_tool).contains(&ON_CALL.to_owned()), "{by_tool}");
     let by_run = ok(&host
@@ -95,12 +116,15 @@ async fn a_task_in_other_words_finds_its_tool_from_every_door() {
 async fn a_weak_search_names_the_closest_packs_and_describe_suggests_the_near_miss() {
     let notebooks = TempDir::new().unwrap();
     let host = TestHost::start(&config(&notebooks)).await;
-    let weak = ok(&host
-        .call(
-            "packhost.search",
-            json!({"query": "order a large pepperoni pizza"}),
-        )
-        .await);
+    let weak = until_by_meaning(async || {
+        ok(&host
+            .call(
+                "packhost.search",
+                json!({"query": "order a large pepperoni pizza"}),
+            )
+            .await)
+    })
+    .await;
     assert_eq!(weak["weak"], true, "{weak}");
     let closest = weak["closest_packs"].as_array().expect("closest packs");
     assert!(!closest.is_empty() && closest.len() <= 3, "{weak}");
@@ -157,7 +181,9 @@ async fn an_allow_list_hides_what_meaning_would_find() {
     )
     .await
     .unwrap();
-    assert!(!text(&near).contains("saas"), "{}", text(&near));
+    let message = text(&near);
+    assert!(message.contains("packs: hello, packhost"), "{message}");
+    assert!(!message.contains("oncalls"), "{message}");
 }
 
 #[tokio::test]
@@ -175,7 +201,9 @@ async fn a_server_that_comes_up_later_is_found_without_a_restart() {
     let started = Instant::now();
     loop {
         let found = ok(&host.call("packhost.search", query.clone()).await);
-        if names(&found).first().map(String::as_str) == Some("late.echo") {
+        if found["by_meaning"] == true
+            && names(&found).first().map(String::as_str) == Some("late.echo")
+        {
             break;
         }
         assert!(

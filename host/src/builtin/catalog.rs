@@ -60,7 +60,12 @@ pub(super) fn search(searcher: &Searcher, catalog: &Catalog, query: &str, limit:
             })
         })
         .collect();
-    let mut answer = json!({"query": query, "weak": ranking.weak, "results": results});
+    let mut answer = json!({
+        "query": query,
+        "by_meaning": index.has_meanings(),
+        "weak": ranking.weak,
+        "results": results,
+    });
     if ranking.weak {
         let closest = closest_packs(&index, catalog, query);
         let names: Vec<String> = closest
@@ -209,10 +214,12 @@ pub(super) fn describe(
 /// (`github.open_pull_request`): the function its words find best in its
 /// pack, or anywhere when the pack is unknown.
 fn nearest_function(searcher: &Searcher, catalog: &Catalog, name: &str) -> String {
-    let (pack, words) = name.split_once('.').unwrap_or(("", name));
+    let pack = name.split_once('.').map_or("", |(pack, _)| pack);
+    // In words: the model reads `who_is_on_call` as an id, not a task.
+    let words = name.replace(['.', '_', '-'], " ");
     let ranking = searcher
         .index(&catalog.tools)
-        .search(&format!("{pack} {words}"), catalog.tools.len());
+        .search(&words, catalog.tools.len());
     if ranking.weak {
         return String::new();
     }

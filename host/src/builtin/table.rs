@@ -147,6 +147,7 @@ fn table() -> Vec<Entry> {
                 "type": "object",
                 "properties": {
                     "query": {"type": "string"},
+                    "by_meaning": {"type": "boolean", "description": "Ranked by meaning too (false: by words alone)."},
                     "weak": {"type": "boolean", "description": "Nothing matches well: browse `closest_packs` rather than guess."},
                     "closest_packs": {"type": "array", "items": {
                         "type": "object",
@@ -164,7 +165,7 @@ fn table() -> Vec<Entry> {
                         "required": ["name", "signature", "description", "score"],
                     }},
                 },
-                "required": ["query", "weak", "results"],
+                "required": ["query", "by_meaning", "weak", "results"],
             }),
             |request, args: SearchArgs| {
                 Ok(catalog::search(

@@ -41,6 +41,9 @@ const KEPT_TEXTS: usize = 20_000;
 pub struct Meanings {
     sentences: Box<dyn Sentences>,
     kept: Mutex<HashMap<String, Arc<[f32]>>>,
+    /// Held while texts are embedded, so that two searches of one new
+    /// catalog embed it once.
+    embedding: Mutex<()>,
 }
 
 impl Meanings {
@@ -49,6 +52,7 @@ impl Meanings {
         Self {
             sentences,
             kept: Mutex::default(),
+            embedding: Mutex::default(),
         }
     }
 
@@ -68,8 +72,18 @@ impl Meanings {
             .ok_or_else(|| "the model gave no vector".to_owned())
     }
 
+    /// The vector of each of `texts`, if every one is kept.
+    pub(crate) fn kept(&self, texts: &[String]) -> Option<Vec<Arc<[f32]>>> {
+        let kept = self.kept.lock().expect("vector cache");
+        texts.iter().map(|text| kept.get(text).cloned()).collect()
+    }
+
     /// The vector of each of `texts`, embedding only those not kept.
-    fn vectors(&self, texts: &[String]) -> Result<Vec<Arc<[f32]>>, String> {
+    pub(crate) fn vectors(&self, texts: &[String]) -> Result<Vec<Arc<[f32]>>, String> {
+        let _embedding = self.embedding.lock().expect("embedding");
+        if let Some(vectors) = self.kept(texts) {
+            return Ok(vectors);
+        }
         let missing: Vec<&str> = {
             let kept = self.kept.lock().expect("vector cache");
             let mut missing: Vec<&str> = texts
@@ -81,11 +95,7 @@ impl Meanings {
             missing.dedup();
             missing
         };
-        let embedded = if missing.is_empty() {
-            Vec::new()
-        } else {
-            self.sentences.embed(&missing)?
-        };
+        let embedded = self.sentences.embed(&missing)?;
         let mut kept = self.kept.lock().expect("vector cache");
         if kept.len() + embedded.len() > KEPT_TEXTS {
             let wanted: HashSet<&String> = texts.iter().collect();
@@ -94,14 +104,9 @@ impl Meanings {
         for (text, vector) in missing.iter().zip(embedded) {
             kept.insert((*text).to_owned(), vector.into());
         }
-        texts
-            .iter()
-            .map(|text| {
-                kept.get(text)
-                    .cloned()
-                    .ok_or_else(|| format!("no vector for `{text}`"))
-            })
-            .collect()
+        drop(kept);
+        self.kept(texts)
+            .ok_or_else(|| "the model gave fewer vectors than texts".to_owned())
     }
 }
 
@@ -112,10 +117,9 @@ pub(crate) struct Dense {
 }
 
 impl Dense {
-    pub(crate) fn new(meanings: Arc<Meanings>, tools: &[CatalogTool]) -> Result<Self, String> {
-        let texts: Vec<String> = tools.iter().map(text).collect();
-        let vectors = meanings.vectors(&texts)?;
-        Ok(Self { meanings, vectors })
+    /// The tools' vectors, one per text of [`texts`].
+    pub(crate) fn new(meanings: Arc<Meanings>, vectors: Vec<Arc<[f32]>>) -> Self {
+        Self { meanings, vectors }
     }
 
     pub(crate) fn meanings(&self) -> &Meanings {
@@ -129,6 +133,11 @@ impl Dense {
             .map(|vector| vector.iter().zip(query).map(|(a, b)| a * b).sum())
             .collect()
     }
+}
+
+/// What the model reads of each tool, in order.
+pub(crate) fn texts(tools: &[CatalogTool]) -> Vec<String> {
+    tools.iter().map(text).collect()
 }
 
 /// What the model reads of a tool: its name in words, then its

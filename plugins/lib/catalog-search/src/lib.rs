@@ -97,12 +97,23 @@ impl Index {
         }
     }
 
-    /// Indexes `tools` for BM25 and for meaning; fails when the model does.
+    /// Indexes `tools` for BM25 and for meaning, embedding those whose
+    /// vectors are not kept; fails when the model does.
     pub fn with_meanings(tools: &[CatalogTool], meanings: Arc<Meanings>) -> Result<Self, String> {
-        Ok(Self {
-            dense: Some(Dense::new(meanings, tools)?),
+        let vectors = meanings.vectors(&dense::texts(tools))?;
+        Ok(Self::with_vectors(tools, meanings, vectors))
+    }
+
+    /// `tools` with their vectors, one per text of `dense::texts`.
+    fn with_vectors(
+        tools: &[CatalogTool],
+        meanings: Arc<Meanings>,
+        vectors: Vec<Arc<[f32]>>,
+    ) -> Self {
+        Self {
+            dense: Some(Dense::new(meanings, vectors)),
             ..Self::new(tools)
-        })
+        }
     }
 
     /// Whether the index ranks by meaning too.

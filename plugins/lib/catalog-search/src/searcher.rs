@@ -1,24 +1,34 @@
 //! Indexes kept per catalog: a caller's catalog changes seldom (a server
 //! pack comes or goes, an allow-list differs), and building the index of
 //! 2,000 tools costs more than searching it.
+//!
+//! Embedding new tools takes about 5 ms each (a server of 2,000 tools:
+//! ten seconds), longer than a search may wait: past [`EMBED_WAIT`] the
+//! search answers by BM25 alone while the tools are embedded on, and the
+//! searches after it rank by meaning too.
 
 use std::{
     hash::{DefaultHasher, Hash, Hasher},
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, mpsc},
+    time::Duration,
 };
 
 use pack_api::CatalogTool;
 
-use crate::{Index, Meanings};
+use crate::{Index, Meanings, dense};
 
 /// Catalogs whose index is kept: callers with different allow-lists each
 /// see a catalog of their own.
 const KEPT_INDEXES: usize = 8;
 
+/// How long a search waits for its catalog's new tools to be embedded.
+const EMBED_WAIT: Duration = Duration::from_secs(3);
+
 /// Builds and keeps the indexes of the catalogs searched lately.
 pub struct Searcher {
     meanings: Option<Arc<Meanings>>,
     kept: Mutex<Vec<(u64, Arc<Index>)>>,
+    embed_wait: Duration,
 }
 
 impl Searcher {
@@ -27,6 +37,7 @@ impl Searcher {
         Self {
             meanings,
             kept: Mutex::default(),
+            embed_wait: EMBED_WAIT,
         }
     }
 
@@ -36,6 +47,8 @@ impl Searcher {
     }
 
     /// The index of `tools`, built unless one of the same tools is kept.
+    /// With a model, an index by BM25 alone (not kept) while the tools are
+    /// still being embedded.
     pub fn index(&self, tools: &[CatalogTool]) -> Arc<Index> {
         let key = fingerprint(tools);
         let mut kept = self.kept.lock().expect("kept indexes");
@@ -46,7 +59,10 @@ impl Searcher {
             return index;
         }
         drop(kept);
-        let index = Arc::new(self.build(tools));
+        let Some(index) = self.build(tools) else {
+            return Arc::new(Index::new(tools));
+        };
+        let index = Arc::new(index);
         let mut kept = self.kept.lock().expect("kept indexes");
         if kept.len() >= KEPT_INDEXES {
             kept.remove(0);
@@ -55,14 +71,31 @@ impl Searcher {
         index
     }
 
-    fn build(&self, tools: &[CatalogTool]) -> Index {
+    /// The index to keep; `None` while the model is still embedding (or
+    /// failed, which may pass).
+    fn build(&self, tools: &[CatalogTool]) -> Option<Index> {
         let Some(meanings) = &self.meanings else {
-            return Index::new(tools);
+            return Some(Index::new(tools));
         };
-        Index::with_meanings(tools, Arc::clone(meanings)).unwrap_or_else(|error| {
-            tracing::warn!(%error, "the sentence model failed; this catalog is searched by BM25 alone");
-            Index::new(tools)
-        })
+        let texts = dense::texts(tools);
+        let vectors = match meanings.kept(&texts) {
+            Some(vectors) => Ok(vectors),
+            None => {
+                let (sender, embedded) = mpsc::channel();
+                let meanings = Arc::clone(meanings);
+                std::thread::spawn(move || {
+                    let _ = sender.send(meanings.vectors(&texts));
+                });
+                embedded.recv_timeout(self.embed_wait).ok()?
+            }
+        };
+        match vectors {
+            Ok(vectors) => Some(Index::with_vectors(tools, Arc::clone(meanings), vectors)),
+            Err(error) => {
+                tracing::warn!(%error, "the sentence model failed; this search is by BM25 alone");
+                None
+            }
+        }
     }
 }
 
@@ -114,6 +147,38 @@ mod tests {
         assert!(
             !Arc::ptr_eq(&first, &searcher.index(&tools(&["read", "write"]))),
             "the oldest went"
+        );
+    }
+
+    /// A model that takes its time.
+    struct Slow;
+
+    impl crate::Sentences for Slow {
+        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+            std::thread::sleep(Duration::from_millis(300));
+            Ok(texts.iter().map(|_| vec![1.0]).collect())
+        }
+
+        fn knows_word(&self, _: &str) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn a_search_does_not_wait_for_a_slow_model_past_its_time() {
+        let searcher = Searcher {
+            embed_wait: Duration::from_millis(50),
+            ..Searcher::new(Some(Arc::new(Meanings::new(Box::new(Slow)))))
+        };
+        let catalog = tools(&["read", "write"]);
+        assert!(
+            !searcher.index(&catalog).has_meanings(),
+            "BM25 while embedding"
+        );
+        std::thread::sleep(Duration::from_millis(600));
+        assert!(
+            searcher.index(&catalog).has_meanings(),
+            "the vectors were kept"
         );
     }
 }
