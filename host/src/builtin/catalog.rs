@@ -1,7 +1,7 @@
 //! What a caller can call, from its own catalog: the packs, a search, one
 //! function or pack described with calls to copy.
 
-use catalog_search::{Hit, Index, Searcher};
+use catalog_search::{Index, Searcher};
 use pack_api::{Catalog, CatalogTool, codes};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -211,10 +211,16 @@ pub(super) fn describe(
 }
 
 /// "did you mean" for a name too far from every name to be a typo
-/// (`github.open_pull_request`): the function its words find best in its
-/// pack, or anywhere when the pack is unknown.
+/// (`github.open_pull_request`): the function of its pack its words find
+/// best. Only in a pack the caller sees: of any other name the answer is
+/// the same as of one that exists nowhere.
 fn nearest_function(searcher: &Searcher, catalog: &Catalog, name: &str) -> String {
-    let pack = name.split_once('.').map_or("", |(pack, _)| pack);
+    let Some((pack, _)) = name.split_once('.') else {
+        return String::new();
+    };
+    if !catalog.packs.contains_key(pack) {
+        return String::new();
+    }
     // In words: the model reads `who_is_on_call` as an id, not a task.
     let words = name.replace(['.', '_', '-'], " ");
     let ranking = searcher
@@ -223,9 +229,12 @@ fn nearest_function(searcher: &Searcher, catalog: &Catalog, name: &str) -> Strin
     if ranking.weak {
         return String::new();
     }
-    let in_pack = |hit: &&Hit| pack.is_empty() || catalog.tools[hit.index].pack == pack;
-    let best = ranking.hits.iter().find(in_pack).or(ranking.hits.first());
-    best.map(|hit| format!("did you mean `{}`? ", catalog.tools[hit.index].listed()))
+    ranking
+        .hits
+        .iter()
+        .map(|hit| &catalog.tools[hit.index])
+        .find(|tool| tool.pack == pack)
+        .map(|tool| format!("did you mean `{}`? ", tool.listed()))
         .unwrap_or_default()
 }
 
