@@ -142,17 +142,14 @@ fn table() -> Vec<Entry> {
         Entry::new(
             "search",
             "Search functions",
-            "Find the functions you can call for a task in words, best first: names, descriptions and parameters are searched, by words and by meaning.",
+            "Find the functions you can call for a task in words, best first: names, descriptions and parameters are searched.",
             json!({
                 "type": "object",
                 "properties": {
                     "query": {"type": "string"},
-                    "by_meaning": {"type": "boolean", "description": "Ranked by meaning too (false: by words alone)."},
-                    "weak": {"type": "boolean", "description": "Nothing matches well: browse `closest_packs` rather than guess."},
-                    "closest_packs": {"type": "array", "items": {
-                        "type": "object",
-                        "properties": {"name": {"type": "string"}, "description": {"type": "string"}},
-                    }},
+                    "by_meaning": {"type": "boolean"},
+                    "weak": {"type": "boolean"},
+                    "closest_packs": {"type": "array", "items": {"type": "object"}},
                     "hint": {"type": "string"},
                     "results": {"type": "array", "items": {
                         "type": "object",
@@ -198,11 +195,7 @@ fn table() -> Vec<Entry> {
                         "properties": {"signature": {"type": "string"}, "description": {"type": "string"}},
                         "required": ["signature", "description"],
                     }},
-                    "prompts": {"type": "array", "description": "A pack's MCP prompts: name as listed, description, arguments.", "items": {
-                        "type": "object",
-                        "properties": {"name": {"type": "string"}, "description": {"type": "string"}, "arguments": {"type": "array"}},
-                        "required": ["name", "description", "arguments"],
-                    }},
+                    "prompts": {"type": "array", "description": "A pack's MCP prompts: name as listed, description, arguments."},
                 },
                 "required": ["kind", "name", "description"],
             }),
