@@ -32,7 +32,7 @@ use bm25::{Embedder, EmbedderBuilder, Scorer};
 use pack_api::CatalogTool;
 
 use crate::{
-    Hit,
+    Hit, best_first,
     vocabulary::Vocabulary,
     words::{self, Stems, Words},
 };
@@ -108,12 +108,7 @@ impl Lexical {
                 *scores.entry(found.id).or_default() += weight * found.score;
             }
         }
-        let mut hits: Vec<Hit> = scores
-            .into_iter()
-            .map(|(index, score)| Hit { index, score })
-            .collect();
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
-        hits
+        best_first(scores)
     }
 }
 

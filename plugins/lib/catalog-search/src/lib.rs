@@ -176,6 +176,11 @@ fn fuse(lexical: &[Hit], similarities: &[f32]) -> Vec<Hit> {
     for (rank, index, weight) in ranked {
         *scores.entry(index).or_default() += weight / (FUSION_K + rank as f32 + 1.0);
     }
+    best_first(scores)
+}
+
+/// Tools by score, best first; ties keep catalog order.
+fn best_first(scores: HashMap<usize, f32>) -> Vec<Hit> {
     let mut hits: Vec<Hit> = scores
         .into_iter()
         .map(|(index, score)| Hit { index, score })
