@@ -13,8 +13,9 @@ use std::{
 
 use libfuzzer_sys::fuzz_target;
 use packhost::{
-    config::{Config, Identity},
+    config::Config,
     executor::Executor,
+    identity::Identity,
     mcp::PackhostServer,
 };
 use rmcp::ServiceExt as _;
@@ -58,7 +59,8 @@ fuzz_target!(|data: &[u8]| {
         let (client, server) = tokio::io::duplex(1 << 16);
         let (server_read, server_write) = tokio::io::split(server);
         let serving = tokio::spawn(async move {
-            let handler = PackhostServer::new(executor, Identity::default());
+            let handler = PackhostServer::new(executor, Identity::default())
+                .expect("a server over an executor without packs");
             if let Ok(service) = handler.serve((server_read, server_write)).await {
                 let _ = service.waiting().await;
             }
