@@ -86,8 +86,8 @@ pub(super) fn search(searcher: &Searcher, catalog: &Catalog, query: &str, limit:
     answer
 }
 
-/// The packs of the best tools for `query`, best first; every pack when no
-/// tool shares a word with it.
+/// The packs of the best tools for `query`, best first; the first packs by
+/// name when no tool matches it at all (BM25 alone).
 fn closest_packs<'a>(
     index: &Index,
     catalog: &'a Catalog,
