@@ -1,7 +1,7 @@
 //! What a caller can call, from its own catalog: the packs, a search, one
 //! function or pack described with calls to copy.
 
-use catalog_search::{Index, Searcher};
+use catalog_search::{Hit, Searcher};
 use pack_api::{Catalog, CatalogTool, codes};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -46,10 +46,12 @@ const CLOSEST_PACKS: usize = 3;
 /// so and names the closest packs, to browse rather than guess.
 pub(super) fn search(searcher: &Searcher, catalog: &Catalog, query: &str, limit: usize) -> Value {
     let index = searcher.index(&catalog.tools);
-    let ranking = index.search(query, limit);
+    // Ranked whole once: a weak answer's closest packs come from past `limit`.
+    let ranking = index.search(query, catalog.tools.len());
     let results: Vec<Value> = ranking
         .hits
         .iter()
+        .take(limit)
         .map(|hit| {
             let tool = &catalog.tools[hit.index];
             json!({
@@ -67,7 +69,7 @@ pub(super) fn search(searcher: &Searcher, catalog: &Catalog, query: &str, limit:
         "results": results,
     });
     if ranking.weak {
-        let closest = closest_packs(&index, catalog, query);
+        let closest = closest_packs(&ranking.hits, catalog);
         let names: Vec<String> = closest
             .iter()
             .map(|(name, _)| format!("`{name}`"))
@@ -86,15 +88,11 @@ pub(super) fn search(searcher: &Searcher, catalog: &Catalog, query: &str, limit:
     answer
 }
 
-/// The packs of the best tools for `query`, best first; the first packs by
-/// name when no tool matches it at all (BM25 alone).
-fn closest_packs<'a>(
-    index: &Index,
-    catalog: &'a Catalog,
-    query: &str,
-) -> Vec<(&'a String, &'a String)> {
+/// The packs of the best tools, best first; the first packs by name when
+/// no tool matches at all (BM25 alone).
+fn closest_packs<'a>(hits: &[Hit], catalog: &'a Catalog) -> Vec<(&'a String, &'a String)> {
     let mut names: Vec<&String> = Vec::new();
-    for hit in index.search(query, catalog.tools.len()).hits {
+    for hit in hits {
         let pack = &catalog.tools[hit.index].pack;
         if !names.contains(&pack) {
             names.push(pack);
