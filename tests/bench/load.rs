@@ -14,21 +14,12 @@ use std::{
 };
 
 use packhost_tests::{
-    bench::{arg, ms, percentile},
+    bench::{arg, memory_kib, ms, percentile},
     http::HttpHost,
     is_error, structured, text,
 };
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
-
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
 
 /// The bound of the kept results in this run.
 const KEPT_BYTES: u64 = 32 << 20;
@@ -162,7 +153,7 @@ async fn main() {
     for n in 1..=2 {
         let result = round(&host, clients, calls, &session).await;
         errors += result.errors.len();
-        rss.push(rss_kib(pid));
+        rss.push(memory_kib(pid, "VmRSS").unwrap_or(0));
         let done: usize = result.latencies.iter().map(Vec::len).sum();
         let cell = |samples: &Vec<Duration>| {
             format!(
@@ -191,7 +182,7 @@ async fn main() {
     for error in kept_errors.iter().take(5) {
         eprintln!("error: {error}");
     }
-    let after = rss_kib(pid);
+    let after = memory_kib(pid, "VmRSS").unwrap_or(0);
     let kept_growth_mib = (after as f64 - rss[1] as f64) / 1024.0;
     // The kept text, and as much again for the allocator's slack.
     let allowed_mib = 2.0 * KEPT_BYTES as f64 / (1 << 20) as f64;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use packhost_tests::{
     TestHost,
-    bench::{Row, arg, ms, percentile, print_table, ratio, samples},
+    bench::{Row, arg, memory_kib, ms, percentile, print_table, ratio, samples},
     is_error, packhost_bin, text,
 };
 use rmcp::model::{CallToolRequestParams, ClientRequest};
@@ -38,12 +38,6 @@ async fn cold_start(runs: usize) -> (Vec<Duration>, Vec<Duration>) {
         reference.push(started.elapsed());
     }
     (host, reference)
-}
-
-fn rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 #[tokio::main]
@@ -101,7 +95,7 @@ async fn main() {
     }
 
     let rss = Some(host.rss_kib()).filter(|k| *k > 0);
-    let self_rss = rss_kib(std::process::id());
+    let self_rss = memory_kib(std::process::id(), "VmRSS");
     let mib = |kib: u64| format!("{:.1} MiB", kib as f64 / 1024.0);
     rows.push(Row {
         metric: "host RSS after start + calls".into(),

@@ -37,6 +37,16 @@ pub async fn samples(warmup: usize, calls: usize, mut f: impl AsyncFnMut()) -> V
     samples
 }
 
+/// A memory figure of process `pid` from /proc, in KiB: `VmRSS` (resident
+/// now) or `VmHWM` (the most it has been resident); `None` once it is gone.
+pub fn memory_kib(pid: u32, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))?;
+    line.split_whitespace().next()?.parse().ok()
+}
+
 /// Milliseconds with three decimals.
 pub fn ms(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1000.0)

@@ -252,13 +252,12 @@ impl TestHost {
 
     /// The host's resident memory, in KiB.
     pub fn rss_kib(&self) -> u64 {
-        let status =
-            std::fs::read_to_string(format!("/proc/{}/status", self.pid)).unwrap_or_default();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .unwrap_or(0)
+        bench::memory_kib(self.pid, "VmRSS").unwrap_or(0)
+    }
+
+    /// The most the host has been resident since it started, in KiB.
+    pub fn peak_rss_kib(&self) -> u64 {
+        bench::memory_kib(self.pid, "VmHWM").unwrap_or(0)
     }
 
     /// `tools/call name args`; a protocol error fails the test, and so does

@@ -29,8 +29,8 @@
 //!
 //! Cost (release build, this 2-vCPU machine while two other builds ran;
 //! `cargo run --release -p sentence-embedding --example cost`):
-//! - load: 135-210 ms; peak RSS ~180 MB (the 87 MB file is read whole,
-//!   then dropped), ~100 MB after;
+//! - load: 100-210 ms; RSS ~100 MB after (the 87 MB file is mapped while
+//!   the tensors are copied out of it, then unmapped);
 //! - one short query (10 tokens): p50 11-14 ms, ~11 ms of CPU on one
 //!   thread. The arithmetic alone is ~0.2 GFLOP (21 MFLOP a token), ~6 ms
 //!   at the 35 GFLOP/s the batches reach; the rest is the matrix products'
@@ -38,8 +38,9 @@
 //!   (`CANDLE_NUM_THREADS`/`RAYON_NUM_THREADS` choose; the default is one
 //!   per core);
 //! - 245 tool texts of ~26 words (name, description, parameters: ~45
-//!   tokens): 6-8 s, ~0.5 ms a token, linear in tokens: 2,000 such tools
-//!   take ~50 s, so an index keeps its vectors rather than recomputing them.
+//!   tokens): 3.2 s on a quiet machine (6-8 s while builds ran), linear in
+//!   tokens: 2,000 such tools take ~30 s, so an index keeps its vectors
+//!   rather than recomputing them.
 //!
 //! Unoptimised, candle is ~100 times slower: the workspace's dev profile
 //! optimises candle and gemm (root `Cargo.toml`).
@@ -61,9 +62,11 @@ pub use error::{EmbedError, LoadError};
 /// tokenizer file says 128, the encoder takes 512).
 const MAX_TOKENS: usize = 256;
 
-/// Texts per forward pass: bounds the activations held at once (32 texts of
-/// 256 tokens: ~20 MB per layer's output, ~150 MB of attention scores).
-const BATCH: usize = 32;
+/// Padded tokens per forward pass: bounds the activations held at once (a
+/// layer's output 1.5 MB, its feed-forward 6 MB, the attention scores at
+/// most 13 MB: 4 texts of 256 tokens). Also the fastest of 256 to 4,096 on
+/// the catalog's texts, short (~25 tokens) and long (~45).
+const BATCH_TOKENS: usize = 1024;
 
 /// A loaded all-MiniLM-L6-v2: its tokenizer and encoder, ready to embed
 /// from any thread.
@@ -101,13 +104,18 @@ impl Model {
             .map_err(Into::into)
             .and_then(|text| serde_json::from_str(&text).map_err(Into::into))
             .map_err(unreadable(&config_path))?;
-        let encoder = std::fs::read(&weights_path)
-            .map_err(Into::into)
-            .and_then(|bytes| {
-                let vb = VarBuilder::from_buffered_safetensors(bytes, DType::F32, &Device::Cpu)?;
-                Ok(BertModel::load(vb, &config)?)
-            })
-            .map_err(unreadable(&weights_path))?;
+        // Mapped, not read: a buffer of the whole file would stay with the
+        // host's allocator long after the tensors are copied out of it.
+        // SAFETY: the file is `./dev`'s install, which replaces it by
+        // renaming a new directory into place and never writes it in
+        // place; the mapping ends with `weights`, once the encoder holds
+        // its own copies.
+        let weights = unsafe {
+            VarBuilder::from_mmaped_safetensors(&[&weights_path], DType::F32, &Device::Cpu)
+        }
+        .map_err(|e| unreadable(&weights_path)(e.into()))?;
+        let encoder =
+            BertModel::load(weights, &config).map_err(|e| unreadable(&weights_path)(e.into()))?;
         let mut tokenizer =
             Tokenizer::from_file(&tokenizer_path).map_err(unreadable(&tokenizer_path))?;
         // The file pads every text to 128 tokens: `embed` pads each batch
@@ -132,7 +140,7 @@ impl Model {
         let mut order: Vec<usize> = (0..encodings.len()).collect();
         order.sort_by_key(|&i| encodings[i].len());
         let mut vectors = vec![Vec::new(); encodings.len()];
-        for chunk in order.chunks(BATCH) {
+        for chunk in batches(&order, |i| encodings[i].len()) {
             let batch: Vec<&Encoding> = chunk.iter().map(|&i| &encodings[i]).collect();
             for (&i, vector) in chunk.iter().zip(self.embed_batch(&batch)?) {
                 vectors[i] = vector;
@@ -187,5 +195,40 @@ impl Model {
             .broadcast_div(&mask.sum(1)?)?;
         let unit = mean.broadcast_div(&mean.sqr()?.sum_keepdim(1)?.sqrt()?)?;
         Ok(unit.to_vec2()?)
+    }
+}
+
+/// `order` (texts by position, shortest first) cut into runs of at most
+/// [`BATCH_TOKENS`] once padded to the longest; a text longer than that
+/// goes alone.
+fn batches(order: &[usize], tokens: impl Fn(usize) -> usize) -> Vec<&[usize]> {
+    let mut batches = Vec::new();
+    let mut start = 0;
+    for end in 1..=order.len() {
+        let next = order.get(end).map(|&i| tokens(i));
+        if next.is_none_or(|width| (end - start + 1) * width > BATCH_TOKENS) {
+            batches.push(&order[start..end]);
+            start = end;
+        }
+    }
+    batches
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_holds_at_most_its_tokens_once_padded() {
+        let widths = [10, 100, 200, 256, 256, 256, 256, 256, 2000];
+        let order: Vec<usize> = (0..widths.len()).collect();
+        let cut: Vec<Vec<usize>> = batches(&order, |i| widths[i])
+            .into_iter()
+            .map(<[usize]>::to_vec)
+            .collect();
+        // 10, 100, 200 and one 256 pad to 4 x 256 = 1,024; a text longer
+        // than a batch goes alone.
+        assert_eq!(cut, [vec![0, 1, 2, 3], vec![4, 5, 6, 7], vec![8]]);
+        assert!(batches(&[], |_| 1).is_empty());
     }
 }
