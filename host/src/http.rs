@@ -14,10 +14,11 @@ use axum::{
     routing::get,
     serve::ListenerExt as _,
 };
+use futures_util::StreamExt as _;
 use rmcp::transport::streamable_http_server::{
     StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
 };
-use tokio_util::sync::CancellationToken;
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use crate::{
     auth::Tokens, config::Config, executor::Executor, exit::Error, mcp::PackhostServer, shutdown,
@@ -30,10 +31,16 @@ struct AppState {
     tokens: Arc<Tokens>,
     sessions: Arc<LocalSessionManager>,
     max_sessions: usize,
+    /// Answers to POST requests not yet written whole. A call's result
+    /// leaves the executor before its SSE stream carries it to the client:
+    /// a stop that ended the sessions when the executor had nothing running
+    /// dropped such results.
+    answering: TaskTracker,
 }
 
-/// Serve until SIGTERM/SIGINT, then let running calls finish (up to the
-/// grace period) before closing every session.
+/// Serve until SIGTERM/SIGINT, then let running calls finish and their
+/// answers be written (up to the grace period) before closing every
+/// session.
 pub async fn serve(
     executor: &Arc<Executor>,
     config: &Config,
@@ -97,7 +104,9 @@ pub async fn serve(
         tokens,
         sessions,
         max_sessions: http.max_sessions,
+        answering: TaskTracker::new(),
     };
+    let answering = state.answering.clone();
     let guarded = Router::new()
         .route_service("/mcp", mcp)
         .route("/metrics", get(metrics))
@@ -122,7 +131,9 @@ pub async fn serve(
             shutdown::stop_signal().await;
             tracing::info!("stopping: no new connections; waiting for running calls");
             let deadline = tokio::time::Instant::now() + grace;
-            while executor.running() > 0 && tokio::time::Instant::now() < deadline {
+            while (executor.running() > 0 || !answering.is_empty())
+                && tokio::time::Instant::now() < deadline
+            {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
             // Open SSE streams would keep the server up forever: end them.
@@ -158,7 +169,25 @@ async fn guard(State(state): State<AppState>, mut request: Request, next: Next) 
             ),
         );
     }
-    next.run(request).await
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let answering = state.answering.token();
+    let response = next.run(request).await;
+    let streamed = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|kind| kind.as_bytes().starts_with(b"text/event-stream"));
+    if !streamed {
+        return response;
+    }
+    // Counted until the stream is written whole (or the client leaves).
+    let (parts, body) = response.into_parts();
+    let body = body.into_data_stream().map(move |chunk| {
+        let _answering = &answering;
+        chunk
+    });
+    Response::from_parts(parts, Body::from_stream(body))
 }
 
 fn unauthorized(had_token: bool) -> Response {

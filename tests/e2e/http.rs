@@ -263,7 +263,12 @@ async fn sigterm_lets_running_calls_finish() {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     host.terminate();
-    let (result, _client) = running.await.unwrap();
+    // A stop that ended the session once the call was done, but before its
+    // answer was written, left the client waiting for ever.
+    let (result, _client) = tokio::time::timeout(Duration::from_secs(30), running)
+        .await
+        .unwrap_or_else(|_| panic!("the call's answer never came:\n{}", host.stderr()))
+        .unwrap();
     assert!(!is_error(&result), "{}", text(&result));
     assert_eq!(structured(&result)["text"], "slept 1500 ms");
     let mut status = None;
