@@ -361,10 +361,10 @@ async fn main() {
 const MODEL_LINE: &str = "model = \"~/.cache/packhost-models/all-MiniLM-L6-v2\"";
 
 /// The host's memory once searches answer by meaning when the model is on
-/// (the start's warm-up of the catalog's vectors has then finished), after
-/// five more (the allocator gives back what the warm-up's thread freed
-/// once another thread allocates): resident then, and the most it was
-/// resident before (loading the model, the warm-up's batches), in KiB.
+/// (the start's warm-up of the catalog's vectors has then finished) and
+/// five more have run, a host in use rather than the warm-up's last moment:
+/// resident then, and the most it was resident before (loading the model,
+/// the warm-up's batches), in KiB.
 async fn memory_after_search(config: &str, by_meaning: bool) -> Memory {
     let host = TestHost::start(config).await;
     let search = async || {
