@@ -84,32 +84,28 @@ async fn a_task_in_other_words_finds_its_tool_from_every_door() {
         .run(&format!("packhost.search(query={PAGER_TASK:?}, limit=3)"))
         .await);
     assert!(names(&by_run).contains(&ON_CALL.to_owned()), "{by_run}");
-    let python = ok(&host
-        .call(
+    let from_code = [
+        (
             "exec_py.run",
-            json!({"code": format!("[r['name'] for r in packhost.search({PAGER_TASK:?}, limit=3)['results']]")}),
-        )
-        .await);
-    assert!(
-        python["result"]
-            .as_array()
-            .unwrap()
-            .contains(&json!(ON_CALL)),
-        "{python}"
-    );
-    let typescript = ok(&host
-        .call(
+            format!("[r['name'] for r in packhost.search({PAGER_TASK:?}, limit=3)['results']]"),
+        ),
+        (
             "exec_ts.execute",
-            json!({"code": format!("(await packhost.search({{ query: {PAGER_TASK:?}, limit: 3 }})).results.map(r => r.name)")}),
-        )
-        .await);
-    assert!(
-        typescript["result"]
-            .as_array()
-            .unwrap()
-            .contains(&json!(ON_CALL)),
-        "{typescript}"
-    );
+            format!(
+                "(await packhost.search({{ query: {PAGER_TASK:?}, limit: 3 }})).results.map(r => r.name)"
+            ),
+        ),
+    ];
+    for (tool, code) in from_code {
+        let listed = ok(&host.call(tool, json!({ "code": code })).await);
+        assert!(
+            listed["result"]
+                .as_array()
+                .unwrap()
+                .contains(&json!(ON_CALL)),
+            "{tool}: {listed}"
+        );
+    }
 }
 
 #[tokio::test]
