@@ -3,9 +3,10 @@
 //! exposure modes, and a caller's allow-list applied to all of it.
 
 use packhost_tests::{
-    TestHost, call, downstream::catalog_section, failed, hello_section, http::HttpHost, ok,
-    structured, text,
+    Recorder, TestHost, call, downstream::catalog_section, failed, hello_section, http::HttpHost,
+    ok, structured, text,
 };
+use rmcp::{RoleClient, service::RunningService};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -258,19 +259,30 @@ async fn search_finds_a_function_among_hundreds_and_only_the_callers() {
         "read a file in a project",
         "greet someone",
     ] {
-        let found = call(
-            &client,
-            "packhost.search",
-            json!({"query": query, "limit": 50}),
-        )
-        .await
-        .unwrap();
-        for result in structured(&found)["results"].as_array().unwrap() {
-            let name = result["name"].as_str().unwrap();
-            assert!(
-                name.starts_with("hello.") || name.starts_with("packhost."),
-                "{query}: {name}"
-            );
-        }
+        search_allowed_hello(&client, query).await;
     }
+}
+
+/// `packhost.search` of `query` by a client whose token allows `hello.*`
+/// alone, checked to find nothing but hello's and packhost's functions.
+pub(crate) async fn search_allowed_hello(
+    client: &RunningService<RoleClient, Recorder>,
+    query: &str,
+) -> Value {
+    let found = call(
+        client,
+        "packhost.search",
+        json!({"query": query, "limit": 50}),
+    )
+    .await
+    .unwrap();
+    let found = structured(&found);
+    for result in found["results"].as_array().unwrap() {
+        let name = result["name"].as_str().unwrap();
+        assert!(
+            name.starts_with("hello.") || name.starts_with("packhost."),
+            "{query}: {name}"
+        );
+    }
+    found
 }

@@ -12,12 +12,12 @@ use packhost_tests::{
     downstream::{HttpServer, catalog_section, free_port},
     hello_section,
     http::HttpHost,
-    ok, search_model_section, structured, text,
+    ok, search_model_section, text,
 };
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use crate::http::token;
+use crate::{discovery::search_allowed_hello, http::token};
 
 /// Words nobody wrote in the on-call tool's description or name.
 const PAGER_TASK: &str = "which colleague is carrying the pager tonight";
@@ -149,20 +149,7 @@ async fn an_allow_list_hides_what_meaning_would_find() {
     let http = HttpHost::start(&format!("{}\n{entry}\n", config(&notebooks)), &[]).await;
     let client = http.client(Some(&token)).await.unwrap();
     for query in [PAGER_TASK, "post a message to a channel", "greet someone"] {
-        let found = call(
-            &client,
-            "packhost.search",
-            json!({"query": query, "limit": 50}),
-        )
-        .await
-        .unwrap();
-        let found = structured(&found);
-        for name in names(&found) {
-            assert!(
-                name.starts_with("hello.") || name.starts_with("packhost."),
-                "{query}: {name}"
-            );
-        }
+        let found = search_allowed_hello(&client, query).await;
         for pack in found["closest_packs"].as_array().into_iter().flatten() {
             assert!(
                 ["hello", "packhost"].contains(&pack["name"].as_str().unwrap()),
