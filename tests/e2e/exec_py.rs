@@ -4,7 +4,8 @@
 use std::time::{Duration, Instant};
 
 use packhost_tests::{
-    TestHost, WHOLE_RESULTS, failed, hello_section, is_error, ok, structured, text, wait_group_gone,
+    TestHost, WHOLE_RESULTS, failed, hello_section, is_error, ok, structured, text,
+    wait_group_gone, written,
 };
 use serde_json::{Value, json};
 
@@ -531,18 +532,10 @@ async fn cancelling_the_call_kills_the_interpreter() {
     let call = packhost_tests::schemas::call_tool(&host.client, params);
     // Dropping the request future makes the client send notifications/cancelled,
     // once the code is surely running (a busy machine can take seconds).
-    let started = async {
-        while !marker.exists() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
-    tokio::select! {
+    let group: u32 = tokio::select! {
         result = call => panic!("the code should still be sleeping: {result:?}"),
-        () = started => {}
-        () = tokio::time::sleep(Duration::from_secs(20)) => panic!("the code never started"),
-    }
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    let group: u32 = std::fs::read_to_string(&marker).unwrap().parse().unwrap();
+        group = written(&marker, Duration::from_secs(20)) => group.expect("the code never started"),
+    };
     if let Err(live) = wait_group_gone(group, Duration::from_secs(2)).await {
         panic!("the interpreter outlived its cancelled call: {live:?}");
     }

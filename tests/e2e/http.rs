@@ -8,7 +8,7 @@ use packhost_tests::{
     http::{HttpHost, web_client},
     is_error, packhost_cli,
     schemas::check_raw_call,
-    structured, text, wait_group_gone,
+    structured, text, wait_group_gone, written,
 };
 use serde_json::{Value, json};
 
@@ -373,13 +373,9 @@ async fn goes_away_mid_call(extra: &str) {
     let running = tokio::spawn(async move {
         call(&client, "exec_py.run", json!({ "code": code, "cwd": root })).await;
     });
-    let mut waited = 0;
-    while !marker.exists() {
-        assert!(waited < 200, "the code never started:\n{}", host.stderr());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        waited += 1;
-    }
-    let group: u32 = std::fs::read_to_string(&marker).unwrap().parse().unwrap();
+    let group: u32 = written(&marker, Duration::from_secs(10))
+        .await
+        .unwrap_or_else(|| panic!("the code never started:\n{}", host.stderr()));
     // The client vanishes: its task, its connection and its session with it.
     running.abort();
     let _ = running.await;

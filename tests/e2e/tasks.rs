@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use packhost_tests::{
     build_dir,
     http::{HttpHost, web_client},
-    wait_group_gone,
+    wait_group_gone, written,
 };
 use rmcp::{
     ClientHandler, RoleClient, ServiceExt as _,
@@ -230,16 +230,9 @@ async fn cancelling_a_task_ends_its_work() {
     let code = "import os, time\nopen('pgid', 'w').write(str(os.getpgid(0)))\ntime.sleep(60)";
     let id = start(&client, "exec_py.run", json!({"code": code, "cwd": root})).await;
     let marker = shared.path().join("pgid");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !marker.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "the code never started:\n{}",
-            host.stderr()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let group: u32 = std::fs::read_to_string(&marker).unwrap().parse().unwrap();
+    let group: u32 = written(&marker, Duration::from_secs(20))
+        .await
+        .unwrap_or_else(|| panic!("the code never started:\n{}", host.stderr()));
     client
         .cancel_task(CancelTaskParams::new(&id))
         .await

@@ -334,6 +334,21 @@ pub async fn wait_group_gone(group: u32, within: std::time::Duration) -> Result<
     }
 }
 
+/// What code wrote to `path`, parsed, once the write has landed (the file
+/// exists before it does); `None` when it has not after `within`.
+pub async fn written<T: std::str::FromStr>(path: &Path, within: std::time::Duration) -> Option<T> {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        let parsed = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| text.parse().ok());
+        if parsed.is_some() || std::time::Instant::now() >= deadline {
+            return parsed;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 /// `tools/call name args` through any client of ours (stdio or HTTP), its
 /// result checked against the tool's output schema ([`schemas::call_tool`]).
 pub async fn call(
