@@ -42,13 +42,14 @@ impl Tokens {
         self.0.is_empty()
     }
 
-    /// Who `token` is, comparing against every digest in constant time.
-    pub fn identify(&self, token: &str) -> Option<&Identity> {
+    /// Who `token` is, and the digest it is known by, comparing against
+    /// every digest in constant time.
+    pub fn identify(&self, token: &str) -> Option<(&[u8; 32], &Identity)> {
         let digest = sha256(token);
         let mut found = None;
         for (stored, identity) in &self.0 {
             if bool::from(stored.ct_eq(&digest)) {
-                found = Some(identity);
+                found = Some((stored, identity));
             }
         }
         found
@@ -102,7 +103,8 @@ mod tests {
             }],
         };
         let tokens = Tokens::new(&config);
-        let who = tokens.identify(&token).expect("known token");
+        let (digest, who) = tokens.identify(&token).expect("known token");
+        assert_eq!(*digest, sha256(&token));
         assert_eq!((who.user.as_str(), who.org.as_str()), ("ada", "acme"));
         assert!(who.allowed.as_ref().unwrap().allows("proj.list"));
         assert!(!who.allowed.as_ref().unwrap().allows("exec_py.run"));

@@ -231,6 +231,20 @@ fn check(executor: &Executor, loaded: &Loaded, errors: &[LoadError]) -> ExitCode
     for error in errors {
         println!("error {error}");
     }
+    for (rule, functions) in executor.approval_coverage() {
+        if functions.is_empty() {
+            println!(
+                "warn  [approval.{rule}] asks about no function loaded now: check its `calls` \
+                 patterns (`pack.function`, by the pack's name even when `prefix = false`)"
+            );
+        } else {
+            println!(
+                "ok    [approval.{rule}] asks before {} function(s): {}",
+                functions.len(),
+                functions.join(", ")
+            );
+        }
+    }
     let helper = std::env::current_exe().unwrap_or_else(|_| "/proc/self/exe".into());
     println!("sandbox:\n{}", pack_sandbox::Report::probe(&helper));
     if errors.is_empty() {

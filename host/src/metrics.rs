@@ -1,5 +1,6 @@
 //! Counters for `/metrics`, in the Prometheus text format. Kept by the
-//! executor (every call passes there), read by the HTTP transport.
+//! executor (every call passes there) per organisation, read by the HTTP
+//! transport, which shows a caller its own organisation's only.
 
 use std::{
     collections::BTreeMap,
@@ -25,25 +26,66 @@ struct Histogram {
 /// What the host has done since it started.
 #[derive(Default)]
 pub struct Metrics {
-    /// (tool, outcome) → calls.
-    calls: Mutex<BTreeMap<(String, String), u64>>,
-    /// tool → latency histogram.
-    latency: Mutex<BTreeMap<String, Histogram>>,
+    /// (organisation, tool, outcome) → calls.
+    calls: Mutex<BTreeMap<(String, String, String), u64>>,
+    /// (organisation, tool) → latency histogram.
+    latency: Mutex<BTreeMap<(String, String), Histogram>>,
+    /// organisation → calls under way.
+    running: Mutex<BTreeMap<String, usize>>,
     load_failures: AtomicU64,
 }
 
+/// Counts a call of an organisation as running until dropped, however the
+/// call ends.
+pub struct Running<'a> {
+    metrics: &'a Metrics,
+    org: String,
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        let mut running = self.metrics.running();
+        if let Some(count) = running.get_mut(&self.org) {
+            *count -= 1;
+            if *count == 0 {
+                running.remove(&self.org);
+            }
+        }
+    }
+}
+
 impl Metrics {
-    /// Count one finished call.
-    pub fn record(&self, tool: &str, outcome: &str, elapsed: Duration) {
+    fn running(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, usize>> {
+        self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A call of `org` starts.
+    pub fn started(&self, org: &str) -> Running<'_> {
+        *self.running().entry(org.to_owned()).or_default() += 1;
+        Running {
+            metrics: self,
+            org: org.to_owned(),
+        }
+    }
+
+    /// Calls under way, every organisation's.
+    pub fn running_in_all(&self) -> usize {
+        self.running().values().sum()
+    }
+
+    /// Count one finished call of `org`.
+    pub fn record(&self, org: &str, tool: &str, outcome: &str, elapsed: Duration) {
         *self
             .calls
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .entry((tool.to_owned(), outcome.to_owned()))
+            .entry((org.to_owned(), tool.to_owned(), outcome.to_owned()))
             .or_default() += 1;
         let seconds = elapsed.as_secs_f64();
         let mut latency = self.latency.lock().unwrap_or_else(|e| e.into_inner());
-        let histogram = latency.entry(tool.to_owned()).or_default();
+        let histogram = latency
+            .entry((org.to_owned(), tool.to_owned()))
+            .or_default();
         if let Some(bucket) = BUCKETS.iter().position(|bound| seconds <= *bound) {
             histogram.counts[bucket] += 1;
         }
@@ -56,14 +98,14 @@ impl Metrics {
         self.load_failures.store(failures as u64, Ordering::Relaxed);
     }
 
-    /// The Prometheus text exposition, with `sessions` open and `running`
-    /// calls under way now.
-    pub fn render(&self, sessions: usize, running: usize) -> String {
+    /// The Prometheus text exposition of organisation `org`'s figures,
+    /// with its `sessions` open now.
+    pub fn render(&self, org: &str, sessions: usize) -> String {
         let mut out = String::new();
         out.push_str("# HELP packhost_calls_total Tool calls by tool and outcome.\n");
         out.push_str("# TYPE packhost_calls_total counter\n");
-        for ((tool, outcome), count) in self.calls.lock().unwrap_or_else(|e| e.into_inner()).iter()
-        {
+        let calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+        for ((_, tool, outcome), count) in calls.iter().filter(|((of, ..), _)| of == org) {
             let _ = writeln!(
                 out,
                 "packhost_calls_total{{tool=\"{tool}\",outcome=\"{outcome}\"}} {count}"
@@ -71,12 +113,8 @@ impl Metrics {
         }
         out.push_str("# HELP packhost_call_duration_seconds Tool call latency.\n");
         out.push_str("# TYPE packhost_call_duration_seconds histogram\n");
-        for (tool, histogram) in self
-            .latency
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-        {
+        let latency = self.latency.lock().unwrap_or_else(|e| e.into_inner());
+        for ((_, tool), histogram) in latency.iter().filter(|((of, _), _)| of == org) {
             let mut cumulative = 0;
             for (bound, count) in BUCKETS.iter().zip(histogram.counts) {
                 cumulative += count;
@@ -99,7 +137,8 @@ impl Metrics {
         );
         let _ = writeln!(
             out,
-            "# HELP packhost_calls_running Tool calls under way.\n# TYPE packhost_calls_running gauge\npackhost_calls_running {running}"
+            "# HELP packhost_calls_running Tool calls under way.\n# TYPE packhost_calls_running gauge\npackhost_calls_running {}",
+            self.running().get(org).copied().unwrap_or(0)
         );
         let _ = writeln!(
             out,
@@ -117,46 +156,38 @@ mod tests {
     #[test]
     fn renders_counters_and_cumulative_buckets() {
         let metrics = Metrics::default();
-        metrics.record("proj.list", "ok", Duration::from_micros(500));
-        metrics.record("proj.list", "ok", Duration::from_millis(20));
-        metrics.record("proj.list", "NOT_FOUND", Duration::from_millis(2));
+        metrics.record("acme", "proj.list", "ok", Duration::from_micros(500));
+        metrics.record("acme", "proj.list", "ok", Duration::from_millis(20));
+        metrics.record("acme", "proj.list", "NOT_FOUND", Duration::from_millis(2));
         metrics.set_load_failures(1);
-        let text = metrics.render(3, 2);
-        assert!(
-            text.contains("packhost_calls_total{tool=\"proj.list\",outcome=\"ok\"} 2\n"),
-            "{text}"
-        );
-        assert!(
-            text.contains("packhost_calls_total{tool=\"proj.list\",outcome=\"NOT_FOUND\"} 1\n"),
-            "{text}"
-        );
-        assert!(
-            text.contains(
-                "packhost_call_duration_seconds_bucket{tool=\"proj.list\",le=\"0.001\"} 1\n"
-            ),
-            "{text}"
-        );
-        assert!(
-            text.contains(
-                "packhost_call_duration_seconds_bucket{tool=\"proj.list\",le=\"0.005\"} 2\n"
-            ),
-            "{text}"
-        );
-        assert!(
-            text.contains(
-                "packhost_call_duration_seconds_bucket{tool=\"proj.list\",le=\"0.05\"} 3\n"
-            ),
-            "{text}"
-        );
-        assert!(
-            text.contains("packhost_call_duration_seconds_count{tool=\"proj.list\"} 3\n"),
-            "{text}"
-        );
-        assert!(
-            text.contains("packhost_sessions 3\n")
-                && text.contains("packhost_calls_running 2\n")
-                && text.contains("packhost_pack_load_failures 1\n"),
-            "{text}"
-        );
+        let _one = metrics.started("acme");
+        let _two = metrics.started("acme");
+        let text = metrics.render("acme", 3);
+        for line in [
+            "packhost_calls_total{tool=\"proj.list\",outcome=\"ok\"} 2\n",
+            "packhost_calls_total{tool=\"proj.list\",outcome=\"NOT_FOUND\"} 1\n",
+            "packhost_call_duration_seconds_bucket{tool=\"proj.list\",le=\"0.001\"} 1\n",
+            "packhost_call_duration_seconds_bucket{tool=\"proj.list\",le=\"0.005\"} 2\n",
+            "packhost_call_duration_seconds_bucket{tool=\"proj.list\",le=\"0.05\"} 3\n",
+            "packhost_call_duration_seconds_count{tool=\"proj.list\"} 3\n",
+            "packhost_sessions 3\n",
+            "packhost_calls_running 2\n",
+            "packhost_pack_load_failures 1\n",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
+    }
+
+    #[test]
+    fn an_organisation_sees_its_own_figures_only() {
+        let metrics = Metrics::default();
+        metrics.record("acme", "proj.secret_plan", "ok", Duration::from_millis(1));
+        let running = metrics.started("acme");
+        let text = metrics.render("globex", 0);
+        assert!(!text.contains("secret_plan"), "{text}");
+        assert!(text.contains("packhost_calls_running 0\n"), "{text}");
+        assert_eq!(metrics.running_in_all(), 1);
+        drop(running);
+        assert_eq!(metrics.running_in_all(), 0);
     }
 }

@@ -12,7 +12,10 @@
 
 use std::{process::Stdio, time::Duration};
 
-use packhost_tests::{http::HttpHost, packhost_bin, typescript_package, venv_python};
+use packhost_tests::{
+    TestHost, downstream::everything_stdio, failed, http::HttpHost, packhost_bin, packhost_cli,
+    typescript_package, venv_python,
+};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -254,4 +257,105 @@ len(exec_ts.session_list()['sessions'])
     let result = &done["result"];
     assert_eq!(result["isError"], false, "{done}\n{}", host.stderr());
     assert_eq!(result["structuredContent"]["result"], 0, "{done}");
+}
+
+/// The code of [`over_mrtr_the_retry_resumes_the_held_code_which_runs_once`]:
+/// creates a session, deletes it (asking), and counts the sessions left.
+const CREATE_THEN_DELETE: &str = "```python
+s = exec_ts.session_create(title='approval')['sessionId']
+exec_ts.session_delete(sessionId=s)
+len(exec_ts.session_list()['sessions'])
+```";
+
+/// The key and state of the approval question `answer` asks.
+fn asked(answer: &Value) -> (String, String) {
+    let result = &answer["result"];
+    assert_eq!(result["resultType"], "input_required", "{answer}");
+    let key = result["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap();
+    let state = result["requestState"].as_str().expect("a requestState");
+    (key.clone(), state.to_owned())
+}
+
+fn yes(key: &str) -> Value {
+    json!({ key: {"action": "accept", "content": {"decision": "accept"}} })
+}
+
+/// How many notebook sessions `host`'s caller has.
+async fn sessions_left(host: &HttpHost) -> Value {
+    let listed = post(host, &run_params("exec_ts.session_list()", None)).await;
+    let sessions = &listed["result"]["structuredContent"]["sessions"];
+    json!(sessions.as_array().map(Vec::len))
+}
+
+#[tokio::test]
+async fn over_mrtr_a_replayed_yes_makes_no_second_call() {
+    let host = HttpHost::start_in(setup("no", ""), &[], &[]).await;
+    let (key, state) = asked(&post(&host, &run_params(CREATE_THEN_DELETE, None)).await);
+    let retry = run_params(CREATE_THEN_DELETE, Some((yes(&key), &state)));
+    let done = post(&host, &retry).await;
+    assert_eq!(done["result"]["structuredContent"]["result"], 0, "{done}");
+    // The same retry again (a client's, or anyone's who saw it): each
+    // replay ran the code from the start and left a session behind.
+    for _ in 0..3 {
+        let replayed = post(&host, &retry).await;
+        assert_eq!(replayed["error"]["code"], -32602, "{replayed}");
+        let message = replayed["error"]["message"].as_str().unwrap();
+        assert!(message.contains("used already"), "{message}");
+    }
+    assert_eq!(sessions_left(&host).await, 0, "{}", host.stderr());
+}
+
+#[tokio::test]
+async fn over_mrtr_an_answer_sent_before_the_question_is_ignored_and_asked() {
+    // The same arguments every time, so the same question key.
+    let code = "```python
+try:
+    exec_ts.session_delete(sessionId='s-1')
+    outcome = 'deleted'
+except PackError as e:
+    outcome = e.code
+outcome
+```";
+    let host = HttpHost::start_in(setup("no", ""), &[], &[]).await;
+    // The key names the call and its arguments: anyone can compute it.
+    let (key, _) = asked(&post(&host, &run_params(code, None)).await);
+    let mut pre_answered = run_params(code, None);
+    pre_answered["inputResponses"] = yes(&key);
+    let answer = post(&host, &pre_answered).await;
+    let (asked_again, state) = asked(&answer);
+    assert_eq!(asked_again, key, "the same question, asked");
+    // Answered as asked, the call is made (positive control).
+    let retry = run_params(code, Some((yes(&key), &state)));
+    let done = post(&host, &retry).await;
+    assert_eq!(
+        done["result"]["structuredContent"]["result"], "SESSION_NOT_FOUND",
+        "{done}"
+    );
+}
+
+#[tokio::test]
+async fn a_rule_names_a_prefixless_server_packs_function_by_its_full_name() {
+    let config = format!(
+        "[packs.loose]\nkind = \"mcp\"\ncommand = {:?}\nprefix = false\n\n\
+         [approval.loose_echo]\ncalls = [\"loose.echo\"]\n",
+        everything_stdio()
+    );
+    // The client cannot be asked: a call the rule covers is refused.
+    let host = TestHost::start(&config).await;
+    let direct = host.call("echo", json!({"message": "hi"})).await;
+    let from_run = host.run("loose.echo(message='hi')").await;
+    for result in [direct, from_run] {
+        failed(&result, "APPROVAL_UNAVAILABLE", &["[approval.loose_echo]"]);
+    }
+    let checked = packhost_cli(&config, &["check"]);
+    let stdout = String::from_utf8_lossy(&checked.stdout);
+    assert!(
+        stdout.contains("[approval.loose_echo] asks before 1 function(s): loose.echo"),
+        "{stdout}"
+    );
 }

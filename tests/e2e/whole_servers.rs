@@ -7,7 +7,7 @@
 use packhost_tests::{
     TestHost,
     downstream::{HttpServer, everything_stdio},
-    http::HttpHost,
+    http::{Events, HttpHost, RawSession},
     official::script_lines,
     ok, venv_python,
 };
@@ -361,4 +361,134 @@ async fn a_subscription_to_a_server_packs_resource_hears_its_updates() {
     assert_eq!(output(&lines, "updated"), &json!(true), "{lines:#?}");
     output(&lines, "unsubscribe");
     assert!(failed(&lines, "unknown").contains("no resource"));
+}
+
+/// The events of `tool`'s call (`arguments`) on `session`, the server's
+/// questions answered by `answer` (given each question's params) until the
+/// call's response, which comes last.
+async fn on_session(
+    session: &RawSession,
+    tool: &str,
+    arguments: Value,
+    answer: impl Fn(&Value) -> Value,
+) -> Vec<Value> {
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                         "params": {"name": tool, "arguments": arguments}});
+    let response = session.post(None, &request).send().await.unwrap();
+    let mut events = Events::of(response);
+    let mut seen = Vec::new();
+    while let Some(event) = events.next().await {
+        let message = event.message;
+        if message["method"] == "elicitation/create" {
+            let reply = json!({"jsonrpc": "2.0", "id": message["id"], "result": answer(&message["params"])});
+            let sent = session.post(None, &reply).send().await.unwrap();
+            assert_eq!(sent.status(), 202);
+        }
+        let answered = message.get("method").is_none() && message["id"] == 1;
+        seen.push(message);
+        if answered {
+            return seen;
+        }
+    }
+    panic!("the stream ended without the call's response: {seen:#?}");
+}
+
+#[tokio::test]
+async fn a_servers_url_question_reaches_only_clients_that_declared_urls_on_the_calls_stream() {
+    let host = HttpHost::start(&everything(""), &[]).await;
+    let arguments = json!({"url": "https://example.com/authorize", "message": "Sign in"});
+    let asked = |events: &[Value]| {
+        events
+            .iter()
+            .filter(|m| m["method"] == "elicitation/create")
+            .count()
+    };
+    // Neither session opens a GET stream: a question the host relayed on
+    // the session's standalone stream would never arrive.
+    for forms_only in [
+        json!({"elicitation": {}}),
+        json!({"elicitation": {"form": {}}}),
+    ] {
+        let session = host.open_session(None, forms_only.clone()).await;
+        let events = on_session(
+            &session,
+            "everything.trigger_url_elicitation",
+            arguments.clone(),
+            |_| panic!("a form-only client ({forms_only}) was asked to open a URL"),
+        )
+        .await;
+        assert_eq!(asked(&events), 0, "{events:#?}");
+    }
+    let both = json!({"elicitation": {"form": {}, "url": {}}});
+    let session = host.open_session(None, both).await;
+    let events = on_session(
+        &session,
+        "everything.trigger_url_elicitation",
+        arguments,
+        |params| {
+            assert_eq!(params["mode"], "url", "{params}");
+            assert_eq!(params["url"], "https://example.com/authorize", "{params}");
+            json!({"action": "accept"})
+        },
+    )
+    .await;
+    assert_eq!(asked(&events), 1, "{events:#?}");
+    let done = events.last().unwrap().to_string();
+    assert!(done.contains("completed the URL elicitation"), "{done}");
+}
+
+/// The params of a 2026-07-28 `tools/call` of `tool` declaring elicitation,
+/// retrying with `state` and `responses` when given.
+fn stateless(tool: &str, retry: Option<(&str, Value)>) -> Value {
+    let mut params = json!({
+        "name": tool,
+        "arguments": {},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "lanes", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        },
+    });
+    if let Some((state, responses)) = retry {
+        params["requestState"] = json!(state);
+        params["inputResponses"] = responses;
+    }
+    params
+}
+
+#[tokio::test]
+async fn a_callers_second_question_on_one_server_connection_does_not_wait_for_the_first() {
+    let host = HttpHost::start(&everything(""), &[]).await;
+    let tool = "everything.trigger_elicitation_request";
+    let ask = || async {
+        let answer = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            host.stateless_call(None, &stateless(tool, None)),
+        )
+        .await
+        .expect("asked within 30 s, while the caller's first question waits");
+        let result = answer.last().unwrap()["result"].clone();
+        assert_eq!(result["resultType"], "input_required", "{result}");
+        let (key, _) = result["inputRequests"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .next()
+            .unwrap();
+        (
+            key.clone(),
+            result["requestState"].as_str().unwrap().to_owned(),
+        )
+    };
+    // Both calls of one caller go on one connection to the server.
+    let first = ask().await;
+    let second = ask().await;
+    for ((key, state), name) in [(second, "second"), (first, "first")] {
+        let answer = json!({ key: {"action": "accept", "content": {"name": name, "check": true}} });
+        let done = host
+            .stateless_call(None, &stateless(tool, Some((&state, answer))))
+            .await;
+        let text = done.last().unwrap()["result"].to_string();
+        assert!(text.contains(&format!("{name}\\\"")), "{name}: {text}");
+    }
 }

@@ -201,6 +201,182 @@ impl HttpHost {
     }
 }
 
+/// A 2025-11-25 session opened by hand with raw JSON-RPC, so that anyone
+/// (any token, or none) can send requests naming it, as an attacker holding
+/// its id would.
+pub struct RawSession {
+    /// The `Mcp-Session-Id` the host gave.
+    pub id: String,
+    url: String,
+}
+
+/// The protocol revision raw sessions speak.
+const SESSION_REVISION: &str = "2025-11-25";
+
+impl HttpHost {
+    /// Open a session as `token`'s caller, declaring `capabilities`.
+    pub async fn open_session(&self, token: Option<&str>, capabilities: Value) -> RawSession {
+        let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": SESSION_REVISION,
+            "capabilities": capabilities,
+            "clientInfo": {"name": "raw-session", "version": "1"},
+        }});
+        let mut request = self.post(initialize.to_string());
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.expect("POST initialize");
+        let id = response
+            .headers()
+            .get("mcp-session-id")
+            .unwrap_or_else(|| panic!("no session id: {response:?}\n{}", self.stderr()))
+            .to_str()
+            .expect("an ASCII session id")
+            .to_owned();
+        drop(response);
+        let session = RawSession {
+            id,
+            url: self.url(),
+        };
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let sent = session.post(token, &initialized).send().await.unwrap();
+        assert_eq!(sent.status(), 202, "{}", sent.text().await.unwrap());
+        session
+    }
+}
+
+impl RawSession {
+    fn with(
+        &self,
+        request: reqwest::RequestBuilder,
+        token: Option<&str>,
+    ) -> reqwest::RequestBuilder {
+        let request = request
+            .header("mcp-session-id", &self.id)
+            .header("mcp-protocol-version", SESSION_REVISION);
+        match token {
+            Some(token) => request.bearer_auth(token),
+            None => request,
+        }
+    }
+
+    /// A session of `host` named `id`, whether or not it exists.
+    pub fn named(id: &str, host: &HttpHost) -> Self {
+        Self {
+            id: id.to_owned(),
+            url: host.url(),
+        }
+    }
+
+    /// POST `message` naming this session, as `token`'s caller.
+    pub fn post(&self, token: Option<&str>, message: &Value) -> reqwest::RequestBuilder {
+        self.post_body(token, message.to_string())
+    }
+
+    /// POST `body`, whatever it holds, naming this session.
+    pub fn post_body(&self, token: Option<&str>, body: String) -> reqwest::RequestBuilder {
+        let request = web_client()
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body);
+        self.with(request, token)
+    }
+
+    /// GET this session's stream (resumed after `last_event_id`), as
+    /// `token`'s caller.
+    pub fn get(&self, token: Option<&str>, last_event_id: Option<&str>) -> reqwest::RequestBuilder {
+        let mut request = web_client()
+            .get(&self.url)
+            .header("accept", "text/event-stream");
+        if let Some(last) = last_event_id {
+            request = request.header("last-event-id", last);
+        }
+        self.with(request, token)
+    }
+
+    /// DELETE this session, as `token`'s caller.
+    pub fn delete(&self, token: Option<&str>) -> reqwest::RequestBuilder {
+        self.with(web_client().delete(&self.url), token)
+    }
+}
+
+/// The events of a streamed (SSE) answer, read as they come.
+pub struct Events {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+/// One event of a stream: its id, and its JSON-RPC message.
+#[derive(Debug)]
+pub struct Event {
+    /// The event's `id:`.
+    pub id: Option<String>,
+    /// Its `data:`, read as JSON.
+    pub message: Value,
+}
+
+impl Events {
+    /// The events of `response` (which must be a stream).
+    pub fn of(response: reqwest::Response) -> Self {
+        let kind = response.headers().get("content-type").cloned();
+        assert!(
+            kind.is_some_and(|kind| kind.as_bytes().starts_with(b"text/event-stream")),
+            "not a stream: {response:?}"
+        );
+        Self {
+            response,
+            buffer: String::new(),
+        }
+    }
+
+    /// The next event carrying a message, within 60 s; `None` at the
+    /// stream's end.
+    pub async fn next(&mut self) -> Option<Event> {
+        tokio::time::timeout(Duration::from_secs(60), self.next_now())
+            .await
+            .expect("the stream's next event within 60 s")
+    }
+
+    async fn next_now(&mut self) -> Option<Event> {
+        loop {
+            while let Some(end) = self.buffer.find("\n\n") {
+                let event: String = self.buffer.drain(..end + 2).collect();
+                let field = |name: &str| {
+                    event
+                        .lines()
+                        .find_map(|line| line.strip_prefix(name))
+                        .map(|v| v.trim().to_owned())
+                };
+                let Some(data) = field("data:").filter(|d| !d.is_empty()) else {
+                    continue;
+                };
+                let message = serde_json::from_str(&data)
+                    .unwrap_or_else(|e| panic!("not JSON ({e}): {data}"));
+                return Some(Event {
+                    id: field("id:"),
+                    message,
+                });
+            }
+            let chunk = self.response.chunk().await.expect("read the stream")?;
+            self.buffer.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+
+    /// The events up to and including the response to request `id`.
+    pub async fn until_response(&mut self, id: &Value) -> Vec<Event> {
+        let mut events = Vec::new();
+        while let Some(event) = self.next().await {
+            let answered = event.message.get("method").is_none() && event.message["id"] == *id;
+            events.push(event);
+            if answered {
+                return events;
+            }
+        }
+        panic!("the stream ended without the response to {id}: {events:#?}");
+    }
+}
+
 impl Drop for HttpHost {
     /// Stop the host as an admin would (SIGTERM: it ends its servers'
     /// processes), killing it if it has not ended within 5 s.

@@ -39,6 +39,13 @@ pub async fn script_lines(python: &str, script: &str, spec: &Value, host: &HttpH
         String::from_utf8_lossy(&output.stderr),
         host.stderr()
     );
+    // The SDK ends its HTTP session with a DELETE, and warns unless the
+    // host answers it as ended (200 or 204).
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr.contains("Session termination failed"),
+        "the client's session did not end cleanly: {stderr}"
+    );
     stdout
         .lines()
         .map(|line| serde_json::from_str(line).expect("a JSON line"))

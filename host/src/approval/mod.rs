@@ -128,6 +128,34 @@ impl Approvals {
     }
 }
 
+impl Approvals {
+    /// Each rule by name, with those of `functions` (full name, whether
+    /// destructive) it asks about: a function is asked about by the first
+    /// rule that matches it, as a call is.
+    pub fn coverage(
+        &self,
+        functions: impl Iterator<Item = (String, bool)>,
+    ) -> Vec<(String, Vec<String>)> {
+        let mut covered: Vec<(String, Vec<String>)> = self
+            .policy
+            .rules
+            .iter()
+            .map(|rule| (rule.name.clone(), Vec::new()))
+            .collect();
+        for (name, destructive) in functions {
+            if let Some(rule) = self.policy.rule_for(&name, destructive)
+                && let Some((_, names)) = covered.iter_mut().find(|(n, _)| *n == rule.name)
+            {
+                names.push(name);
+            }
+        }
+        for (_, names) in &mut covered {
+            names.sort();
+        }
+        covered
+    }
+}
+
 /// What `rule` lets the user have remembered about `tool`, asked in
 /// `session`; `None`: nothing (`remember = "no"`, or "session" on a wire
 /// without sessions).

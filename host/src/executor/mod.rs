@@ -6,10 +6,7 @@ use std::{
     future::Future,
     panic::{AssertUnwindSafe, catch_unwind},
     pin::Pin,
-    sync::{
-        Arc, RwLock,
-        atomic::{AtomicUsize, Ordering},
-    },
+    sync::{Arc, RwLock},
     time::Instant,
 };
 
@@ -90,8 +87,6 @@ pub struct Executor {
     metrics: Metrics,
     /// `[approval]`: the calls that ask the user first.
     approvals: Approvals,
-    /// Calls under way (graceful shutdown waits for them).
-    running: AtomicUsize,
     /// Packs call back on their own threads; host work is spawned here.
     runtime: tokio::runtime::Handle,
 }
@@ -129,7 +124,6 @@ impl Executor {
             catalog_config,
             metrics: Metrics::default(),
             approvals: Approvals::new(config.approval.clone()),
-            running: AtomicUsize::new(0),
             front: Front {
                 aliases: config.aliases.clone(),
                 snippets: config.snippets.clone(),
@@ -306,9 +300,9 @@ impl Executor {
         &self.metrics
     }
 
-    /// How many calls are under way.
+    /// How many calls are under way, every organisation's.
     pub fn running(&self) -> usize {
-        self.running.load(Ordering::SeqCst)
+        self.metrics.running_in_all()
     }
 
     /// The loaded packs in name order, with their functions' signatures.
@@ -323,6 +317,19 @@ impl Executor {
                 )
             })
             .collect()
+    }
+
+    /// Each `[approval]` rule by name, with the functions loaded now that it
+    /// asks about (by full name, whatever their pack's `prefix`).
+    pub fn approval_coverage(&self) -> Vec<(String, Vec<String>)> {
+        let registry = self.registry();
+        let functions = registry.packs.values().flat_map(|pack| {
+            pack.functions.iter().map(|function| {
+                let name = ToolName::new(&pack.loaded.name, &function.spec.name).to_string();
+                (name, function.spec.annotations.destructive == Some(true))
+            })
+        });
+        self.approvals.coverage(functions)
     }
 
     /// Serve one MCP `tools/call`.
@@ -437,7 +444,7 @@ impl Executor {
             .listed(&pack.loaded.name, &function.spec.name);
         let span = tracing::info_span!("call", tool = %tool, request = %caller.request_id);
         let started = Instant::now();
-        let _running = Running::start(&self.running);
+        let _running = self.metrics.started(&caller.identity.org);
         let outcome = self
             .dispatch_inner(pack, function, &tool, args, caller)
             .instrument(span.clone())
@@ -446,7 +453,8 @@ impl Executor {
         let elapsed = started.elapsed();
         let elapsed_ms = elapsed.as_secs_f64() * 1000.0;
         let code = outcome.as_ref().err().map_or("ok", Failure::code);
-        self.metrics.record(&tool, code, elapsed);
+        self.metrics
+            .record(&caller.identity.org, &tool, code, elapsed);
         match &outcome {
             Ok(_) => tracing::info!(elapsed_ms, outcome = code, "call done"),
             Err(_) => tracing::info!(elapsed_ms, outcome = code, "call failed"),
@@ -467,8 +475,11 @@ impl Executor {
         if caller.cancel.is_cancelled() {
             return Err(CallError::Cancelled.into());
         }
+        // Rules name functions by their full name, whatever the name the
+        // pack's `prefix` lists them by.
+        let qualified = ToolName::new(&pack.loaded.name, &function.spec.name).to_string();
         self.approvals
-            .check(tool, &function.spec, &args, caller)
+            .check(&qualified, &function.spec, &args, caller)
             .await?;
         // Its own time limit, or what is left of its caller's if that is less:
         // a call made from code ends with the call that made it.
@@ -572,21 +583,5 @@ impl Executor {
                 }))
             }
         }
-    }
-}
-
-/// Counts a call as running until dropped, however the call ends.
-struct Running<'a>(&'a AtomicUsize);
-
-impl<'a> Running<'a> {
-    fn start(counter: &'a AtomicUsize) -> Self {
-        counter.fetch_add(1, Ordering::SeqCst);
-        Self(counter)
-    }
-}
-
-impl Drop for Running<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }

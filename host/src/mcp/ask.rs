@@ -10,8 +10,8 @@ use std::{future::Future, pin::Pin};
 use pack_api::codes;
 use rmcp::{
     ErrorData, RoleServer,
-    model::{ClientCapabilities, InputRequest, ServerRequest},
-    service::Peer,
+    model::{ClientCapabilities, GetExtensions as _, InputRequest, RequestId, ServerRequest},
+    service::{OriginatingRequestId, Peer},
 };
 use serde_json::{Value, json};
 
@@ -28,11 +28,27 @@ const NEEDS: [(&str, &str); 3] = [
 ];
 
 fn declares(capabilities: &ClientCapabilities, capability: &str) -> bool {
+    let elicitation = capabilities.elicitation.as_ref();
     match capability {
-        "elicitation" => capabilities.elicitation.is_some(),
+        "elicitation" => elicitation.is_some(),
+        // An empty `elicitation: {}` means forms only.
+        "elicitation.form" => elicitation.is_some_and(|e| e.form.is_some() || e.url.is_none()),
+        "elicitation.url" => elicitation.is_some_and(|e| e.url.is_some()),
         "sampling" => capabilities.sampling.is_some(),
         "roots" => capabilities.roots.is_some(),
         _ => false,
+    }
+}
+
+/// The capability question `question` of `method` needs: an elicitation's
+/// by its mode (a form unless it says `url`).
+fn needed(method: &str, capability: &'static str, question: &Value) -> &'static str {
+    if method != "elicitation/create" {
+        return capability;
+    }
+    match question.pointer("/params/mode").and_then(Value::as_str) {
+        Some("url") => "elicitation.url",
+        _ => "elicitation.form",
     }
 }
 
@@ -78,6 +94,7 @@ pub(super) fn check(
                     ),
                 ));
             };
+            let capability = needed(method, capability, question);
             if !declares(capabilities, capability) {
                 return Err(Failure::new(
                     codes::INPUT_UNAVAILABLE,
@@ -106,10 +123,14 @@ pub(super) fn fits(method: &str, answer: &Value) -> bool {
     }
 }
 
-/// Questions sent as requests to the client, all at once.
+/// Questions sent as requests to the client, all at once, on the stream of
+/// the client's request `origin` while it is open (a question asked from
+/// another task, as a server pack's relayed one, would otherwise go to the
+/// session's GET stream, and wait for ever on a client that opened none).
 pub(super) struct PeerAsk {
     pub(super) peer: Peer<RoleServer>,
     pub(super) capabilities: ClientCapabilities,
+    pub(super) origin: RequestId,
 }
 
 impl Ask for PeerAsk {
@@ -119,12 +140,14 @@ impl Ask for PeerAsk {
     ) -> Pin<Box<dyn Future<Output = Result<Answers, Failure>> + Send>> {
         let checked = check(&questions, &self.capabilities).map(|_| ());
         let peer = self.peer.clone();
+        let origin = self.origin.clone();
         Box::pin(async move {
             checked?;
             let asked = questions.into_iter().map(|(key, question)| {
                 let peer = peer.clone();
+                let origin = origin.clone();
                 async move {
-                    let answer = request(&peer, &key, question).await?;
+                    let answer = request(&peer, &key, question, origin).await?;
                     Ok::<_, Failure>((key, answer))
                 }
             });
@@ -145,8 +168,13 @@ pub(super) fn read_question(key: &str, question: Value) -> Result<InputRequest, 
     })
 }
 
-async fn request(peer: &Peer<RoleServer>, key: &str, question: Value) -> Result<Value, Failure> {
-    let request = match read_question(key, question)? {
+async fn request(
+    peer: &Peer<RoleServer>,
+    key: &str,
+    question: Value,
+    origin: RequestId,
+) -> Result<Value, Failure> {
+    let mut request = match read_question(key, question)? {
         InputRequest::CreateMessage(r) => ServerRequest::CreateMessageRequest(r),
         InputRequest::Elicitation(r) => ServerRequest::ElicitRequest(r),
         InputRequest::ListRoots(r) => ServerRequest::ListRootsRequest(r),
@@ -157,11 +185,72 @@ async fn request(peer: &Peer<RoleServer>, key: &str, question: Value) -> Result<
             ));
         }
     };
-    let answer = peer.send_request(request).await.map_err(|e| {
+    request
+        .extensions_mut()
+        .insert(OriginatingRequestId(origin));
+    // Sent from a task of its own: rmcp marks a request sent inside any
+    // request handler with that handler's request, which for a server
+    // pack's relayed question is the downstream server's, not our client's.
+    let peer = peer.clone();
+    let sent = tokio::spawn(async move { peer.send_request(request).await });
+    let unanswered = |e: String| {
         Failure::new(
             codes::INPUT_UNAVAILABLE,
             format!("the client did not answer question `{key}`: {e}"),
         )
-    })?;
+    };
+    let answer = sent
+        .await
+        .map_err(|e| unanswered(e.to_string()))?
+        .map_err(|e| unanswered(e.to_string()))?;
     serde_json::to_value(answer).map_err(|e| Failure::new(codes::INTERNAL, e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn capabilities(value: Value) -> ClientCapabilities {
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn elicit(mode: Option<&str>) -> Questions {
+        let mut params = json!({"message": "go there", "url": "https://example.com/consent"});
+        if let Some(mode) = mode {
+            params["mode"] = json!(mode);
+        }
+        Questions::from_iter([(
+            "q".to_owned(),
+            json!({"method": "elicitation/create", "params": params}),
+        )])
+    }
+
+    #[test]
+    fn a_url_question_goes_only_to_clients_that_declared_urls() {
+        let form_only = [
+            json!({"elicitation": {}}),
+            json!({"elicitation": {"form": {}}}),
+        ];
+        for declared in form_only {
+            let refused = check(&elicit(Some("url")), &capabilities(declared.clone())).unwrap_err();
+            assert_eq!(refused.code(), codes::INPUT_UNAVAILABLE, "{declared}");
+            assert!(
+                refused.text().contains("`elicitation.url`"),
+                "{}",
+                refused.text()
+            );
+            assert!(check(&elicit(None), &capabilities(declared)).is_ok());
+        }
+        let both = capabilities(json!({"elicitation": {"form": {}, "url": {}}}));
+        assert!(check(&elicit(Some("url")), &both).is_ok());
+        assert!(check(&elicit(Some("form")), &both).is_ok());
+        let url_only = capabilities(json!({"elicitation": {"url": {}}}));
+        assert!(check(&elicit(Some("url")), &url_only).is_ok());
+        assert!(
+            check(&elicit(None), &url_only).is_err(),
+            "a form to a URL-only client"
+        );
+    }
 }

@@ -41,7 +41,8 @@ use self::{
     ask::missing,
     logging::SessionLog,
     notices::Notices,
-    rounds::{Retry, Rounds, Step},
+    rounds::{HELD_FOR, Retry, Rounds, Step},
+    states::States,
     tasks::Tasks,
     wire::{answers_by_retry, asking, capabilities_of},
 };
@@ -54,11 +55,11 @@ mod prompts;
 mod request;
 mod resources;
 mod rounds;
+mod states;
 mod subscriptions;
 mod tasks;
 mod wire;
-pub use rounds::STATE_KEY_VARIABLE;
-use rounds::state_codec;
+pub use states::STATE_KEY_VARIABLE;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
@@ -125,7 +126,7 @@ impl PackhostServer {
     /// ([`STATE_KEY_VARIABLE`]) is unusable.
     pub fn new(executor: Arc<Executor>, identity: Identity) -> Result<Self, String> {
         let tools = Listing::of(&executor);
-        let states = state_codec()?;
+        let states = Arc::new(States::new(HELD_FOR)?);
         Ok(Self {
             executor,
             identity,

@@ -12,6 +12,11 @@
 //! (another instance with the same key, or after a restart) runs the call
 //! again, answering its questions from the answers the state carries and
 //! the retry gives, so only what it did before its first question repeats.
+//!
+//! An answer counts only for a question this host asked: the retry's
+//! `inputResponses` are read for the questions its state says were pending,
+//! never without a state (a request that arrives pre-answered is asked),
+//! and a state opens one retry, once ([`States`]).
 
 use std::{
     collections::HashMap,
@@ -24,16 +29,16 @@ use std::{
 use pack_api::{Owner, codes};
 use rmcp::{
     ErrorData,
-    model::{
-        ClientCapabilities, InputRequests, InputRequiredResult, InputResponses, RequestStateCodec,
-        SealOptions,
-    },
+    model::{ClientCapabilities, InputRequests, InputRequiredResult, InputResponses},
 };
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::{sync::CancellationToken, task::AbortOnDropHandle};
 
-use super::ask::{check, fits};
+use super::{
+    ask::{check, fits},
+    states::States,
+};
 use crate::{
     executor::{Answers, Ask, Questions},
     failure::Failure,
@@ -48,9 +53,6 @@ const HELD_IN_ALL: usize = 1024;
 /// Answers larger than this are not carried in the state (a retry on
 /// another instance then asks them again).
 const CARRIED_ANSWERS_MAX: usize = 64 * 1024;
-/// The variable holding the key states are signed with (32 bytes or
-/// more), shared by instances that resume each other's requests.
-pub const STATE_KEY_VARIABLE: &str = "PACKHOST_STATE_KEY";
 
 /// What the client's request carries for the rounds.
 pub(super) struct Retry {
@@ -110,7 +112,7 @@ impl<T: Send + 'static> Escalated<T> {
 
 /// The calls of one kind (tool calls, prompt renders) held between rounds.
 pub(super) struct Rounds<T> {
-    codec: Arc<RequestStateCodec>,
+    states: Arc<States>,
     held: Mutex<HashMap<String, Held<T>>>,
 }
 
@@ -121,12 +123,16 @@ struct Watch {
     escalate_after: Option<Duration>,
 }
 
-/// What a state says: which held call, and the answers given so far.
+/// What a state says: which held call, the answers given so far, and the
+/// keys of the questions it was given with (the only ones a retry with it
+/// may answer).
 #[derive(Serialize, Deserialize)]
 struct State {
     id: String,
     #[serde(default)]
     answers: Answers,
+    #[serde(default)]
+    asked: Vec<String>,
 }
 
 struct Held<T> {
@@ -149,26 +155,10 @@ struct Asked {
     answer: oneshot::Sender<Result<Answers, Failure>>,
 }
 
-/// The signing key: from [`STATE_KEY_VARIABLE`], else made for this process
-/// (states then resume only here).
-pub(super) fn state_codec() -> Result<Arc<RequestStateCodec>, String> {
-    let key = match std::env::var(STATE_KEY_VARIABLE) {
-        Ok(key) => key.into_bytes(),
-        Err(_) => {
-            let mut key = vec![0; 32];
-            getrandom::fill(&mut key).map_err(|e| format!("no random key: {e}"))?;
-            key
-        }
-    };
-    RequestStateCodec::try_new(key)
-        .map(Arc::new)
-        .map_err(|e| format!("`{STATE_KEY_VARIABLE}`: {e}"))
-}
-
 impl<T: Send + 'static> Rounds<T> {
-    pub(super) fn new(codec: Arc<RequestStateCodec>) -> Self {
+    pub(super) fn new(states: Arc<States>) -> Self {
         Self {
-            codec,
+            states,
             held: Mutex::default(),
         }
     }
@@ -222,8 +212,13 @@ impl<T: Send + 'static> Rounds<T> {
                 (new_id(), call, answers)
             }
             (None, state) => {
-                let mut given = state.map(|s| s.answers).unwrap_or_default();
-                given.extend(responses);
+                // Not held here: run again, answered by what the state
+                // carries and the retry's answers to the questions it asked.
+                let mut given = Answers::new();
+                if let Some(State { answers, asked, .. }) = state {
+                    given = answers;
+                    given.extend(responses.into_iter().filter(|(key, _)| asked.contains(key)));
+                }
                 let (sender, questions) = mpsc::unbounded_channel();
                 let ask = RetryAsk {
                     given: Mutex::new(given.clone()),
@@ -298,14 +293,9 @@ impl<T: Send + 'static> Rounds<T> {
             } else {
                 Answers::new()
             },
+            asked: pending.questions.keys().cloned().collect(),
         };
-        let options = SealOptions::new()
-            .associated_data(binding.as_bytes())
-            .ttl(HELD_FOR);
-        let sealed = self
-            .codec
-            .seal_json_with(&state, &options)
-            .expect("a state of strings and JSON serialises");
+        let sealed = self.states.seal(&state, binding);
         let requests: InputRequests = pending
             .questions
             .iter()
@@ -315,17 +305,7 @@ impl<T: Send + 'static> Rounds<T> {
     }
 
     fn open(&self, state: &str, binding: &str) -> Result<State, ErrorData> {
-        self.codec
-            .open_json_with(state, binding.as_bytes())
-            .map_err(|e| {
-                ErrorData::invalid_params(
-                    format!(
-                        "requestState refused ({e}): it was changed, has expired, or belongs to \
-                         another request or caller; send the request again without it"
-                    ),
-                    None,
-                )
-            })
+        self.states.open(state, binding)
     }
 
     /// The call held under `id` for `owner` (the state's binding already
@@ -447,9 +427,13 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
+    use crate::mcp::states::SpentHere;
 
     fn rounds() -> Rounds<String> {
-        Rounds::new(Arc::new(RequestStateCodec::try_new(vec![7; 32]).unwrap()))
+        let spent = Arc::new(SpentHere::default());
+        Rounds::new(Arc::new(
+            States::with_key(vec![7; 32], HELD_FOR, spent).unwrap(),
+        ))
     }
 
     fn elicitation() -> ClientCapabilities {
@@ -465,27 +449,48 @@ mod tests {
         starts: &Arc<AtomicUsize>,
     ) -> impl FnOnce(Arc<dyn Ask>, CancellationToken) -> Pin<Box<dyn Future<Output = String> + Send>>
     {
+        asker(starts, &["name"])
+    }
+
+    /// A call that counts its starts, asks for a name under each of `keys`
+    /// in turn, and returns the names given.
+    fn asker(
+        starts: &Arc<AtomicUsize>,
+        keys: &[&str],
+    ) -> impl FnOnce(Arc<dyn Ask>, CancellationToken) -> Pin<Box<dyn Future<Output = String> + Send>>
+    {
         let starts = Arc::clone(starts);
+        let keys: Vec<String> = keys.iter().map(|key| (*key).to_owned()).collect();
         move |ask, _| {
             Box::pin(async move {
                 starts.fetch_add(1, Ordering::SeqCst);
-                let question = json!({"method": "elicitation/create",
-                    "params": {"message": "name?", "requestedSchema": {"type": "object"}}});
-                let questions = Questions::from_iter([("name".to_owned(), question)]);
-                match ask.ask(questions).await {
-                    Ok(answers) => answers["name"]["content"]["name"].to_string(),
-                    Err(failure) => failure.text(),
+                let mut names = Vec::new();
+                for key in keys {
+                    let question = json!({"method": "elicitation/create",
+                        "params": {"message": "name?", "requestedSchema": {"type": "object"}}});
+                    let questions = Questions::from_iter([(key.clone(), question)]);
+                    match ask.ask(questions).await {
+                        Ok(answers) => names.push(answers[&key]["content"]["name"].to_string()),
+                        Err(failure) => return failure.text(),
+                    }
                 }
+                names.join(",")
             })
         }
     }
 
     fn answer(name: &str) -> InputResponses {
-        [(
-            "name".to_owned(),
-            json!({"action": "accept", "content": {"name": name}}),
-        )]
-        .into()
+        answers(&[("name", name)])
+    }
+
+    fn answers(given: &[(&str, &str)]) -> InputResponses {
+        given
+            .iter()
+            .map(|(key, name)| {
+                let answer = json!({"action": "accept", "content": {"name": name}});
+                ((*key).to_owned(), answer)
+            })
+            .collect()
     }
 
     async fn step(
@@ -561,6 +566,82 @@ mod tests {
         let bob = state_of(step(&rounds, "bob", None, None, &starts).await);
         let answered = step(&rounds, "bob", Some(bob), Some(answer("Bob")), &starts);
         assert_eq!(done(answered.await), "\"Bob\"");
+    }
+
+    #[tokio::test]
+    async fn answers_sent_without_a_state_are_ignored_and_the_question_asked() {
+        let (rounds, starts) = (rounds(), Arc::new(AtomicUsize::new(0)));
+        // The key is easy to guess; a request that arrives answering it is
+        // still asked.
+        let pre_answered = step(&rounds, "ada", None, Some(answer("Ada")), &starts).await;
+        let state = state_of(pre_answered);
+        let answered = step(&rounds, "ada", Some(state), Some(answer("Ada")), &starts);
+        assert_eq!(done(answered.await), "\"Ada\"");
+        assert_eq!(starts.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_state_opens_one_retry_and_its_replay_is_refused() {
+        let (rounds, starts) = (rounds(), Arc::new(AtomicUsize::new(0)));
+        let state = state_of(step(&rounds, "ada", None, None, &starts).await);
+        let answered = step(
+            &rounds,
+            "ada",
+            Some(state.clone()),
+            Some(answer("Ada")),
+            &starts,
+        );
+        assert_eq!(done(answered.await), "\"Ada\"");
+        for _ in 0..2 {
+            let replay = step(
+                &rounds,
+                "ada",
+                Some(state.clone()),
+                Some(answer("Ada")),
+                &starts,
+            );
+            let error = replay.await.err().expect("a replay is refused");
+            assert_eq!(error.code.0, -32602, "{error:?}");
+            assert!(error.message.contains("used already"), "{error:?}");
+        }
+        assert_eq!(starts.load(Ordering::SeqCst), 1, "one answer, one call");
+    }
+
+    #[tokio::test]
+    async fn a_call_run_again_takes_answers_only_to_the_questions_its_state_asked() {
+        let starts = Arc::new(AtomicUsize::new(0));
+        let states = Arc::new(
+            States::with_key(vec![7; 32], HELD_FOR, Arc::new(SpentHere::default())).unwrap(),
+        );
+        // Two instances sharing a key: a call held on one is not held on
+        // the other, which runs it again.
+        let here = Rounds::<String>::new(Arc::clone(&states));
+        let elsewhere = Rounds::<String>::new(states);
+        let ada = owner("ada");
+        let request = |retry| Request {
+            owner: &ada,
+            binding: "tools/call\ntwo",
+            retry,
+            capabilities: elicitation(),
+            cancelled: CancellationToken::new(),
+            escalate_after: None,
+        };
+        let keys = ["first", "second"];
+        let retry = |state, given: &[(&str, &str)]| Retry {
+            state: Some(state),
+            responses: Some(answers(given)),
+        };
+        let fresh = Retry {
+            state: None,
+            responses: None,
+        };
+        let first = here.run(request(fresh), asker(&starts, &keys)).await;
+        // The answer to the question not asked yet is not taken: it is asked.
+        let both = retry(state_of(first), &[("first", "Ada"), ("second", "Eve")]);
+        let second = elsewhere.run(request(both), asker(&starts, &keys)).await;
+        let last = retry(state_of(second), &[("second", "Bob")]);
+        let third = elsewhere.run(request(last), asker(&starts, &keys)).await;
+        assert_eq!(done(third), "\"Ada\",\"Bob\"");
     }
 
     #[test]

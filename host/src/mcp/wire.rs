@@ -69,6 +69,7 @@ where
         let ask = PeerAsk {
             peer: context.peer.clone(),
             capabilities,
+            origin: context.id.clone(),
         };
         let caller = Caller {
             ask: Some(Arc::new(ask)),

@@ -35,7 +35,7 @@ impl Client {
         method: &str,
         params: P,
     ) -> Result<R, ErrorData> {
-        let Some(relay) = self.running.oldest() else {
+        let Some((relay, _asking)) = self.running.asker() else {
             return Err(ErrorData::invalid_request(
                 format!(
                     "packhost hands a server's `{method}` to the client whose request is running \

@@ -7,7 +7,10 @@
 //! and stdio has no streams to tell requests apart), so a question is
 //! routed by the connection it came on: callers give each of their own a
 //! connection ("lane", see [`lane`]), and a question on a lane goes to the
-//! oldest request running on it for that caller. A question with no request
+//! oldest request running on it for that caller that is not already
+//! waiting for an answer (a server asks one question at a time in a
+//! request: a request still waiting cannot be asking again, and a later
+//! request's question must not queue behind it). A question with no request
 //! running is refused, never guessed.
 
 use std::{
@@ -93,6 +96,8 @@ struct Request {
     id: u64,
     token: Option<ProgressToken>,
     relay: Arc<dyn Relay>,
+    /// Questions of the server relayed to it and not answered yet.
+    asking: usize,
 }
 
 /// A request's place in [`Running`]; leaves it when dropped.
@@ -110,6 +115,7 @@ impl Running {
             id,
             token: None,
             relay,
+            asking: 0,
         };
         self.lock().push(request);
         Registered {
@@ -122,8 +128,23 @@ impl Running {
         self.requests.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub(crate) fn oldest(&self) -> Option<Arc<dyn Relay>> {
+    fn oldest(&self) -> Option<Arc<dyn Relay>> {
         self.lock().first().map(|r| Arc::clone(&r.relay))
+    }
+
+    /// Where a question of the server goes: the oldest request not waiting
+    /// for an answer already (the oldest of all if every one is), counted
+    /// as asking while the returned [`Asking`] lives.
+    pub(crate) fn asker(self: &Arc<Self>) -> Option<(Arc<dyn Relay>, Asking)> {
+        let mut requests = self.lock();
+        let free = requests.iter().position(|r| r.asking == 0).unwrap_or(0);
+        let request = requests.get_mut(free)?;
+        request.asking += 1;
+        let asking = Asking {
+            running: Arc::clone(self),
+            id: request.id,
+        };
+        Some((Arc::clone(&request.relay), asking))
     }
 
     fn by_token(&self, token: &ProgressToken) -> Option<Arc<dyn Relay>> {
@@ -169,6 +190,21 @@ impl Running {
     }
 }
 
+/// A question relayed to a request and not answered yet.
+pub(crate) struct Asking {
+    running: Arc<Running>,
+    id: u64,
+}
+
+impl Drop for Asking {
+    fn drop(&mut self) {
+        let mut requests = self.running.lock();
+        if let Some(request) = requests.iter_mut().find(|r| r.id == self.id) {
+            request.asking -= 1;
+        }
+    }
+}
+
 impl Drop for Registered {
     fn drop(&mut self) {
         self.running.lock().retain(|r| r.id != self.id);
@@ -177,7 +213,39 @@ impl Drop for Registered {
 
 #[cfg(test)]
 mod tests {
-    use super::lane;
+    use super::*;
+
+    /// A request's relay that only says which request it is.
+    struct Named(&'static str);
+
+    impl Relay for Named {
+        fn ask(&self, _: Value) -> Pin<Box<dyn Future<Output = Result<Value, Refusal>> + Send>> {
+            let name = Value::from(self.0);
+            Box::pin(async move { Ok(name) })
+        }
+        fn log(&self, _: Value) {}
+        fn progress(&self, _: f64, _: Option<f64>, _: Option<String>) {}
+    }
+
+    async fn name(relay: &Arc<dyn Relay>) -> Value {
+        relay.ask(Value::Null).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_question_goes_to_the_oldest_request_not_waiting_for_an_answer() {
+        let running = Arc::new(Running::default());
+        let _first = running.register(Arc::new(Named("first")));
+        let _second = running.register(Arc::new(Named("second")));
+        let (relay, waiting) = running.asker().unwrap();
+        assert_eq!(name(&relay).await, "first");
+        // The first still waits for its answer: the next question is the
+        // second's, not queued behind the first's.
+        let (relay, _) = running.asker().unwrap();
+        assert_eq!(name(&relay).await, "second");
+        drop(waiting);
+        let (relay, _) = running.asker().unwrap();
+        assert_eq!(name(&relay).await, "first");
+    }
 
     #[test]
     fn owners_never_share_a_lane() {

@@ -1,6 +1,11 @@
 //! `packhost serve --http ADDR`: MCP over streamable HTTP at `/mcp` (rmcp's
-//! server transport under axum), bearer tokens → identity, `/healthz`,
-//! `/metrics`, a cap on sessions, and a graceful stop on SIGTERM.
+//! server transport under axum), bearer tokens → identity, sessions bound
+//! to their opener ([`sessions`]), bodies checked as JSON-RPC ([`jsonrpc`]),
+//! `/healthz`, `/metrics` (the caller's organisation's), a cap on sessions,
+//! and a graceful stop on SIGTERM.
+
+mod jsonrpc;
+mod sessions;
 
 use std::{net::SocketAddr, sync::Arc, time::Duration};
 
@@ -20,17 +25,25 @@ use rmcp::transport::streamable_http_server::{
 };
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
+use self::sessions::{ANYONE, Principal, Sessions};
 use crate::{
-    auth::Tokens, config::Config, executor::Executor, exit::Error, mcp::PackhostServer, shutdown,
+    auth::Tokens, config::Config, executor::Executor, exit::Error, identity::Identity,
+    mcp::PackhostServer, shutdown,
 };
+
+/// The header naming a request's session.
+const SESSION_HEADER: &str = "mcp-session-id";
 
 /// Shared by the middleware and the side routes.
 #[derive(Clone)]
 struct AppState {
     executor: Arc<Executor>,
     tokens: Arc<Tokens>,
-    sessions: Arc<LocalSessionManager>,
+    /// `[identity]`: who calls when no token is configured.
+    anonymous: Identity,
+    sessions: Arc<Sessions>,
     max_sessions: usize,
+    max_request_bytes: usize,
     /// Answers to POST requests not yet written whole. A call's result
     /// leaves the executor before its SSE stream carries it to the client:
     /// a stop that ended the sessions when the executor had nothing running
@@ -94,6 +107,7 @@ pub async fn serve(
         Arc::clone(&sessions),
         transport,
     );
+    let sessions = Arc::new(Sessions::new(sessions));
     let auth = if tokens.is_empty() {
         "none"
     } else {
@@ -102,8 +116,10 @@ pub async fn serve(
     let state = AppState {
         executor: Arc::clone(executor),
         tokens,
+        anonymous: config.identity.clone(),
         sessions,
         max_sessions: http.max_sessions,
+        max_request_bytes: http.max_request_bytes,
         answering: TaskTracker::new(),
     };
     let answering = state.answering.clone();
@@ -143,24 +159,75 @@ pub async fn serve(
     Ok(())
 }
 
-/// Authenticate (when tokens are configured) and cap new sessions.
+/// Authenticate (when tokens are configured), keep each session to its
+/// opener, check POSTed bodies, and cap new sessions.
 async fn guard(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
-    if !state.tokens.is_empty() {
+    let (principal, org) = if state.tokens.is_empty() {
+        (ANYONE, state.anonymous.org.clone())
+    } else {
         let token = request
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "));
-        match token.and_then(|t| state.tokens.identify(t.trim())) {
-            Some(identity) => {
-                request.extensions_mut().insert(identity.clone());
-            }
-            None => return unauthorized(token.is_some()),
-        }
+        let Some((digest, identity)) = token.and_then(|t| state.tokens.identify(t.trim())) else {
+            return unauthorized(token.is_some());
+        };
+        let org = identity.org.clone();
+        request.extensions_mut().insert(identity.clone());
+        (*digest, org)
+    };
+    let session = request
+        .headers()
+        .get(SESSION_HEADER)
+        .map(|id| id.to_str().unwrap_or_default().to_owned());
+    if let Some(id) = &session
+        && !state.sessions.admits(id, &principal)
+    {
+        return sessions::unknown();
     }
-    let opens_session =
-        request.method() == Method::POST && !request.headers().contains_key("mcp-session-id");
-    if opens_session && state.sessions.sessions.read().await.len() >= state.max_sessions {
+    match *request.method() {
+        Method::POST => post(&state, request, next, session.is_none(), principal, &org).await,
+        Method::DELETE => {
+            let response = next.run(request).await;
+            match session {
+                Some(id) if response.status().is_success() => {
+                    state.sessions.closed(&id);
+                    // The official clients take 200 or 204 as "ended" (rmcp
+                    // says 202, and the Python SDK warns of a failure).
+                    StatusCode::NO_CONTENT.into_response()
+                }
+                _ => response,
+            }
+        }
+        _ => next.run(request).await,
+    }
+}
+
+/// A POST: its body checked, a new session counted against the cap and
+/// recorded as `principal`'s (of `org`), and an SSE answer counted until it
+/// is written whole.
+async fn post(
+    state: &AppState,
+    request: Request,
+    next: Next,
+    opens_session: bool,
+    principal: Principal,
+    org: &str,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    let Ok(body) = axum::body::to_bytes(body, state.max_request_bytes).await else {
+        let too_large = format!(
+            "Payload Too Large: request body exceeds {} bytes",
+            state.max_request_bytes
+        );
+        return (StatusCode::PAYLOAD_TOO_LARGE, too_large).into_response();
+    };
+    if let Some(refused) = jsonrpc::check(&body) {
+        return refused;
+    }
+    let request = Request::from_parts(parts, Body::from(body));
+    if opens_session && state.sessions.open().await >= state.max_sessions {
         return json_error(
             StatusCode::SERVICE_UNAVAILABLE,
             &format!(
@@ -169,11 +236,14 @@ async fn guard(State(state): State<AppState>, mut request: Request, next: Next) 
             ),
         );
     }
-    if request.method() != Method::POST {
-        return next.run(request).await;
-    }
     let answering = state.answering.token();
     let response = next.run(request).await;
+    if opens_session
+        && let Some(id) = response.headers().get(SESSION_HEADER)
+        && let Ok(id) = id.to_str()
+    {
+        state.sessions.opened(id, principal, org).await;
+    }
     let streamed = response
         .headers()
         .get(header::CONTENT_TYPE)
@@ -219,14 +289,18 @@ fn json_error(status: StatusCode, message: &str) -> Response {
         .into_response()
 }
 
-async fn metrics(State(state): State<AppState>) -> Response {
-    let sessions = state.sessions.sessions.read().await.len();
+/// The caller's organisation's figures only.
+async fn metrics(State(state): State<AppState>, request: Request) -> Response {
+    let org = request
+        .extensions()
+        .get::<Identity>()
+        .unwrap_or(&state.anonymous)
+        .org
+        .clone();
+    let sessions = state.sessions.open_of(&org).await;
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        state
-            .executor
-            .metrics()
-            .render(sessions, state.executor.running()),
+        state.executor.metrics().render(&org, sessions),
     )
         .into_response()
 }
