@@ -10,7 +10,7 @@ use std::{
     process::{Command, Stdio},
 };
 
-use packhost_tests::{build_dir, http::HttpHost};
+use packhost_tests::{TestHost, build_dir, http::HttpHost};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -107,6 +107,30 @@ async fn lists_projects(transport: Value, dir: &TempDir, log: impl Fn() -> Strin
             line["structuredContent"]["projects"][0]["name"],
             json!("packhost"),
             "{sdk:?}: {line}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_readme_after_block_runs_as_shown() {
+    let (before, after) = ("→ tools/call run {\"command\": \"", "\"}\n← ");
+    let start = README.find(before).expect("the README's `run` call") + before.len();
+    let command = &README[start..start + README[start..].find(after).expect("its end")];
+    let config = format!(
+        "[packs.exec_py]\n[packs.proj]\n[projects]\npackhost = {:?}\n",
+        repository()
+    );
+    let host = TestHost::start(&config).await;
+    let answer = packhost_tests::ok(&host.run(command).await);
+    assert_eq!(answer["success"], json!(true), "{answer}");
+    let heads = answer["result"].as_object().expect("a dict of file heads");
+    assert!(!heads.is_empty(), "no file has `fn main`: {answer}");
+    for (path, head) in heads {
+        let file = std::fs::read_to_string(repository().join(path)).expect("a file of the project");
+        assert!(file.contains("fn main"), "{path} has no `fn main`");
+        assert!(
+            head.as_str().is_some_and(|head| file.starts_with(head)),
+            "{path}: {head}"
         );
     }
 }
