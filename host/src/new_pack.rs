@@ -65,7 +65,7 @@ impl NewCommand {
     pub fn run(self) -> Result<ExitCode, Error> {
         let Self::Pack(pack) = self;
         check_name(&pack.name)?;
-        let sdk = sdk_folder(pack.sdk.as_deref())?;
+        let (sdk, whence) = sdk_folder(pack.sdk.as_deref())?;
         let dir = pack.dir.unwrap_or_else(|| PathBuf::from(&pack.name));
         let dir = create_folder(&dir)?;
         let library = dir.join(format!("target/debug/lib{}.so", pack.name));
@@ -83,10 +83,19 @@ impl NewCommand {
             dir.display(),
             names.join(", ")
         );
+        println!(
+            "it depends on the pack-sdk at {} ({whence}; --sdk PATH names another)",
+            sdk.display()
+        );
         println!("build it:  cd {} && cargo build", dir.display());
         println!("test it:   cargo test (runs its function's example)");
         println!("load it:   add to packs.toml\n");
-        println!("{}", packs_section(&pack.name, &library));
+        println!("{}\n", packs_section(&pack.name, &library));
+        println!("check it:  packhost check --config packs.toml");
+        println!(
+            "call it:   packhost call '{}.greet(name=\"Ada\")' --config packs.toml",
+            pack.name
+        );
         Ok(ExitCode::SUCCESS)
     }
 }
@@ -137,13 +146,18 @@ const RUST_KEYWORDS: &[&str] = &[
     "typeof", "unsafe", "unsized", "use", "virtual", "where", "while", "yield",
 ];
 
-/// The SDK's folder, absolute (the crate may be built from anywhere).
-fn sdk_folder(given: Option<&Path>) -> Result<PathBuf, Error> {
+/// The SDK's folder, absolute (the crate may be built from anywhere), and
+/// where it comes from.
+fn sdk_folder(given: Option<&Path>) -> Result<(PathBuf, &'static str), Error> {
     let (sdk, whence) = match given {
         Some(sdk) => (sdk.to_path_buf(), "--sdk"),
         None => (
             built_in_sdk(),
-            "the SDK of the tree packhost was built from",
+            concat!(
+                "the SDK of the source tree this packhost ",
+                env!("CARGO_PKG_VERSION"),
+                " was built from"
+            ),
         ),
     };
     if !sdk.join("Cargo.toml").is_file() {
@@ -154,7 +168,7 @@ fn sdk_folder(given: Option<&Path>) -> Result<PathBuf, Error> {
         )
         .into());
     }
-    Ok(fs::canonicalize(&sdk)?)
+    Ok((fs::canonicalize(&sdk)?, whence))
 }
 
 /// Create `dir` and its parents, never reusing an existing folder (nothing

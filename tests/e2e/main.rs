@@ -26,6 +26,7 @@ mod official_clients;
 mod pack_offers;
 mod proj;
 mod prompts;
+mod readme;
 mod remote_mcp;
 mod remote_offers;
 mod results;

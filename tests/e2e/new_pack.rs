@@ -38,6 +38,18 @@ async fn a_new_pack_builds_passes_its_test_and_is_served() {
     let crate_dir = dir.path().join("demo");
     let stdout = text(&output.stdout);
     assert!(stdout.contains("[packs.demo]\npath = "), "{stdout}");
+    // It names the SDK it depends on (this packhost's own) and the next commands.
+    let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/sdk/pack-sdk");
+    let sdk = sdk.canonicalize().expect("the SDK folder");
+    let says = format!("depends on the pack-sdk at {} (the SDK of", sdk.display());
+    assert!(stdout.contains(&says), "{stdout}");
+    for next in [
+        "cargo build",
+        "packhost check --config",
+        "packhost call 'demo.greet(",
+    ] {
+        assert!(stdout.contains(next), "no `{next}`:\n{stdout}");
+    }
     for file in ["Cargo.toml", "src/lib.rs", "README.md"] {
         assert!(crate_dir.join(file).is_file(), "no {file}:\n{stdout}");
     }
@@ -98,4 +110,14 @@ fn bad_names_and_existing_folders_are_refused() {
         "{stderr}"
     );
     assert!(!dir.path().join("other").exists());
+
+    // --sdk names another SDK, and the output says it came from there.
+    let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/sdk/pack-sdk");
+    let output = new_pack(dir.path(), &["other", "--sdk", sdk.to_str().unwrap()]);
+    succeeded("packhost new pack other --sdk", &output);
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("(--sdk; --sdk PATH names another)"),
+        "{stdout}"
+    );
 }

@@ -36,7 +36,7 @@ fn script(name: &str) -> PathBuf {
 }
 
 #[derive(Clone, Copy, Debug)]
-enum Sdk {
+pub(crate) enum Sdk {
     Python,
     TypeScript,
 }
@@ -50,14 +50,14 @@ enum Expect {
     Error(&'static str),
 }
 
-struct Call {
+pub(crate) struct Call {
     id: &'static str,
     tool: &'static str,
     arguments: Value,
     expect: Expect,
 }
 
-fn ok(
+pub(crate) fn ok(
     id: &'static str,
     tool: &'static str,
     arguments: Value,
@@ -438,7 +438,7 @@ fn setup(extra: &str) -> (TempDir, String, String) {
 
 /// Run `sdk`'s client on `transport` with `calls` (files in `dir`); its
 /// output lines. `host_log` tells what the host logged.
-async fn drive(
+pub(crate) async fn drive(
     sdk: Sdk,
     dir: &TempDir,
     transport: Value,

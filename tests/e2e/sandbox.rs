@@ -6,7 +6,7 @@
 //! notebook and a kernel of its own. Every attempt must fail or be contained
 //! as its row says, nothing secret may appear in any answer, and after each
 //! attempt the host still serves `acme` (`proj.list()`, a Python `1 + 1`).
-//! The README's "Sandbox: attempts and outcomes" table is this one.
+//! The book's "Sandbox attempts and outcomes" table (docs/src/security/attempts.md) is this one.
 //!
 //! The session-scoping attacks (evil lists, runs in, restarts or closes
 //! acme's Jupyter sessions and exec_ts notebooks) are in `tenancy.rs`.
