@@ -41,9 +41,15 @@ fn declares(capabilities: &ClientCapabilities, capability: &str) -> bool {
 }
 
 /// The capability question `question` of `method` needs: an elicitation's
-/// by its mode (a form unless it says `url`).
-fn needed(method: &str, capability: &'static str, question: &Value) -> &'static str {
-    if method != "elicitation/create" {
+/// by its mode (a form unless it says `url`) when the client declared
+/// elicitation at all.
+fn needed(
+    method: &str,
+    capability: &'static str,
+    question: &Value,
+    capabilities: &ClientCapabilities,
+) -> &'static str {
+    if method != "elicitation/create" || capabilities.elicitation.is_none() {
         return capability;
     }
     match question.pointer("/params/mode").and_then(Value::as_str) {
@@ -94,7 +100,7 @@ pub(super) fn check(
                     ),
                 ));
             };
-            let capability = needed(method, capability, question);
+            let capability = needed(method, capability, question, capabilities);
             if !declares(capabilities, capability) {
                 return Err(Failure::new(
                     codes::INPUT_UNAVAILABLE,
