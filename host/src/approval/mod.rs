@@ -97,7 +97,7 @@ impl Approvals {
         );
         tracing::info!(tool, rule = %rule.name, "asking the user to approve the call");
         let answers = tokio::select! {
-            answers = ask.ask(questions) => answers,
+            answers = ask.ask_anew(questions) => answers,
             () = caller.cancel.cancelled() => return Err(CallError::Cancelled.into()),
         };
         let answers = match answers {

@@ -41,6 +41,18 @@ pub trait Ask: Send + Sync {
         &self,
         questions: Questions,
     ) -> Pin<Box<dyn Future<Output = Result<Answers, Failure>> + Send>>;
+
+    /// As [`Self::ask`], but an answer counts only if it was given to these
+    /// questions once they were asked: not one a request carried before
+    /// (2026-07-28 lets a client send answers with a request, which is
+    /// fine for a pack's own questions, whose keys it chose). What the
+    /// host's approvals ask with, so that "yes" means a person was asked.
+    fn ask_anew(
+        &self,
+        questions: Questions,
+    ) -> Pin<Box<dyn Future<Output = Result<Answers, Failure>> + Send>> {
+        self.ask(questions)
+    }
 }
 
 /// Who is calling and how to reach back: given by the transport.

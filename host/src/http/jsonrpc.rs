@@ -20,10 +20,11 @@ use rmcp::model::{
     GetSkillRequest, GetSkillRequestParams, GetTaskParams, GetTaskRequest, InitializeRequest,
     InitializeRequestParams, ListPromptsRequest, ListResourceTemplatesRequest,
     ListResourcesRequest, ListSkillsRequest, ListToolsRequest, PaginatedRequestParams, PingRequest,
-    ReadResourceDirectoryRequest, ReadResourceDirectoryRequestParams, ReadResourceRequest,
-    ReadResourceRequestParams, SetLevelRequest, SetLevelRequestParams, SubscribeRequest,
-    SubscribeRequestParams, SubscriptionsListenRequest, SubscriptionsListenRequestParams,
-    UnsubscribeRequest, UnsubscribeRequestParams, UpdateTaskParams, UpdateTaskRequest,
+    ProtocolVersion, ReadResourceDirectoryRequest, ReadResourceDirectoryRequestParams,
+    ReadResourceRequest, ReadResourceRequestParams, SetLevelRequest, SetLevelRequestParams,
+    SubscribeRequest, SubscribeRequestParams, SubscriptionsListenRequest,
+    SubscriptionsListenRequestParams, UnsubscribeRequest, UnsubscribeRequestParams,
+    UpdateTaskParams, UpdateTaskRequest,
 };
 use serde::{Deserialize as _, de::DeserializeOwned};
 use serde_json::{Value, json};
@@ -32,8 +33,19 @@ const PARSE_ERROR: i32 = -32700;
 const INVALID_REQUEST: i32 = -32600;
 const INVALID_PARAMS: i32 = -32602;
 
-/// The JSON-RPC error `body` earns, or `None` when rmcp may read it.
-pub(super) fn check(body: &[u8]) -> Option<Response> {
+/// Methods 2026-07-28 removed: a request of that revision naming one is
+/// answered "method not found" (by rmcp), whatever its params.
+const REMOVED: [&str; 5] = [
+    m::InitializeResultMethod::VALUE,
+    m::PingRequestMethod::VALUE,
+    m::SetLevelRequestMethod::VALUE,
+    m::SubscribeRequestMethod::VALUE,
+    m::UnsubscribeRequestMethod::VALUE,
+];
+
+/// The JSON-RPC error `body` earns, or `None` when rmcp may read it;
+/// `revision`: the request's `MCP-Protocol-Version` header.
+pub(super) fn check(body: &[u8], revision: Option<&str>) -> Option<Response> {
     let message: Value = match serde_json::from_slice(body) {
         Ok(message) => message,
         Err(e) => {
@@ -48,6 +60,7 @@ pub(super) fn check(body: &[u8]) -> Option<Response> {
     let id = message.get("id").cloned().unwrap_or(Value::Null);
     if let Some(method) = message.get("method").and_then(Value::as_str)
         && message.get("id").is_some()
+        && !(REMOVED.contains(&method) && stateless(&message, revision))
         && let Some((_, typed)) = KNOWN.iter().find(|(known, _)| *known == method)
         && let Err(why) = typed(&message)
     {
@@ -62,6 +75,16 @@ pub(super) fn check(body: &[u8]) -> Option<Response> {
         return Some(error(StatusCode::BAD_REQUEST, &id, INVALID_REQUEST, &text));
     }
     None
+}
+
+/// Whether `message` is of a revision without `initialize` (2026-07-28
+/// and later), by its header, else its `_meta`.
+fn stateless(message: &Value, revision: Option<&str>) -> bool {
+    let meta = || message.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion");
+    let version = revision.map(Value::from).or_else(|| meta().cloned());
+    version
+        .and_then(|version| ProtocolVersion::deserialize(version).ok())
+        .is_some_and(|version| !version.has_initialize())
 }
 
 /// Why a body is not JSON, in words.

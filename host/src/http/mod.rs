@@ -223,7 +223,8 @@ async fn post(
         );
         return (StatusCode::PAYLOAD_TOO_LARGE, too_large).into_response();
     };
-    if let Some(refused) = jsonrpc::check(&body) {
+    let revision = parts.headers.get("mcp-protocol-version");
+    if let Some(refused) = jsonrpc::check(&body, revision.and_then(|v| v.to_str().ok())) {
         return refused;
     }
     let request = Request::from_parts(parts, Body::from(body));

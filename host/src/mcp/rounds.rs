@@ -13,10 +13,11 @@
 //! again, answering its questions from the answers the state carries and
 //! the retry gives, so only what it did before its first question repeats.
 //!
-//! An answer counts only for a question this host asked: the retry's
-//! `inputResponses` are read for the questions its state says were pending,
-//! never without a state (a request that arrives pre-answered is asked),
-//! and a state opens one retry, once ([`States`]).
+//! A retry's `inputResponses` are read for the questions its state says
+//! were pending; a request without a state may carry answers too (SEP-2322
+//! lets a client send them up front), which answer a pack's own questions
+//! but never the host's approvals ([`Ask::ask_anew`]); and a state opens
+//! one retry, once ([`States`]).
 
 use std::{
     collections::HashMap,
@@ -213,15 +214,20 @@ impl<T: Send + 'static> Rounds<T> {
             }
             (None, state) => {
                 // Not held here: run again, answered by what the state
-                // carries and the retry's answers to the questions it asked.
-                let mut given = Answers::new();
-                if let Some(State { answers, asked, .. }) = state {
-                    given = answers;
-                    given.extend(responses.into_iter().filter(|(key, _)| asked.contains(key)));
+                // carries and the retry's answers to the questions it asked;
+                // a first request's answers were given before any question.
+                let (mut given, mut unasked) = (Answers::new(), Answers::new());
+                match state {
+                    Some(State { answers, asked, .. }) => {
+                        given = answers;
+                        given.extend(responses.into_iter().filter(|(key, _)| asked.contains(key)));
+                    }
+                    None => unasked = responses.into_iter().collect(),
                 }
                 let (sender, questions) = mpsc::unbounded_channel();
                 let ask = RetryAsk {
-                    given: Mutex::new(given.clone()),
+                    given: given.clone(),
+                    unasked,
                     capabilities,
                     sender,
                 };
@@ -371,31 +377,36 @@ fn new_id() -> String {
 /// How a call asks on this wire: answers the request (or the state)
 /// already gave are taken at once; other questions wait for a round.
 struct RetryAsk {
-    given: Mutex<Answers>,
+    /// Answers given to questions once asked (carried by the state).
+    given: Answers,
+    /// Answers a first request carried before anything was asked.
+    unasked: Answers,
     capabilities: ClientCapabilities,
     sender: mpsc::UnboundedSender<Asked>,
 }
 
-impl Ask for RetryAsk {
-    fn ask(
+impl RetryAsk {
+    /// `questions` answered from what is known (with `unasked` answers
+    /// too, or not), else put to the client in a round.
+    fn answer(
         &self,
         questions: Questions,
+        unasked: bool,
     ) -> Pin<Box<dyn Future<Output = Result<Answers, Failure>> + Send>> {
         let methods = match check(&questions, &self.capabilities) {
             Ok(methods) => methods,
             Err(failure) => return Box::pin(async { Err(failure) }),
         };
-        let known: Option<Answers> = {
-            let given = self.given.lock().unwrap_or_else(|e| e.into_inner());
-            questions
-                .keys()
-                .zip(&methods)
-                .map(|(key, method)| {
-                    let answer = given.get(key).filter(|a| fits(method, a))?;
-                    Some((key.clone(), answer.clone()))
-                })
-                .collect()
-        };
+        let known: Option<Answers> = questions
+            .keys()
+            .zip(&methods)
+            .map(|(key, method)| {
+                let given = self.given.get(key);
+                let given = given.or_else(|| unasked.then(|| self.unasked.get(key)).flatten());
+                let answer = given.filter(|a| fits(method, a))?;
+                Some((key.clone(), answer.clone()))
+            })
+            .collect();
         if let Some(known) = known {
             return Box::pin(async { Ok(known) });
         }
@@ -409,6 +420,22 @@ impl Ask for RetryAsk {
             sent.map_err(|_| cancelled())?;
             answered.await.map_err(|_| cancelled())?
         })
+    }
+}
+
+impl Ask for RetryAsk {
+    fn ask(
+        &self,
+        questions: Questions,
+    ) -> Pin<Box<dyn Future<Output = Result<Answers, Failure>> + Send>> {
+        self.answer(questions, true)
+    }
+
+    fn ask_anew(
+        &self,
+        questions: Questions,
+    ) -> Pin<Box<dyn Future<Output = Result<Answers, Failure>> + Send>> {
+        self.answer(questions, false)
     }
 }
 
@@ -449,14 +476,16 @@ mod tests {
         starts: &Arc<AtomicUsize>,
     ) -> impl FnOnce(Arc<dyn Ask>, CancellationToken) -> Pin<Box<dyn Future<Output = String> + Send>>
     {
-        asker(starts, &["name"])
+        asker(starts, &["name"], false)
     }
 
     /// A call that counts its starts, asks for a name under each of `keys`
-    /// in turn, and returns the names given.
+    /// in turn (`anew`: as the host's approvals ask), and returns the names
+    /// given.
     fn asker(
         starts: &Arc<AtomicUsize>,
         keys: &[&str],
+        anew: bool,
     ) -> impl FnOnce(Arc<dyn Ask>, CancellationToken) -> Pin<Box<dyn Future<Output = String> + Send>>
     {
         let starts = Arc::clone(starts);
@@ -469,7 +498,12 @@ mod tests {
                     let question = json!({"method": "elicitation/create",
                         "params": {"message": "name?", "requestedSchema": {"type": "object"}}});
                     let questions = Questions::from_iter([(key.clone(), question)]);
-                    match ask.ask(questions).await {
+                    let asked = if anew {
+                        ask.ask_anew(questions)
+                    } else {
+                        ask.ask(questions)
+                    };
+                    match asked.await {
                         Ok(answers) => names.push(answers[&key]["content"]["name"].to_string()),
                         Err(failure) => return failure.text(),
                     }
@@ -569,15 +603,28 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn answers_sent_without_a_state_are_ignored_and_the_question_asked() {
+    async fn answers_sent_up_front_answer_a_packs_questions_but_never_an_approval() {
         let (rounds, starts) = (rounds(), Arc::new(AtomicUsize::new(0)));
-        // The key is easy to guess; a request that arrives answering it is
-        // still asked.
-        let pre_answered = step(&rounds, "ada", None, Some(answer("Ada")), &starts).await;
-        let state = state_of(pre_answered);
+        let ada = owner("ada");
+        let first = || Request {
+            owner: &ada,
+            binding: "tools/call\ngreet",
+            retry: Retry {
+                state: None,
+                responses: Some(answer("Ada")),
+            },
+            capabilities: elicitation(),
+            cancelled: CancellationToken::new(),
+            escalate_after: None,
+        };
+        let pack = rounds.run(first(), asker(&starts, &["name"], false));
+        assert_eq!(done(pack.await), "\"Ada\"", "SEP-2322's answers up front");
+        // The key is easy to guess: an approval is asked all the same.
+        let approval = rounds.run(first(), asker(&starts, &["name"], true));
+        let state = state_of(approval.await);
         let answered = step(&rounds, "ada", Some(state), Some(answer("Ada")), &starts);
         assert_eq!(done(answered.await), "\"Ada\"");
-        assert_eq!(starts.load(Ordering::SeqCst), 1);
+        assert_eq!(starts.load(Ordering::SeqCst), 2);
     }
 
     #[tokio::test]
@@ -635,12 +682,16 @@ mod tests {
             state: None,
             responses: None,
         };
-        let first = here.run(request(fresh), asker(&starts, &keys)).await;
+        let first = here.run(request(fresh), asker(&starts, &keys, true)).await;
         // The answer to the question not asked yet is not taken: it is asked.
         let both = retry(state_of(first), &[("first", "Ada"), ("second", "Eve")]);
-        let second = elsewhere.run(request(both), asker(&starts, &keys)).await;
+        let second = elsewhere
+            .run(request(both), asker(&starts, &keys, true))
+            .await;
         let last = retry(state_of(second), &[("second", "Bob")]);
-        let third = elsewhere.run(request(last), asker(&starts, &keys)).await;
+        let third = elsewhere
+            .run(request(last), asker(&starts, &keys, true))
+            .await;
         assert_eq!(done(third), "\"Ada\",\"Bob\"");
     }
 
