@@ -12,7 +12,7 @@ use figment::{
 };
 
 use super::RawConfig;
-use crate::error::{ConfigCode, ConfigError, ConfigProblem};
+use crate::error::{ConfigCode, ConfigError, ConfigProblem, invalid_type, wrong_type};
 
 /// The defaults, then what the file set (`from_file`, already checked by
 /// `toml`), then the variables, read into the raw config.
@@ -56,9 +56,15 @@ pub(super) fn overlay(
             ConfigError::new(
                 e.into_iter()
                     .map(|e| {
+                        let key = e.path.join(".");
+                        let kind = e.kind.to_string();
+                        let what = match invalid_type(&kind) {
+                            Some((got, expected)) => wrong_type(&key, got, expected),
+                            None => format!("`{key}`: {kind}"),
+                        };
                         ConfigProblem::new(
                             ConfigCode::Environment,
-                            format!("PACKHOST_* environment: `{}`: {}", e.path.join("."), e.kind),
+                            format!("PACKHOST_* environment: {what}"),
                         )
                     })
                     .collect(),

@@ -34,6 +34,7 @@ pub use self::{
     server::{AuthConfig, Expose, HttpConfig, ServerConfig, TokenConfig},
 };
 pub use crate::error::{ConfigCode, ConfigError, ConfigProblem};
+use crate::error::{invalid_type, wrong_type};
 use crate::identity::Identity;
 
 /// The whole configuration, with relative paths already resolved and every
@@ -121,6 +122,17 @@ impl Loaded {
     }
 }
 
+/// Where [`load`] looked when it was given no file and found none, and how
+/// to give one.
+pub fn none_found() -> String {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    format!(
+        "no config file: none was given and there is no packs.toml in {}; pass one with \
+         `--config FILE` (or PACKHOST_CONFIG=FILE)",
+        cwd.display()
+    )
+}
+
 /// Read `file` (when given it must exist), else `./packs.toml` when present,
 /// else only defaults; then apply `PACKHOST_*` variables.
 pub fn load(file: Option<&Path>) -> Result<Loaded, ConfigError> {
@@ -156,13 +168,8 @@ pub fn load(file: Option<&Path>) -> Result<Loaded, ConfigError> {
         })?;
         // Parsed by `toml` alone: it reports the line and column that figment
         // loses, and figment's own TOML parser is a version behind.
-        let parsed = toml::from_str::<RawConfig>(&text).map_err(|e| {
-            ConfigError::one(ConfigProblem::new(
-                ConfigCode::Syntax,
-                e.to_string().trim_end(),
-            ))
-            .in_file(Some(path))
-        })?;
+        let parsed = toml::from_str::<RawConfig>(&text)
+            .map_err(|e| ConfigError::one(parse_problem(&text, &e)).in_file(Some(path)))?;
         from_file = Some(parsed);
         file_aliases = aliases_in(&text);
     }
@@ -184,6 +191,49 @@ pub fn load(file: Option<&Path>) -> Result<Loaded, ConfigError> {
         file,
         alias_lines,
     })
+}
+
+/// What `toml` refused in `text`: a value of the wrong type in plain words
+/// at its line, with `toml`'s excerpt; anything else as `toml` says it (it
+/// names the line and column).
+fn parse_problem(text: &str, e: &toml::de::Error) -> ConfigProblem {
+    let said = e.to_string();
+    let (Some(span), Some((got, expected))) = (e.span(), invalid_type(e.message())) else {
+        return ConfigProblem::new(ConfigCode::Syntax, said.trim_end());
+    };
+    let before = &text[..span.start];
+    let line = before.matches('\n').count() + 1;
+    let excerpt: Vec<&str> = said.lines().filter(|l| l.contains('|')).collect();
+    ConfigProblem::new(
+        ConfigCode::Syntax,
+        format!(
+            "line {line}: {}\n{}",
+            wrong_type(&key_before(before), got, expected),
+            excerpt.join("\n")
+        ),
+    )
+}
+
+/// The dotted key whose value starts right after `before`: the `[section]`
+/// above it and the key on its line.
+fn key_before(before: &str) -> String {
+    let own = before.rsplit('\n').next().unwrap_or_default();
+    let own = own.trim_end().trim_end_matches('=').trim_end();
+    let start = own
+        .rfind(|c: char| !(c.is_ascii_alphanumeric() || "_-.\"'".contains(c)))
+        .map_or(0, |i| i + 1);
+    let key = own[start..].replace(['"', '\''], "");
+    let section = before
+        .lines()
+        .rev()
+        .skip(1)
+        .map(str::trim)
+        .find(|l| l.starts_with('['))
+        .map(|l| l.trim_matches(['[', ']']).trim());
+    match section {
+        Some(section) if !key.is_empty() => format!("{section}.{key}"),
+        _ => key,
+    }
 }
 
 /// Each alias `text` sets, with its value and line: the config keeps no

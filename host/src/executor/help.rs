@@ -11,7 +11,7 @@ use super::{
     Executor, RUN_TOOL, ToolInfo,
     registry::{Function, Registry, Visible},
 };
-use crate::identity::Identity;
+use crate::{identity::Identity, render::count};
 
 impl Executor {
     /// The `run` tool, as a caller without an allow-list sees it.
@@ -94,18 +94,22 @@ impl Executor {
             text.push_str(&full);
             return text;
         }
-        let count: usize = packs.iter().map(|(_, _, f)| f.len()).sum();
+        let functions: usize = packs.iter().map(|(_, _, f)| f.len()).sum();
         text.push_str(&format!(
-            "\n{count} functions in {} packs. Find one with `packhost.search(query=\"what you want to do\")`, \
+            "\n{} in {}. Find one with `packhost.search(query=\"what you want to do\")`, \
              show it with `packhost.describe(name=\"pack.function\")`, list them all with `packhost.packs()` \
              (from `run`, Python or TypeScript alike).\nPacks:\n",
-            packs.len()
+            count(functions, "function"),
+            count(packs.len(), "pack")
         ));
         // Aliases are names a model cannot guess: they stay, in at most a
         // quarter of the budget so that the packs keep the rest.
         let aliases = alias_line(&aliases, RUN_DESCRIPTION_BUDGET / 4);
         for (shown, (name, description, functions)) in packs.iter().enumerate() {
-            let line = format!("- {name}: {description} ({} functions)\n", functions.len());
+            let line = format!(
+                "- {name}: {description} ({})\n",
+                count(functions.len(), "function")
+            );
             if text.len() + line.len() + 60 + aliases.len() > RUN_DESCRIPTION_BUDGET {
                 text.push_str(&format!(
                     "- … {} more: `packhost.packs()`\n",

@@ -387,18 +387,21 @@ impl Executor {
             Plan::Code(code) => {
                 let Some(pack) = visible.pack(&self.code_pack) else {
                     let code_pack = self.code_pack.clone();
+                    let loaded = self.registry().packs.contains_key(&code_pack);
                     if let Ok(Some(call)) = packhost_command::parse_call(&code) {
                         // `abs(-3)`: a name only the code pack's Python could resolve.
                         return Err(CallError::NotACall {
                             name: call.target,
                             known: visible.known(),
                             code_pack,
+                            loaded,
                         }
                         .into());
                     }
                     return Err(CallError::NoCodePack {
                         code_pack,
                         key: "code_pack",
+                        loaded,
                     }
                     .into());
                 };
@@ -411,6 +414,7 @@ impl Executor {
                     return Err(CallError::NoCodePack {
                         code_pack: self.typescript_pack.clone(),
                         key: "typescript_pack",
+                        loaded: self.registry().packs.contains_key(&self.typescript_pack),
                     }
                     .into());
                 };
