@@ -158,6 +158,7 @@ pub fn load(file: Option<&Path>) -> Result<Loaded, ConfigError> {
     let cwd = std::env::current_dir().unwrap_or_default();
     let file = file.map(|p| resolve(&cwd, &p));
     let mut file_aliases = BTreeMap::new();
+    let mut snippet_lines = BTreeMap::new();
     let mut from_file = None;
     if let Some(path) = &file {
         let text = std::fs::read_to_string(path).map_err(|e| {
@@ -172,6 +173,7 @@ pub fn load(file: Option<&Path>) -> Result<Loaded, ConfigError> {
             .map_err(|e| ConfigError::one(parse_problem(&text, &e)).in_file(Some(path)))?;
         from_file = Some(parsed);
         file_aliases = aliases_in(&text);
+        snippet_lines = snippets_in(&text);
     }
     let mut raw = env::overlay(from_file, file.as_deref())?;
     let base = file
@@ -180,7 +182,8 @@ pub fn load(file: Option<&Path>) -> Result<Loaded, ConfigError> {
         .map_or(cwd, Path::to_path_buf);
     let in_file = |e: ConfigError| e.in_file(file.as_deref());
     raw.resolve_paths(&base).map_err(in_file)?;
-    let config = raw.validate().map_err(in_file)?;
+    let mut config = raw.validate().map_err(in_file)?;
+    check_snippets(&mut config, file.as_deref(), &snippet_lines)?;
     let alias_lines = file_aliases
         .into_iter()
         .filter(|(name, (value, _))| config.aliases.get(name) == Some(value))
@@ -234,6 +237,56 @@ fn key_before(before: &str) -> String {
         Some(section) if !key.is_empty() => format!("{section}.{key}"),
         _ => key,
     }
+}
+
+/// Give each snippet its place, and refuse those whose body cannot render
+/// with their defaults: a caller would be blamed for the config's mistake.
+fn check_snippets(
+    config: &mut Config,
+    file: Option<&Path>,
+    lines: &BTreeMap<String, usize>,
+) -> Result<(), ConfigError> {
+    let mut problems = Vec::new();
+    for (name, snippet) in &mut config.snippets {
+        let place = match (file, lines.get(name)) {
+            (Some(file), Some(line)) => format!("{}:{line}", file.display()),
+            _ => "the PACKHOST_* environment".to_owned(),
+        };
+        if let Some(why) = snippet.problem() {
+            problems.push(ConfigProblem::new(
+                ConfigCode::Value,
+                format!("{place}: `snippets.{name}`: {why}"),
+            ));
+        }
+        snippet.place = Some(place);
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(ConfigError::new(problems))
+    }
+}
+
+/// The line where each snippet of `text` starts: its `[snippets.<name>]`
+/// header, or its key in a `[snippets]` section.
+fn snippets_in(text: &str) -> BTreeMap<String, usize> {
+    let mut lines = BTreeMap::new();
+    let mut section = "";
+    for (at, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if let Some(header) = line.strip_prefix('[') {
+            section = header.split(']').next().unwrap_or_default().trim();
+            if let Some(name) = section.strip_prefix("snippets.") {
+                let name = name.split('.').next().unwrap_or_default();
+                lines.entry(name.to_owned()).or_insert(at + 1);
+            }
+        } else if section == "snippets"
+            && let Some((name, _)) = line.split_once('=')
+        {
+            lines.entry(name.trim().to_owned()).or_insert(at + 1);
+        }
+    }
+    lines
 }
 
 /// Each alias `text` sets, with its value and line: the config keeps no

@@ -113,6 +113,7 @@ impl Executor {
             .collect();
         let catalog_config = CatalogConfig {
             aliases: config.aliases.clone(),
+            snippets: config.snippets.clone(),
             projects: config.projects.clone(),
             identity: Owner::new(&config.identity.org, &config.identity.user),
             unprefixed: config

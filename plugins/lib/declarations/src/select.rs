@@ -1,6 +1,9 @@
 //! Which tools and aliases of a catalog to declare.
 
-use pack_api::{Catalog, CatalogPrompt, CatalogTool, names::{did_you_mean, no_function}};
+use pack_api::{
+    Catalog, CatalogPrompt, CatalogTool,
+    names::{did_you_mean, no_function},
+};
 use pack_sdk::PackError;
 
 /// The host's own pack (discovery), whose functions the `packhost` object

@@ -50,9 +50,9 @@ pub mod text;
 pub mod uri_template;
 mod wire;
 pub use wire::{
-    Annotations, Catalog, CatalogPrompt, CatalogTool, ContentResult, Example, FunctionSpec,
-    Manifest, Owner, PromptArgumentSpec, PromptSpec, ResourceSpec, TaskSupport, TemplateSpec,
-    WireError, codes,
+    Annotations, Catalog, CatalogPrompt, CatalogSnippet, CatalogTool, ContentResult, Example,
+    FunctionSpec, Manifest, Owner, PromptArgumentSpec, PromptSpec, ResourceSpec, TaskSupport,
+    TemplateSpec, WireError, codes,
 };
 
 /// Outcome of one call crossing the ABI: `ROk(result JSON)` or

@@ -54,7 +54,9 @@ where
     };
     match suggestion(function, names) {
         Some(close) => {
-            format!("pack `{pack}` has no function `{function}`; did you mean `{close}`? (has: {has})")
+            format!(
+                "pack `{pack}` has no function `{function}`; did you mean `{close}`? (has: {has})"
+            )
         }
         None => format!("pack `{pack}` has no function `{function}` (has: {has})"),
     }
