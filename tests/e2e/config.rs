@@ -39,9 +39,9 @@ fn a_value_of_the_wrong_type_names_file_line_and_key() {
     refused(
         &output,
         &[
-            "/packs.toml: TOML parse error at line 3, column 14",
+            "/packs.toml: line 3: `server.timeout_ms` must be a whole number without quotes or \
+             units, e.g. `timeout_ms = 60000`, not the string \"soon\"",
             "timeout_ms = \"soon\"",
-            "invalid type: string \"soon\", expected u64",
         ],
     );
 }
@@ -207,8 +207,8 @@ fn a_bad_environment_value_names_the_key() {
         &output,
         &[
             "PACKHOST_* environment: ",
-            "`server.timeout_ms`",
-            "expected u64",
+            "`server.timeout_ms` must be a whole number without quotes or units, e.g. \
+             `timeout_ms = 60000`, not the string \"soon\"",
         ],
     );
 }

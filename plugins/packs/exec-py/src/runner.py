@@ -231,10 +231,16 @@ class _Namespace(dict):
 
         packs, aliases = self.get("__packs__", {}), self.get("__aliases__", [])
         # A model reads this on every mistake: the closest few names, never the whole catalog.
-        functions = {function: f"{pack}.{function}" for pack, names in packs.items() for function in names}
-        candidates = [*packs, *aliases, *functions, *dir(builtins)]
-        close = [functions.get(match, match) for match in difflib.get_close_matches(name, candidates, n=_CLOSEST)]
-        hint = f"did you mean {', '.join(f'`{c}`' for c in dict.fromkeys(close))}? " if close else ""
+        # Each candidate as it is shown: a function by its full name, found by that or its own.
+        shown = {known: known for known in [*packs, *aliases]}
+        for pack, names in packs.items():
+            for function in names:
+                shown[f"{pack}.{function}"] = f"{pack}.{function}"
+                shown.setdefault(function, f"{pack}.{function}")
+        for builtin in dir(builtins):
+            shown.setdefault(builtin, builtin)
+        close = dict.fromkeys(shown[match] for match in difflib.get_close_matches(name, list(shown), n=_CLOSEST))
+        hint = f"did you mean {', '.join(f'`{c}`' for c in close)}? " if close else ""
         what = f"{hint}packs: {', '.join(packs) or '(none)'}"
         what += f"; aliases: {', '.join(aliases[:_CLOSEST])}{', …' if len(aliases) > _CLOSEST else ''}" if aliases else ""
         what += "; `packhost.packs()` lists every function" if "packhost" in packs else ""

@@ -57,6 +57,31 @@ pub fn instrument(js: &str, answer: bool) -> String {
     out
 }
 
+/// Where `code` does not parse, as the first line of an error:
+/// `SyntaxError: Expression expected (line 3, column 19)`; `None` when it
+/// parses.
+pub fn syntax_error(code: &str, typescript: bool) -> Option<String> {
+    let cm: Lrc<SourceMap> = Default::default();
+    let file = cm.new_source_file(Lrc::new(FileName::Anon), code.to_owned());
+    let syntax = if typescript {
+        Syntax::Typescript(Default::default())
+    } else {
+        Syntax::Es(Default::default())
+    };
+    let mut parser = Parser::new(syntax, StringInput::from(&*file), None);
+    let error = match parser.parse_module() {
+        Err(error) => error,
+        Ok(_) => parser.take_errors().into_iter().next()?,
+    };
+    let at = cm.lookup_char_pos(error.span().lo);
+    Some(format!(
+        "SyntaxError: {} (line {}, column {})",
+        error.kind().msg(),
+        at.line,
+        at.col_display + 1
+    ))
+}
+
 /// Where each `catch` clause that names its error starts (just inside its
 /// `{`), and that name.
 #[derive(Default)]
@@ -109,6 +134,20 @@ mod tests {
         ] {
             assert_eq!(instrument(js, true), js);
         }
+    }
+
+    #[test]
+    fn a_syntax_error_is_one_line_with_its_line_and_column() {
+        assert_eq!(
+            syntax_error("const a = 1;\n\nconst x: number = ;\n", true).as_deref(),
+            Some("SyntaxError: Expression expected (line 3, column 19)")
+        );
+        let js = syntax_error("const a = 1;\nconst b = (;\n", false).unwrap();
+        assert!(
+            js.starts_with("SyntaxError: ") && js.ends_with("(line 2, column 12)"),
+            "{js}"
+        );
+        assert_eq!(syntax_error("const a: number = 1;", true), None);
     }
 
     #[test]

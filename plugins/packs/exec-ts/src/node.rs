@@ -80,6 +80,10 @@ pub struct ExecOutput {
     /// `Map`, a cycle) or too large.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_repr: Option<String>,
+    /// What the code threw and nothing caught, as its first line
+    /// (`TypeError: … (line 3)`): the message of the failure.
+    #[serde(skip)]
+    pub error: Option<String>,
     /// Whether the time limit killed it (the exit code alone cannot tell).
     #[serde(skip)]
     pub timed_out: bool,
@@ -120,12 +124,34 @@ impl ExecOutput {
                 format!("{what} ran past its time limit and was killed (exit code 124)"),
             )
             .with_result(&self)),
-            code => Err(PackError::new(
-                codes::EXECUTION_ERROR,
-                format!("{what} exited with code {code}; see `stderr`"),
-            )
-            .with_result(&self)),
+            code => {
+                let error = match &self.error {
+                    Some(thrown) => {
+                        PackError::new(codes::EXECUTION_ERROR, thrown).with_help(format!(
+                            "{what} threw it and exited with code {code}; its stack is in `stderr`"
+                        ))
+                    }
+                    None => PackError::new(
+                        codes::EXECUTION_ERROR,
+                        format!("{what} exited with code {code}; see `stderr`"),
+                    ),
+                };
+                Err(error.with_result(&self))
+            }
         }
+    }
+
+    /// Code that does not parse, so nothing ran: `INVALID_ARGUMENT` saying
+    /// the first line of `diagnostics` (`SyntaxError: … (line L, column
+    /// C)`), all of them in `stderr`.
+    pub fn syntax_error(diagnostics: String, started: Instant) -> PackError {
+        let first = diagnostics.lines().next().unwrap_or_default().to_owned();
+        PackError::invalid_argument(first)
+            .with_help("fix the code at that line and column; nothing ran")
+            .with_result(&Self {
+                execution_time: started.elapsed().as_millis() as u64,
+                ..Self::refused(diagnostics)
+            })
     }
 
     /// This run followed by `next`: both outputs in order, `next`'s end.
@@ -165,6 +191,7 @@ impl ExecOutput {
             },
             result: None,
             result_repr: None,
+            error: None,
         }
     }
 }
@@ -178,6 +205,9 @@ struct Answer {
     result: Option<Value>,
     #[serde(default)]
     result_repr: Option<String>,
+    /// What the code threw, when nothing caught it (then no value).
+    #[serde(default)]
+    error: Option<String>,
 }
 
 /// A field that is there, even as `null` (which `Option` alone reads as
@@ -592,6 +622,7 @@ impl Runner {
         if let Some(answer) = answer.and_then(|line| serde_json::from_str::<Answer>(&line).ok()) {
             output.result = answer.result;
             output.result_repr = answer.result_repr;
+            output.error = answer.error;
         }
         output
     }
