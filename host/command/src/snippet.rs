@@ -113,7 +113,7 @@ fn render(name: &str, snippet: &Snippet, context: &Given) -> Result<String, Fron
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     let rendered = env.render_str(&snippet.body, context).map_err(|e| {
         let place = snippet.place.as_deref().unwrap_or("the config");
-        match snippet.misconfigured(&env, &e) {
+        match snippet.misconfigured(&e) {
             Some(why) => FrontError::misconfigured(format!(
                 "snippet `{name}` is misconfigured: {why}; fix `[snippets.{name}]` at {place}"
             )),
@@ -133,7 +133,7 @@ impl Snippet {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         let e = env.render_str(&self.body, self.placeholders()).err()?;
-        self.misconfigured(&env, &e)
+        self.misconfigured(&e)
     }
 
     /// The defaults, and `"x"` for each parameter without one.
@@ -149,7 +149,7 @@ impl Snippet {
 
     /// The config's mistake behind render error `e`, when it is one: a
     /// syntax error, or a variable that is none of the parameters.
-    fn misconfigured(&self, env: &Environment, e: &minijinja::Error) -> Option<String> {
+    fn misconfigured(&self, e: &minijinja::Error) -> Option<String> {
         let params = || {
             let names: Vec<&str> = self.params.keys().map(String::as_str).collect();
             if names.is_empty() {
@@ -165,6 +165,7 @@ impl Snippet {
                 e.line().unwrap_or(1)
             )),
             ErrorKind::UndefinedError => {
+                let env = Environment::new();
                 let template = env.template_from_str(&self.body).ok()?;
                 let globals: Vec<&str> = env.globals().map(|(name, _)| name).collect();
                 let mut unknown: Vec<String> = template
@@ -173,8 +174,11 @@ impl Snippet {
                     .filter(|v| !self.params.contains_key(v) && !globals.contains(&v.as_str()))
                     .collect();
                 unknown.sort();
-                // The one the failing expression names, else the first.
-                let at = e.range().and_then(|r| self.body.get(r)).unwrap_or_default();
+                // The one on the failing line, else the first.
+                let at = e
+                    .line()
+                    .and_then(|line| self.body.lines().nth(line.saturating_sub(1)))
+                    .unwrap_or_default();
                 let name = unknown
                     .iter()
                     .find(|v| at.contains(v.as_str()))

@@ -91,7 +91,7 @@ pub(crate) async fn execute(
             .await?;
     }
     let js = match args.language {
-        Language::Javascript => args.code,
+        Language::Javascript => args.code.clone(),
         Language::Typescript => match strip_types(&args.code, "input.ts") {
             Ok(js) => js,
             Err(e) => return Err(ExecOutput::syntax_error(e.0, started)),
@@ -99,7 +99,7 @@ pub(crate) async fn execute(
     };
     let instrumented = instrument::instrument(&js, true);
     let env = args.env.unwrap_or_default();
-    let output = state
+    let mut output = state
         .runner
         .run_module(
             instrumented,
@@ -113,9 +113,9 @@ pub(crate) async fn execute(
     // Node names no line for a module that does not compile: the parser does.
     if output.exit_code != 0
         && output
-            .error
-            .as_deref()
-            .is_some_and(|e| e.starts_with("SyntaxError:"))
+            .thrown
+            .as_ref()
+            .is_some_and(|t| t.error.starts_with("SyntaxError:"))
         && let Some(first) = instrument::syntax_error(&js, false)
     {
         return Err(ExecOutput::syntax_error(
@@ -123,6 +123,7 @@ pub(crate) async fn execute(
             started,
         ));
     }
+    output.show_thrown_line(&args.code);
     output.into_result("the code")
 }
 

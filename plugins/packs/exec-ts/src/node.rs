@@ -80,10 +80,9 @@ pub struct ExecOutput {
     /// `Map`, a cycle) or too large.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_repr: Option<String>,
-    /// What the code threw and nothing caught, as its first line
-    /// (`TypeError: … (line 3)`): the message of the failure.
+    /// What the code threw and nothing caught: the message of the failure.
     #[serde(skip)]
-    pub error: Option<String>,
+    pub thrown: Option<Thrown>,
     /// Whether the time limit killed it (the exit code alone cannot tell).
     #[serde(skip)]
     pub timed_out: bool,
@@ -125,12 +124,11 @@ impl ExecOutput {
             )
             .with_result(&self)),
             code => {
-                let error = match &self.error {
-                    Some(thrown) => {
-                        PackError::new(codes::EXECUTION_ERROR, thrown).with_help(format!(
+                let error = match &self.thrown {
+                    Some(thrown) => PackError::new(codes::EXECUTION_ERROR, thrown.to_string())
+                        .with_help(format!(
                             "{what} threw it and exited with code {code}; its stack is in `stderr`"
-                        ))
-                    }
+                        )),
                     None => PackError::new(
                         codes::EXECUTION_ERROR,
                         format!("{what} exited with code {code}; see `stderr`"),
@@ -191,7 +189,37 @@ impl ExecOutput {
             },
             result: None,
             result_repr: None,
-            error: None,
+            thrown: None,
+        }
+    }
+
+    /// Show `code`'s line where the uncaught error was thrown below its
+    /// stack (node would show the line as it ran, with the pack's wrapper).
+    pub fn show_thrown_line(&mut self, code: &str) {
+        let Some(line) = self.thrown.as_ref().and_then(|t| t.line) else {
+            return;
+        };
+        if let Some(text) = code.lines().nth(line.saturating_sub(1)) {
+            self.stderr.push_str(&format!("  {line} | {text}\n"));
+        }
+    }
+}
+
+/// An error the code threw and nothing caught.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Thrown {
+    /// Its first line: `TypeError: x is not a function`.
+    pub error: String,
+    /// The code's line it was thrown at, when a frame of the code's has it.
+    pub line: Option<usize>,
+}
+
+impl std::fmt::Display for Thrown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.error)?;
+        match self.line {
+            Some(line) => write!(f, " (line {line})"),
+            None => Ok(()),
         }
     }
 }
@@ -205,9 +233,12 @@ struct Answer {
     result: Option<Value>,
     #[serde(default)]
     result_repr: Option<String>,
-    /// What the code threw, when nothing caught it (then no value).
+    /// What the code threw, when nothing caught it (then no value): its
+    /// first line, and the code's line it was thrown at.
     #[serde(default)]
     error: Option<String>,
+    #[serde(default)]
+    line: Option<usize>,
 }
 
 /// A field that is there, even as `null` (which `Option` alone reads as
@@ -622,7 +653,10 @@ impl Runner {
         if let Some(answer) = answer.and_then(|line| serde_json::from_str::<Answer>(&line).ok()) {
             output.result = answer.result;
             output.result_repr = answer.result_repr;
-            output.error = answer.error;
+            output.thrown = answer.error.map(|error| Thrown {
+                error,
+                line: answer.line,
+            });
         }
         output
     }

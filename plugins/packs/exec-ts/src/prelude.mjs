@@ -213,9 +213,8 @@ globalThis[Symbol.for('packhost.caught')] = named;
 process.on('uncaughtException', (error) => {
   const stack = error instanceof Error ? String(error.stack) : `Uncaught ${inspect(error)}`;
   const line = error !== null && typeof error === 'object' ? thrownAt.get(error) : undefined;
-  const first = stack.split('\n')[0] + (line ? ` (line ${line})` : '');
   process.stderr.write(`${stack}\n`);
-  channel.write(`${JSON.stringify({ type: 'error', error: first })}\n`, () => process.exit(1));
+  channel.write(`${JSON.stringify({ type: 'error', error: stack.split('\n')[0], line })}\n`, () => process.exit(1));
 });
 
 // Whether a value comes back as JSON unchanged: no Map, class instance,
