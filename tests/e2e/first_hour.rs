@@ -44,7 +44,7 @@ async fn functions_win_over_projects_named_like_them() {
     let here = host.dir.path().display().to_string();
     assert_eq!(
         out["result"],
-        json!([3, format!("{here}/src"), "ProjectPath"]),
+        json!([3, {"project": "here", "path": format!("{here}/src")}, "ProjectPath"]),
         "{out}"
     );
 }
