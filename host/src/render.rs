@@ -114,6 +114,13 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn a_count_agrees_with_its_noun() {
+        assert_eq!(count(1, "function"), "1 function");
+        assert_eq!(count(0, "pack"), "0 packs");
+        assert_eq!(count(35, "function"), "35 functions");
+    }
+
+    #[test]
     fn signature_marks_optional_and_defaults() {
         let schema = json!({
             "type": "object",
