@@ -96,6 +96,10 @@ async fn a_typescript_error_is_what_was_thrown_without_the_wrapper() {
     let whole = text(&result);
     assert!(whole.contains("help: the code threw it"), "{whole}");
     assert!(!whole.contains("packhost.answer"), "{whole}");
+    // The stack and the line shown are the code's as sent.
+    let stderr = structured(&result)["stderr"].as_str().unwrap().to_owned();
+    assert!(stderr.contains("[eval1]:2:12\n"), "{stderr}");
+    assert!(stderr.ends_with("\n  2 | await proj.lst({})\n"), "{stderr}");
     let thrown = host.run("```ts\nthrow new Error('boom')\n```").await;
     assert_eq!(first_line(&thrown), "EXECUTION_ERROR: Error: boom (line 1)");
     assert!(

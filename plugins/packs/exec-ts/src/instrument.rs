@@ -57,6 +57,19 @@ pub fn instrument(js: &str, answer: bool) -> String {
     out
 }
 
+/// Where [`instrument`] put the answer function in `js`: its line and
+/// column (1-based, the column in UTF-16 units as node counts) and width.
+/// The prelude takes the width off the later columns of that line, so a
+/// stack points at the code as sent.
+pub fn answered_at(js: &str) -> Option<(usize, usize, usize)> {
+    let at = js.find(ANSWER)?;
+    let before = &js[..at];
+    let line_start = before.rfind('\n').map_or(0, |nl| nl + 1);
+    let line = before.matches('\n').count() + 1;
+    let column = before[line_start..].encode_utf16().count() + 1;
+    Some((line, column, ANSWER.len()))
+}
+
 /// Where `code` does not parse, as the first line of an error:
 /// `SyntaxError: Expression expected (line 3, column 19)`; `None` when it
 /// parses.
@@ -134,6 +147,13 @@ mod tests {
         ] {
             assert_eq!(instrument(js, true), js);
         }
+    }
+
+    #[test]
+    fn the_answer_is_found_where_it_was_put() {
+        let answered = instrument("const a = 1;\nconst b = '€'; a + b\n", true);
+        assert_eq!(answered_at(&answered), Some((2, 16, ANSWER.len())));
+        assert_eq!(answered_at(&instrument("const a = 1;", true)), None);
     }
 
     #[test]

@@ -618,6 +618,7 @@ impl Runner {
         timeout: Duration,
         started: Instant,
     ) -> ExecOutput {
+        let answered = stdin.as_deref().and_then(crate::instrument::answered_at);
         if let (Some(code), Some(mut pipe)) = (stdin, group.take_stdin()) {
             // A separate task: a child that never reads cannot block the call,
             // and the write fails (EPIPE) once the group is killed.
@@ -633,6 +634,7 @@ impl Runner {
         let bindings = json!({
             "bindings": bridge::bindings(&ctx.catalog()),
             "max_result_bytes": self.limit,
+            "answered": answered.map(|(line, column, width)| json!({"line": line, "column": column, "width": width})),
         })
         .to_string()
             + "\n";

@@ -22,10 +22,18 @@ const ownFrame = (frame) => {
 };
 // The line of the code each error was thrown at: its first own frame.
 const thrownAt = new WeakMap();
+// Where the pack wrapped the last expression in the answer function (line,
+// column, width): later columns of that line are shown as the code has them.
+let answered;
+function shown(frame) {
+  const text = `${frame}`;
+  if (!answered || frame.getLineNumber() !== answered.line || frame.getColumnNumber() <= answered.column) return text;
+  return text.replace(/:(\d+):(\d+)(\)?)$/, (_, line, column, close = '') => `:${line}:${column - answered.width}${close}`);
+}
 Error.prepareStackTrace = (error, frames) => {
   const own = frames.filter(ownFrame);
   if (own.length && error !== null && typeof error === 'object') thrownAt.set(error, own[0].getLineNumber());
-  return [Error.prototype.toString.call(error), ...own.map((frame) => `    at ${frame}`)].join('\n');
+  return [Error.prototype.toString.call(error), ...own.map((frame) => `    at ${shown(frame)}`)].join('\n');
 };
 
 // `error`, thrown for the code's call of `fn`: its stack, and the line node
@@ -48,9 +56,10 @@ channel.on('data', (chunk) => {
   }
 });
 channel.on('error', () => {}); // the pack went away: the process is killed with it
-const { bindings, max_result_bytes: maxResultBytes } = await new Promise((resolve) => {
+const { bindings, max_result_bytes: maxResultBytes, answered: wrapped } = await new Promise((resolve) => {
   onLine = (line) => resolve(JSON.parse(line));
 });
+answered = wrapped;
 // The channel keeps node alive only while a call waits for its reply.
 channel.unref();
 
