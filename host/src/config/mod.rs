@@ -196,24 +196,31 @@ pub fn load(file: Option<&Path>) -> Result<Loaded, ConfigError> {
     })
 }
 
-/// What `toml` refused in `text`: a value of the wrong type in plain words
-/// at its line, with `toml`'s excerpt; anything else as `toml` says it (it
-/// names the line and column).
+/// What `toml` refused in `text`, on one line with where it is, then
+/// `toml`'s excerpt: a value of the wrong type in plain words, anything
+/// else as `toml` says it.
 fn parse_problem(text: &str, e: &toml::de::Error) -> ConfigProblem {
     let said = e.to_string();
-    let (Some(span), Some((got, expected))) = (e.span(), invalid_type(e.message())) else {
+    let Some(span) = e.span() else {
         return ConfigProblem::new(ConfigCode::Syntax, said.trim_end());
     };
     let before = &text[..span.start];
     let line = before.matches('\n').count() + 1;
+    let what = match invalid_type(e.message()) {
+        Some((got, expected)) => format!(
+            "line {line}: {}",
+            wrong_type(&key_before(before), got, expected)
+        ),
+        None => {
+            let line_start = before.rfind('\n').map_or(0, |nl| nl + 1);
+            let column = before[line_start..].chars().count() + 1;
+            format!("line {line}, column {column}: {}", e.message().trim_end())
+        }
+    };
     let excerpt: Vec<&str> = said.lines().filter(|l| l.contains('|')).collect();
     ConfigProblem::new(
         ConfigCode::Syntax,
-        format!(
-            "line {line}: {}\n{}",
-            wrong_type(&key_before(before), got, expected),
-            excerpt.join("\n")
-        ),
+        format!("{what}\n{}", excerpt.join("\n")),
     )
 }
 

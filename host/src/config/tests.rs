@@ -81,18 +81,18 @@ fn unknown_keys_and_sections_are_named_with_their_line() {
     refused(
         "[server]\ntimeout = 5\n",
         &[
-            "at line 2, column 1",
+            "line 2, column 1: unknown field",
             "unknown field `timeout`",
             "`timeout_ms`",
         ],
     );
     refused(
         "[identity]\nuser = \"a\"\n\n[bogus]\n",
-        &["at line 4, column 2", "unknown field `bogus`", "`projects`"],
+        &["line 4, column 2: unknown field `bogus`", "`projects`"],
     );
     refused(
         "[packs.proj]\npth = \"x.so\"\n",
-        &["at line 2", "unknown field `pth`", "`path`"],
+        &["line 2", "unknown field `pth`", "`path`"],
     );
 }
 
@@ -306,7 +306,7 @@ fn a_project_may_name_the_organisations_that_see_it() {
     assert_eq!(projects["closed"].orgs, Some(vec!["acme".to_owned()]));
     refused(
         "[projects]\nx = { path = \"b\", org = [\"acme\"] }\n",
-        &["at line 2", "unknown field `org`", "`orgs`"],
+        &["line 2", "unknown field `org`", "`orgs`"],
     );
 }
 

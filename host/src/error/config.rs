@@ -160,9 +160,12 @@ pub(crate) fn wrong_type(key: &str, got: &str, expected: &str) -> String {
 }
 
 /// serde's "invalid type: string \"60s\", expected u64" (figment says "found
-/// string"): what was given and what was expected.
+/// string"; "invalid value: integer `-5`" too): what was given and what was
+/// expected.
 pub(crate) fn invalid_type(message: &str) -> Option<(&str, &str)> {
-    let rest = message.strip_prefix("invalid type: ")?;
+    let rest = message
+        .strip_prefix("invalid type: ")
+        .or_else(|| message.strip_prefix("invalid value: "))?;
     let rest = rest.strip_prefix("found ").unwrap_or(rest);
     rest.split_once(", expected ")
 }
@@ -181,7 +184,7 @@ fn expected_in_words(name: &str, expected: &str) -> String {
             "a table, e.g. `{name} = {{ description = \"what it is\", default = \"value\" }}`"
         ),
         other if other.starts_with("struct ") || other.contains("map") => {
-            format!("a table, e.g. `{name} = {{ key = \"value\" }}` or a `[...{name}]` section")
+            format!("a table, e.g. `{name} = {{ key = \"value\" }}`")
         }
         other => other.to_owned(),
     }
