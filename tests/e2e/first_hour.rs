@@ -205,6 +205,20 @@ fn config_type_errors_are_in_plain_words_with_a_valid_example() {
         "{stderr}"
     );
     assert!(!stderr.contains("invalid type"), "{stderr}");
+    // A pack's own config, in the same words, naming the key.
+    let output = packhost_cli(
+        "[packs.exec_py]\nconfig = { limits = { memory_mb = \"1G\" } }\n",
+        &["check"],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains(
+            "config of pack `exec_py`: `limits.memory_mb` must be a whole number without quotes \
+             or units, e.g. `memory_mb = 60000`, not the string \"1G\""
+        ),
+        "{stdout}"
+    );
 }
 
 #[tokio::test]

@@ -12,7 +12,9 @@ use figment::{
 };
 
 use super::RawConfig;
-use crate::error::{ConfigCode, ConfigError, ConfigProblem, invalid_type, wrong_type};
+use pack_api::wording::{invalid_type, wrong_type};
+
+use crate::error::{ConfigCode, ConfigError, ConfigProblem};
 
 /// The defaults, then what the file set (`from_file`, already checked by
 /// `toml`), then the variables, read into the raw config.

@@ -34,8 +34,8 @@ pub use self::{
     server::{AuthConfig, Expose, HttpConfig, ServerConfig, TokenConfig},
 };
 pub use crate::error::{ConfigCode, ConfigError, ConfigProblem};
-use crate::error::{invalid_type, wrong_type};
 use crate::identity::Identity;
+use pack_api::wording::{invalid_type, wrong_type};
 
 /// The whole configuration, with relative paths already resolved and every
 /// pack and approval rule parsed; [`RawConfig`] is the same sections as

@@ -21,7 +21,6 @@ mod config;
 mod load;
 
 pub(crate) use self::call::{CallError, Known};
-pub(crate) use self::config::{invalid_type, wrong_type};
 pub use self::{
     config::{ConfigCode, ConfigError, ConfigProblem},
     load::{LoadError, LoadReason},

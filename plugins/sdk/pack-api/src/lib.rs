@@ -49,6 +49,7 @@ pub mod protocol;
 pub mod text;
 pub mod uri_template;
 mod wire;
+pub mod wording;
 pub use wire::{
     Annotations, Catalog, CatalogPrompt, CatalogSnippet, CatalogTool, ContentResult, Example,
     FunctionSpec, Manifest, Owner, PromptArgumentSpec, PromptSpec, ResourceSpec, TaskSupport,
