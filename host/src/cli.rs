@@ -13,7 +13,7 @@ use crate::{
     exit::Error,
     loader::{self, LoadError},
     mcp::PackhostServer,
-    render::value_text,
+    render::{count, value_text},
     search, servers, shutdown,
 };
 
@@ -171,6 +171,13 @@ async fn call(executor: &Arc<Executor>, loaded: &Loaded, command: &str) -> ExitC
             ExitCode::SUCCESS
         }
         Err(failure) => {
+            // A pack's own folder has no packs.toml: say where the host looked.
+            let failure = match &loaded.file {
+                None if failure.code() == pack_api::codes::UNKNOWN_PACK => {
+                    failure.with_help(config::none_found())
+                }
+                _ => failure,
+            };
             println!("{}", failure.text());
             ExitCode::FAILURE
         }
@@ -218,13 +225,16 @@ fn print_packs(executor: &Executor) {
 fn check(executor: &Executor, loaded: &Loaded, errors: &[LoadError]) -> ExitCode {
     match &loaded.file {
         Some(file) => println!("config: {} (ok)", file.display()),
-        None => println!("config: none found, using built-in defaults"),
+        None => println!(
+            "config: {}; until then only built-in defaults, with no packs",
+            config::none_found()
+        ),
     }
     for (pack, signatures) in executor.packs() {
         println!(
-            "ok    {} ({} functions) {}",
+            "ok    {} ({}) {}",
             pack.name,
-            signatures.len(),
+            count(signatures.len(), "function"),
             pack.origin
         );
     }

@@ -43,6 +43,10 @@ pub fn signature(tool: &str, input_schema: &Value) -> String {
 /// The short type of a property schema: `string`, `integer`, `"a" | "b"`,
 /// `array`, `object`, or `any`.
 fn type_name(schema: &Value) -> String {
+    // A documented enum variant is `{"type": "string", "const": "a"}`.
+    if let Some(value) = schema.get("const") {
+        return value.to_string();
+    }
     if let Some(values) = schema["enum"].as_array() {
         return values
             .iter()
@@ -93,12 +97,28 @@ where
     }
 }
 
-pub use pack_api::names::{did_you_mean, suggestion};
+/// `1 function`, `2 functions`: a count and its noun.
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+pub use pack_api::names::{did_you_mean, no_function, suggestion};
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_count_agrees_with_its_noun() {
+        assert_eq!(count(1, "function"), "1 function");
+        assert_eq!(count(0, "pack"), "0 packs");
+        assert_eq!(count(35, "function"), "35 functions");
+    }
 
     #[test]
     fn signature_marks_optional_and_defaults() {
@@ -108,13 +128,17 @@ mod tests {
                 "code": {"type": "string"},
                 "timeout_ms": {"type": "integer", "default": 30000},
                 "mode": {"enum": ["a", "b"]},
-                "cwd": {"type": ["string", "null"]}
+                "cwd": {"type": ["string", "null"]},
+                "language": {"oneOf": [
+                    {"type": "string", "const": "typescript", "description": "TypeScript"},
+                    {"type": "string", "const": "javascript", "description": "JavaScript"}
+                ]}
             },
             "required": ["code"]
         });
         assert_eq!(
             signature("exec_py.run", &schema),
-            r#"exec_py.run(code: string, timeout_ms?: integer = 30000, mode?: "a" | "b", cwd?: string)"#
+            r#"exec_py.run(code: string, timeout_ms?: integer = 30000, mode?: "a" | "b", cwd?: string, language?: "typescript" | "javascript")"#
         );
     }
 }

@@ -155,9 +155,12 @@ async fn a_typescript_syntax_error_names_the_original_line() {
         json!({"code": "const a = 1;\n\nconst x: number = ;\n"}),
     )
     .await;
-    let output = failed_run(&result, "EXECUTION_ERROR");
+    let output = failed_run(&result, "INVALID_ARGUMENT");
     let stderr = output["stderr"].as_str().unwrap();
-    assert!(stderr.contains("TypeScript syntax error"), "{stderr}");
+    assert!(
+        stderr.starts_with("SyntaxError: Expression expected (line 3, column 19)\n"),
+        "{stderr}"
+    );
     assert!(stderr.contains("input.ts:3:19"), "{stderr}");
     assert!(stderr.contains("const x: number = ;"), "{stderr}");
     assert_ne!(output["exitCode"], 0);
@@ -475,8 +478,12 @@ async fn a_cell_syntax_error_names_its_file_and_line() {
         "const a = 1;\nconst b: number = ;\n",
     )
     .await;
-    let output = failed_run(&run_cell(&host, &session, &cell).await, "EXECUTION_ERROR");
+    let output = failed_run(&run_cell(&host, &session, &cell).await, "INVALID_ARGUMENT");
     let stderr = output["stderr"].as_str().unwrap();
+    assert!(
+        stderr.starts_with("SyntaxError: Expression expected (line 2, column 19)\n"),
+        "{stderr}"
+    );
     assert!(stderr.contains("broken.ts:2:19"), "{stderr}");
     assert_eq!(output["exitCode"], 1);
 }

@@ -150,7 +150,7 @@ async fn a_token_allow_list_limits_what_is_listed_and_callable() {
     assert!(is_error(&refused));
     assert_eq!(
         text(&refused),
-        "UNKNOWN_FUNCTION: pack `hello` has no function `whoami`; (has: greet, call)"
+        "UNKNOWN_FUNCTION: pack `hello` has no function `whoami` (has: greet, call)"
     );
     // Nor through a tool that calls back into the host.
     let nested = call(&client, "hello.call", json!({"tool": "hello.whoami"})).await;

@@ -14,6 +14,7 @@ mod discovery;
 mod discovery_meaning;
 mod exec_py;
 mod exec_ts;
+mod first_hour;
 mod hostile_files;
 mod http;
 mod jupyter;

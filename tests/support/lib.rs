@@ -407,6 +407,14 @@ pub fn error_code(result: &CallToolResult) -> String {
     }
 }
 
+/// The first line of an error result's text: `CODE: what was wrong`, which
+/// must also say what to do.
+#[track_caller]
+pub fn first_line(result: &CallToolResult) -> String {
+    assert!(is_error(result), "expected an error, got {}", text(result));
+    text(result).lines().next().unwrap_or_default().to_owned()
+}
+
 /// Assert the result succeeded and return its structured content.
 #[track_caller]
 pub fn ok(result: &CallToolResult) -> Value {

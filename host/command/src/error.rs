@@ -16,6 +16,8 @@ pub struct FrontError {
 enum Kind {
     InvalidArgument,
     NotFound,
+    /// The server's config, not the command, is wrong.
+    Misconfigured,
 }
 
 impl FrontError {
@@ -33,11 +35,20 @@ impl FrontError {
         }
     }
 
-    /// Stable upper-snake code: `INVALID_ARGUMENT` or `NOT_FOUND`.
+    pub(crate) fn misconfigured(message: impl Into<String>) -> Self {
+        Self {
+            kind: Kind::Misconfigured,
+            message: message.into(),
+        }
+    }
+
+    /// Stable upper-snake code: `INVALID_ARGUMENT`, `NOT_FOUND`, or
+    /// `INTERNAL` when the server's config is at fault.
     pub fn code(&self) -> &'static str {
         match self.kind {
             Kind::InvalidArgument => "INVALID_ARGUMENT",
             Kind::NotFound => "NOT_FOUND",
+            Kind::Misconfigured => "INTERNAL",
         }
     }
 

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use minijinja::{Environment, UndefinedBehavior};
+use minijinja::{Environment, ErrorKind, UndefinedBehavior};
 use serde::{Deserialize, Serialize};
 use serde_json::{Number, Value};
 
@@ -23,6 +23,10 @@ pub struct Snippet {
     pub params: BTreeMap<String, Param>,
     /// A minijinja template that renders to a call or Python code.
     pub body: String,
+    /// Where it is configured (`packs.toml:12`), named when it cannot
+    /// render: set by the host once the file is read.
+    #[serde(skip)]
+    pub place: Option<String>,
 }
 
 /// One snippet parameter.
@@ -101,30 +105,112 @@ pub(crate) fn expand(
     Ok(rendered)
 }
 
-/// The body rendered with `context`, tidied.
+/// The body rendered with `context`, tidied. A body the config got wrong
+/// (bad syntax, a variable that is no parameter) is the server's mistake,
+/// not the caller's, and names where to fix it.
 fn render(name: &str, snippet: &Snippet, context: &Given) -> Result<String, FrontError> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
-    let rendered = env
-        .render_str(&snippet.body, context)
-        .map_err(|e| FrontError::invalid(format!("snippet `{name}` failed to render: {e}")))?;
+    let rendered = env.render_str(&snippet.body, context).map_err(|e| {
+        let place = snippet.place.as_deref().unwrap_or("the config");
+        match snippet.misconfigured(&e) {
+            Some(why) => FrontError::misconfigured(format!(
+                "snippet `{name}` is misconfigured: {why}; fix `[snippets.{name}]` at {place}"
+            )),
+            None => FrontError::invalid(format!(
+                "snippet `{name}` failed to render with these values: {e} (its body is at {place})"
+            )),
+        }
+    })?;
     Ok(tidy(&rendered))
 }
 
 impl Snippet {
-    /// What it calls, when its body renders to a call (with its defaults,
-    /// and a placeholder for each parameter without one): `pack.function`
-    /// or an alias, before the alias is applied. `None` for code.
-    pub fn target(&self) -> Option<String> {
-        let context = self
-            .params
+    /// What is wrong with the body itself, found by rendering it with its
+    /// defaults (and a placeholder for each parameter without one), so
+    /// `packhost check` and the start refuse it rather than a caller.
+    pub fn problem(&self) -> Option<String> {
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        let e = env.render_str(&self.body, self.placeholders()).err()?;
+        self.misconfigured(&e)
+    }
+
+    /// The defaults, and `"x"` for each parameter without one.
+    fn placeholders(&self) -> Given {
+        self.params
             .iter()
             .map(|(name, param)| {
                 let value = param.default.clone().unwrap_or_else(|| Value::from("x"));
                 (name.clone(), value)
             })
-            .collect();
-        let rendered = render("", self, &context).ok()?;
+            .collect()
+    }
+
+    /// The config's mistake behind render error `e`, when it is one: a
+    /// syntax error, or a variable that is none of the parameters.
+    fn misconfigured(&self, e: &minijinja::Error) -> Option<String> {
+        let params = || {
+            let names: Vec<&str> = self.params.keys().map(String::as_str).collect();
+            if names.is_empty() {
+                "it has none".to_owned()
+            } else {
+                format!("its parameters: {}", names.join(", "))
+            }
+        };
+        match e.kind() {
+            ErrorKind::SyntaxError => Some(format!(
+                "its body is not a valid template: {} (line {} of the body)",
+                e.detail().unwrap_or("syntax error"),
+                e.line().unwrap_or(1)
+            )),
+            ErrorKind::UndefinedError => {
+                let env = Environment::new();
+                let template = env.template_from_str(&self.body).ok()?;
+                let globals: Vec<&str> = env.globals().map(|(name, _)| name).collect();
+                let mut unknown: Vec<String> = template
+                    .undeclared_variables(false)
+                    .into_iter()
+                    .filter(|v| !self.params.contains_key(v) && !globals.contains(&v.as_str()))
+                    .collect();
+                unknown.sort();
+                // The one on the failing line, else the first.
+                let at = e
+                    .line()
+                    .and_then(|line| self.body.lines().nth(line.saturating_sub(1)))
+                    .unwrap_or_default();
+                let name = unknown
+                    .iter()
+                    .find(|v| at.contains(v.as_str()))
+                    .or(unknown.first())?;
+                Some(format!(
+                    "its body uses `{name}`, which is none of its parameters ({}); add \
+                     `{name}` to its `params` or use a parameter",
+                    params()
+                ))
+            }
+            _ => None,
+        }
+    }
+    /// How a caller writes it, `$name` and its parameters, each with its
+    /// default when it has one: `$find pattern project="packhost"`.
+    pub fn usage(&self, name: &str) -> String {
+        let mut usage = format!("${name}");
+        for (param, spec) in &self.params {
+            usage.push(' ');
+            usage.push_str(param);
+            if let Some(default) = &spec.default {
+                usage.push_str(&format!("={default}"));
+            }
+        }
+        usage
+    }
+
+    /// What it calls, when its body renders to a call (with its defaults,
+    /// and a placeholder for each parameter without one): `pack.function`
+    /// or an alias, before the alias is applied. `None` for code.
+    pub fn target(&self) -> Option<String> {
+        let rendered = render("", self, &self.placeholders()).ok()?;
         crate::parse_call(&rendered).ok()?.map(|call| call.target)
     }
 

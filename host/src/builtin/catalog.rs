@@ -124,7 +124,7 @@ pub(super) fn packs(catalog: &Catalog) -> Value {
             json!({"name": name, "description": description, "functions": functions})
         })
         .collect();
-    json!({"packs": packs, "aliases": catalog.aliases})
+    json!({"packs": packs, "aliases": catalog.aliases, "snippets": catalog.snippets})
 }
 
 pub(super) fn describe(

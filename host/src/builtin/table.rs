@@ -116,7 +116,7 @@ fn table() -> Vec<Entry> {
         Entry::new(
             "packs",
             "List packs",
-            "List the packs you can call, each with its description and function names, and the aliases.",
+            "List the packs you can call, each with its description and function names, the aliases, and the snippets `run` expands.",
             json!({
                 "type": "object",
                 "properties": {
@@ -134,8 +134,20 @@ fn table() -> Vec<Entry> {
                         "description": "alias -> `pack.function` it calls",
                         "additionalProperties": {"type": "string"},
                     },
+                    "snippets": {
+                        "type": "object",
+                        "description": "snippet name -> how to write it in `run` and what it does",
+                        "additionalProperties": {
+                            "type": "object",
+                            "properties": {
+                                "usage": text("`$name param default_param=value`: give each parameter as `key=value`."),
+                                "description": text("What it does."),
+                            },
+                            "required": ["usage", "description"],
+                        },
+                    },
                 },
-                "required": ["packs", "aliases"],
+                "required": ["packs", "aliases", "snippets"],
             }),
             |request, _: PacksArgs| Ok(catalog::packs(&request.catalog)),
         ),

@@ -12,6 +12,8 @@ use figment::{
 };
 
 use super::RawConfig;
+use pack_api::wording::{invalid_type, wrong_type};
+
 use crate::error::{ConfigCode, ConfigError, ConfigProblem};
 
 /// The defaults, then what the file set (`from_file`, already checked by
@@ -56,9 +58,15 @@ pub(super) fn overlay(
             ConfigError::new(
                 e.into_iter()
                     .map(|e| {
+                        let key = e.path.join(".");
+                        let kind = e.kind.to_string();
+                        let what = match invalid_type(&kind) {
+                            Some((got, expected)) => wrong_type(&key, got, expected),
+                            None => format!("`{key}`: {kind}"),
+                        };
                         ConfigProblem::new(
                             ConfigCode::Environment,
-                            format!("PACKHOST_* environment: `{}`: {}", e.path.join("."), e.kind),
+                            format!("PACKHOST_* environment: {what}"),
                         )
                     })
                     .collect(),

@@ -35,6 +35,7 @@ pub use self::{
 };
 pub use crate::error::{ConfigCode, ConfigError, ConfigProblem};
 use crate::identity::Identity;
+use pack_api::wording::{invalid_type, wrong_type};
 
 /// The whole configuration, with relative paths already resolved and every
 /// pack and approval rule parsed; [`RawConfig`] is the same sections as
@@ -121,6 +122,17 @@ impl Loaded {
     }
 }
 
+/// Where [`load`] looked when it was given no file and found none, and how
+/// to give one.
+pub fn none_found() -> String {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    format!(
+        "no config file: none was given and there is no packs.toml in {}; pass one with \
+         `--config FILE` (or PACKHOST_CONFIG=FILE)",
+        cwd.display()
+    )
+}
+
 /// Read `file` (when given it must exist), else `./packs.toml` when present,
 /// else only defaults; then apply `PACKHOST_*` variables.
 pub fn load(file: Option<&Path>) -> Result<Loaded, ConfigError> {
@@ -146,6 +158,7 @@ pub fn load(file: Option<&Path>) -> Result<Loaded, ConfigError> {
     let cwd = std::env::current_dir().unwrap_or_default();
     let file = file.map(|p| resolve(&cwd, &p));
     let mut file_aliases = BTreeMap::new();
+    let mut snippet_lines = BTreeMap::new();
     let mut from_file = None;
     if let Some(path) = &file {
         let text = std::fs::read_to_string(path).map_err(|e| {
@@ -156,15 +169,11 @@ pub fn load(file: Option<&Path>) -> Result<Loaded, ConfigError> {
         })?;
         // Parsed by `toml` alone: it reports the line and column that figment
         // loses, and figment's own TOML parser is a version behind.
-        let parsed = toml::from_str::<RawConfig>(&text).map_err(|e| {
-            ConfigError::one(ConfigProblem::new(
-                ConfigCode::Syntax,
-                e.to_string().trim_end(),
-            ))
-            .in_file(Some(path))
-        })?;
+        let parsed = toml::from_str::<RawConfig>(&text)
+            .map_err(|e| ConfigError::one(parse_problem(&text, &e)).in_file(Some(path)))?;
         from_file = Some(parsed);
         file_aliases = aliases_in(&text);
+        snippet_lines = snippets_in(&text);
     }
     let mut raw = env::overlay(from_file, file.as_deref())?;
     let base = file
@@ -173,7 +182,8 @@ pub fn load(file: Option<&Path>) -> Result<Loaded, ConfigError> {
         .map_or(cwd, Path::to_path_buf);
     let in_file = |e: ConfigError| e.in_file(file.as_deref());
     raw.resolve_paths(&base).map_err(in_file)?;
-    let config = raw.validate().map_err(in_file)?;
+    let mut config = raw.validate().map_err(in_file)?;
+    check_snippets(&mut config, file.as_deref(), &snippet_lines)?;
     let alias_lines = file_aliases
         .into_iter()
         .filter(|(name, (value, _))| config.aliases.get(name) == Some(value))
@@ -184,6 +194,106 @@ pub fn load(file: Option<&Path>) -> Result<Loaded, ConfigError> {
         file,
         alias_lines,
     })
+}
+
+/// What `toml` refused in `text`, on one line with where it is, then
+/// `toml`'s excerpt: a value of the wrong type in plain words, anything
+/// else as `toml` says it.
+fn parse_problem(text: &str, e: &toml::de::Error) -> ConfigProblem {
+    let said = e.to_string();
+    let Some(span) = e.span() else {
+        return ConfigProblem::new(ConfigCode::Syntax, said.trim_end());
+    };
+    let before = &text[..span.start];
+    let line = before.matches('\n').count() + 1;
+    let what = match invalid_type(e.message()) {
+        Some((got, expected)) => format!(
+            "line {line}: {}",
+            wrong_type(&key_before(before), got, expected)
+        ),
+        None => {
+            let line_start = before.rfind('\n').map_or(0, |nl| nl + 1);
+            let column = before[line_start..].chars().count() + 1;
+            format!("line {line}, column {column}: {}", e.message().trim_end())
+        }
+    };
+    let excerpt: Vec<&str> = said.lines().filter(|l| l.contains('|')).collect();
+    ConfigProblem::new(
+        ConfigCode::Syntax,
+        format!("{what}\n{}", excerpt.join("\n")),
+    )
+}
+
+/// The dotted key whose value starts right after `before`: the `[section]`
+/// above it and the key on its line.
+fn key_before(before: &str) -> String {
+    let own = before.rsplit('\n').next().unwrap_or_default();
+    let own = own.trim_end().trim_end_matches('=').trim_end();
+    let start = own
+        .rfind(|c: char| !(c.is_ascii_alphanumeric() || "_-.\"'".contains(c)))
+        .map_or(0, |i| i + 1);
+    let key = own[start..].replace(['"', '\''], "");
+    let section = before
+        .lines()
+        .rev()
+        .skip(1)
+        .map(str::trim)
+        .find(|l| l.starts_with('['))
+        .map(|l| l.trim_matches(['[', ']']).trim());
+    match section {
+        Some(section) if !key.is_empty() => format!("{section}.{key}"),
+        _ => key,
+    }
+}
+
+/// Give each snippet its place, and refuse those whose body cannot render
+/// with their defaults: a caller would be blamed for the config's mistake.
+fn check_snippets(
+    config: &mut Config,
+    file: Option<&Path>,
+    lines: &BTreeMap<String, usize>,
+) -> Result<(), ConfigError> {
+    let mut problems = Vec::new();
+    for (name, snippet) in &mut config.snippets {
+        let place = match (file, lines.get(name)) {
+            (Some(file), Some(line)) => format!("{}:{line}", file.display()),
+            _ => "the PACKHOST_* environment".to_owned(),
+        };
+        if let Some(why) = snippet.problem() {
+            problems.push(ConfigProblem::new(
+                ConfigCode::Value,
+                format!("{place}: `snippets.{name}`: {why}"),
+            ));
+        }
+        snippet.place = Some(place);
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(ConfigError::new(problems))
+    }
+}
+
+/// The line where each snippet of `text` starts: its `[snippets.<name>]`
+/// header, or its key in a `[snippets]` section.
+fn snippets_in(text: &str) -> BTreeMap<String, usize> {
+    let mut lines = BTreeMap::new();
+    let mut section = "";
+    for (at, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if let Some(header) = line.strip_prefix('[') {
+            section = header.split(']').next().unwrap_or_default().trim();
+            if let Some(name) = section.strip_prefix("snippets.") {
+                let name = name.split('.').next().unwrap_or_default();
+                lines.entry(name.to_owned()).or_insert(at + 1);
+            }
+        } else if section == "snippets"
+            && let Some((name, _)) = line.split_once('=')
+        {
+            lines.entry(name.trim().to_owned()).or_insert(at + 1);
+        }
+    }
+    lines
 }
 
 /// Each alias `text` sets, with its value and line: the config keeps no

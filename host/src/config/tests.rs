@@ -66,14 +66,14 @@ fn a_value_of_the_wrong_type_names_file_line_column_and_key() {
     let message = load(Some(&path)).unwrap_err().to_string();
     let shown = path.display().to_string();
     assert!(
-        message.starts_with(&format!("{shown}: TOML parse error at line 2, column 14")),
+        message.starts_with(&format!(
+            "{shown}: line 2: `server.timeout_ms` must be a whole number without quotes or \
+             units, e.g. `timeout_ms = 60000`, not the string \"soon\"\n"
+        )),
         "{message}"
     );
-    assert!(message.contains("timeout_ms = \"soon\""), "{message}");
-    assert!(
-        message.ends_with("invalid type: string \"soon\", expected u64"),
-        "{message}"
-    );
+    assert!(message.contains("2 | timeout_ms = \"soon\""), "{message}");
+    assert!(!message.contains("invalid type"), "{message}");
 }
 
 #[test]
@@ -81,18 +81,18 @@ fn unknown_keys_and_sections_are_named_with_their_line() {
     refused(
         "[server]\ntimeout = 5\n",
         &[
-            "at line 2, column 1",
+            "line 2, column 1: unknown field",
             "unknown field `timeout`",
             "`timeout_ms`",
         ],
     );
     refused(
         "[identity]\nuser = \"a\"\n\n[bogus]\n",
-        &["at line 4, column 2", "unknown field `bogus`", "`projects`"],
+        &["line 4, column 2: unknown field `bogus`", "`projects`"],
     );
     refused(
         "[packs.proj]\npth = \"x.so\"\n",
-        &["at line 2", "unknown field `pth`", "`path`"],
+        &["line 2", "unknown field `pth`", "`path`"],
     );
 }
 
@@ -306,7 +306,7 @@ fn a_project_may_name_the_organisations_that_see_it() {
     assert_eq!(projects["closed"].orgs, Some(vec!["acme".to_owned()]));
     refused(
         "[projects]\nx = { path = \"b\", org = [\"acme\"] }\n",
-        &["at line 2", "unknown field `org`", "`orgs`"],
+        &["line 2", "unknown field `org`", "`orgs`"],
     );
 }
 

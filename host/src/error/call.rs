@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::{
     failure::Failure,
-    render::{did_you_mean, list},
+    render::{did_you_mean, list, no_function},
     tool_name::RUN_TOOL,
 };
 
@@ -46,12 +46,16 @@ pub(crate) enum CallError {
         name: String,
         known: Known,
         code_pack: String,
+        /// Whether it is loaded (and the caller's allow-list leaves it out).
+        loaded: bool,
     },
-    /// Code, and no code pack to run it.
+    /// Code, and no code pack the caller may use to run it.
     NoCodePack {
         code_pack: String,
         /// The `server` key that names it.
         key: &'static str,
+        /// Whether it is loaded (and the caller's allow-list leaves it out).
+        loaded: bool,
     },
     UnknownPack {
         pack: String,
@@ -183,11 +187,27 @@ impl CallError {
             UnknownTool { .. } => {
                 "call a pack function as `pack.function(...)` or a configured alias".to_owned()
             }
+            NotACall {
+                code_pack,
+                loaded: true,
+                ..
+            } => format!(
+                "call a pack function as `pack.function(...)` or a configured alias; other names \
+                 run as Python for a token whose `tools` allow `{code_pack}.run`"
+            ),
             NotACall { code_pack, .. } => format!(
                 "call a pack function as `pack.function(...)` or a configured alias; other names \
                  run as Python once the code pack `{code_pack}` is loaded"
             ),
-            NoCodePack { code_pack, key } => format!(
+            NoCodePack {
+                code_pack,
+                loaded: true,
+                ..
+            } => format!(
+                "send one call with literal arguments, e.g. `proj.list()`; or add `{code_pack}.*` \
+                 to this token's `tools` in its [[auth.tokens]] entry"
+            ),
+            NoCodePack { code_pack, key, .. } => format!(
                 "send one call with literal arguments, e.g. `proj.list()`; or load the code pack: \
                  [packs.{code_pack}] in packs.toml (or set `server.{key}`)"
             ),
@@ -208,7 +228,8 @@ impl CallError {
                 "give the calling code more time, or make its calls sooner".to_owned()
             }
             ApprovalUnavailable { tool, rule, .. } => format!(
-                "call it from an MCP client that supports elicitation, or leave `{tool}` out of                  `[approval.{rule}]` in packs.toml"
+                "call it from an MCP client that supports elicitation, or leave `{tool}` out of \
+                 `[approval.{rule}]` in packs.toml"
             ),
             _ => return None,
         };
@@ -239,10 +260,17 @@ impl fmt::Display for CallError {
                     list(tools)
                 )
             }
-            NoCodePack { code_pack, .. } => write!(
+            NoCodePack {
+                code_pack, loaded, ..
+            } => write!(
                 f,
                 "this command is not a single call `pack.function(...)`, so it would run as code \
-                 in pack `{code_pack}`, which is not loaded"
+                 in pack `{code_pack}`, which {}",
+                if *loaded {
+                    "this caller's token does not allow"
+                } else {
+                    "is not loaded"
+                }
             ),
             UnknownPack { pack, packs } => write!(
                 f,
@@ -254,12 +282,11 @@ impl fmt::Display for CallError {
                 pack,
                 function,
                 functions,
-            } => write!(
-                f,
-                "pack `{pack}` has no function `{function}`; {}(has: {})",
-                did_you_mean(function, functions.iter().map(String::as_str)),
-                list(functions)
-            ),
+            } => f.write_str(&no_function(
+                pack,
+                function,
+                functions.iter().map(String::as_str),
+            )),
             NoFunctionsYet { pack, origin, why } => {
                 write!(
                     f,

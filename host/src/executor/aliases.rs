@@ -149,9 +149,10 @@ fn verdict(
     if pack.functions.is_empty() && section.is_some_and(|s| s.server().is_some()) {
         return Verdict::Later;
     }
+    let hint = hint();
+    let after = if hint.is_empty() { " " } else { "; " };
     Verdict::Missing(format!(
-        "pack `{pack_name}` has no function `{function}`; {}(has: {})",
-        hint(),
+        "pack `{pack_name}` has no function `{function}`{after}{hint}(has: {})",
         list(names)
     ))
 }

@@ -11,7 +11,7 @@ use super::{
     Executor, RUN_TOOL, ToolInfo,
     registry::{Function, Registry, Visible},
 };
-use crate::identity::Identity;
+use crate::{identity::Identity, render::count};
 
 impl Executor {
     /// The `run` tool, as a caller without an allow-list sees it.
@@ -94,19 +94,25 @@ impl Executor {
             text.push_str(&full);
             return text;
         }
-        let count: usize = packs.iter().map(|(_, _, f)| f.len()).sum();
+        let functions: usize = packs.iter().map(|(_, _, f)| f.len()).sum();
         text.push_str(&format!(
-            "\n{count} functions in {} packs. Find one with `packhost.search(query=\"what you want to do\")`, \
+            "\n{} in {}. Find one with `packhost.search(query=\"what you want to do\")`, \
              show it with `packhost.describe(name=\"pack.function\")`, list them all with `packhost.packs()` \
              (from `run`, Python or TypeScript alike).\nPacks:\n",
-            packs.len()
+            count(functions, "function"),
+            count(packs.len(), "pack")
         ));
-        // Aliases are names a model cannot guess: they stay, in at most a
-        // quarter of the budget so that the packs keep the rest.
-        let aliases = alias_line(&aliases, RUN_DESCRIPTION_BUDGET / 4);
+        // Aliases and snippets are names a model cannot guess: they stay,
+        // each in at most a quarter of the budget so that the packs keep
+        // the rest.
+        let names = alias_line(&aliases, RUN_DESCRIPTION_BUDGET / 4)
+            + &snippet_line(&snippets, RUN_DESCRIPTION_BUDGET / 4);
         for (shown, (name, description, functions)) in packs.iter().enumerate() {
-            let line = format!("- {name}: {description} ({} functions)\n", functions.len());
-            if text.len() + line.len() + 60 + aliases.len() > RUN_DESCRIPTION_BUDGET {
+            let line = format!(
+                "- {name}: {description} ({})\n",
+                count(functions.len(), "function")
+            );
+            if text.len() + line.len() + 60 + names.len() > RUN_DESCRIPTION_BUDGET {
                 text.push_str(&format!(
                     "- … {} more: `packhost.packs()`\n",
                     packs.len() - shown
@@ -115,7 +121,7 @@ impl Executor {
             }
             text.push_str(&line);
         }
-        text.push_str(&aliases);
+        text.push_str(&names);
         text
     }
 }
@@ -139,17 +145,9 @@ fn full_listing(
     if !snippets.is_empty() {
         text.push_str("\nSnippets:\n");
         for (name, snippet) in snippets {
-            let params: Vec<String> = snippet
-                .params
-                .iter()
-                .map(|(p, def)| match &def.default {
-                    Some(d) => format!("{p}={d}"),
-                    None => p.clone(),
-                })
-                .collect();
             text.push_str(&format!(
-                "- ${name} {}: {}\n",
-                params.join(" "),
+                "- {}: {}\n",
+                snippet.usage(name),
                 snippet.description
             ));
         }
@@ -161,20 +159,37 @@ fn full_listing(
 /// room for the note): those that do not fit are counted and
 /// `packhost.packs()` named; empty without aliases.
 fn alias_line(aliases: &[(&str, &str)], room: usize) -> String {
-    if aliases.is_empty() {
+    let entries = aliases
+        .iter()
+        .map(|(alias, target)| format!("{alias}={target}"));
+    short_line("Aliases", entries.collect(), room)
+}
+
+/// `\nSnippets: $find pattern glob="*" (Search a project), …\n` in at most
+/// `room` bytes, as [`alias_line`].
+fn snippet_line(snippets: &[(&str, &Snippet)], room: usize) -> String {
+    let entries = snippets
+        .iter()
+        .map(|(name, snippet)| match snippet.description.as_str() {
+            "" => snippet.usage(name),
+            description => format!("{} ({description})", snippet.usage(name)),
+        });
+    short_line("Snippets", entries.collect(), room)
+}
+
+/// `\n{label}: a, b\n` with as many `entries` as fit in `room` bytes, the
+/// rest counted, with where to find them.
+fn short_line(label: &str, entries: Vec<String>, room: usize) -> String {
+    if entries.is_empty() {
         return String::new();
     }
-    let entries: Vec<String> = aliases
-        .iter()
-        .map(|(alias, target)| format!("{alias}={target}"))
-        .collect();
     let line = |shown: usize| {
         let mut listed = entries[..shown].to_vec();
         let left = entries.len() - shown;
         if left > 0 {
             listed.push(format!("…and {left} more; `packhost.packs()` lists them"));
         }
-        format!("\nAliases: {}\n", listed.join(", "))
+        format!("\n{label}: {}\n", listed.join(", "))
     };
     let all = line(entries.len());
     if all.len() <= room {

@@ -108,6 +108,7 @@ impl Executor {
             .collect();
         let catalog_config = CatalogConfig {
             aliases: config.aliases.clone(),
+            snippets: config.snippets.clone(),
             projects: config.projects.clone(),
             identity: Owner::new(&config.identity.org, &config.identity.user),
             unprefixed: config
@@ -394,18 +395,21 @@ impl Executor {
             Plan::Code(code) => {
                 let Some(pack) = visible.pack(&self.code_pack) else {
                     let code_pack = self.code_pack.clone();
+                    let loaded = self.registry().packs.contains_key(&code_pack);
                     if let Ok(Some(call)) = packhost_command::parse_call(&code) {
                         // `abs(-3)`: a name only the code pack's Python could resolve.
                         return Err(CallError::NotACall {
                             name: call.target,
                             known: visible.known(),
                             code_pack,
+                            loaded,
                         }
                         .into());
                     }
                     return Err(CallError::NoCodePack {
                         code_pack,
                         key: "code_pack",
+                        loaded,
                     }
                     .into());
                 };
@@ -418,6 +422,7 @@ impl Executor {
                     return Err(CallError::NoCodePack {
                         code_pack: self.typescript_pack.clone(),
                         key: "typescript_pack",
+                        loaded: self.registry().packs.contains_key(&self.typescript_pack),
                     }
                     .into());
                 };

@@ -11,8 +11,8 @@ use std::{
 
 use abi_stable::std_types::RString;
 use pack_api::{
-    Annotations, Catalog, CatalogPrompt, CatalogTool, FunctionSpec, Manifest, Owner, PromptSpec,
-    ResourceSpec, TaskSupport, TemplateSpec,
+    Annotations, Catalog, CatalogPrompt, CatalogSnippet, CatalogTool, FunctionSpec, Manifest,
+    Owner, PromptSpec, ResourceSpec, TaskSupport, TemplateSpec,
     projects::Project,
     protocol::{
         COMPLETE, PROMPTS_GET, PROMPTS_LIST, RESOURCES_LIST, RESOURCES_READ, RESOURCES_SUBSCRIBE,
@@ -254,6 +254,8 @@ impl Registry {
 /// What the catalog takes from the config besides the packs.
 pub(super) struct CatalogConfig {
     pub(super) aliases: BTreeMap<String, String>,
+    /// `[snippets]`, listed with how to write them.
+    pub(super) snippets: BTreeMap<String, Snippet>,
     /// Every project, with the organisations that may see it.
     pub(super) projects: BTreeMap<String, Project>,
     /// `[identity]`.
@@ -477,6 +479,9 @@ impl<'a> Visible<'a> {
             .tools
             .retain(|t| self.may_call_function(&t.pack, &t.function));
         catalog.aliases.retain(|name, _| self.alias(name).is_some());
+        catalog
+            .snippets
+            .retain(|name, _| config.snippets.get(name).is_some_and(|s| self.snippet(s)));
         // The rule `Executor::pack_prompts` lists them by.
         catalog.prompts.retain(|p| self.pack(&p.pack).is_some());
         let tools = &catalog.tools;
@@ -532,6 +537,17 @@ fn catalog(registry: &Registry, config: &CatalogConfig) -> Catalog {
             })
             .collect(),
         aliases: config.aliases.clone(),
+        snippets: config
+            .snippets
+            .iter()
+            .map(|(name, snippet)| {
+                let listed = CatalogSnippet {
+                    usage: snippet.usage(name),
+                    description: snippet.description.clone(),
+                };
+                (name.clone(), listed)
+            })
+            .collect(),
         projects: config
             .projects
             .iter()

@@ -20,6 +20,7 @@ fn snippet(params: &[(&str, Param)], body: &str) -> Snippet {
             .map(|(k, p)| ((*k).to_owned(), p.clone()))
             .collect(),
         body: body.to_owned(),
+        place: Some("packs.toml:7".to_owned()),
     }
 }
 
@@ -218,13 +219,20 @@ fn snippet_errors() {
         ),
         (
             "$undefined",
-            "INVALID_ARGUMENT",
-            &["snippet `undefined` failed to render", "undefined"],
+            "INTERNAL",
+            &[
+                "snippet `undefined` is misconfigured: its body uses `missing`, which is none of \
+                 its parameters (it has none); add `missing` to its `params` or use a parameter; \
+                 fix `[snippets.undefined]` at packs.toml:7",
+            ],
         ),
         (
             "$badsyntax",
-            "INVALID_ARGUMENT",
-            &["snippet `badsyntax` failed to render", "syntax error"],
+            "INTERNAL",
+            &[
+                "snippet `badsyntax` is misconfigured: its body is not a valid template: ",
+                "fix `[snippets.badsyntax]` at packs.toml:7",
+            ],
         ),
         (
             "$blank",
@@ -385,5 +393,37 @@ fn a_snippet_renders_as_a_prompt_with_string_arguments() {
             .to_string()
             .contains("has no parameter `lang`; its parameters: limit, q"),
         "{unknown}"
+    );
+}
+
+#[test]
+fn a_body_that_cannot_render_with_its_defaults_is_a_config_problem() {
+    let n = [("lines", param(None, Some(json!(10))))];
+    let broken = snippet(&n, "proj.read('a', limit={{ n }})");
+    assert_eq!(
+        broken.problem().as_deref(),
+        Some(
+            "its body uses `n`, which is none of its parameters (its parameters: lines); \
+             add `n` to its `params` or use a parameter"
+        )
+    );
+    // A guarded optional name, globals and loop variables are fine; so is a
+    // required parameter, which a caller must give.
+    for body in [
+        "f({{ lines }}{% if extra is defined %}, {{ extra }}{% endif %})",
+        "f({% for i in range(lines) %}{{ i }}{{ loop.index }}{% endfor %})",
+        "f({{ q | tojson }})",
+    ] {
+        let fine = snippet(
+            &[("lines", Param::default()), ("q", Param::default())],
+            body,
+        );
+        assert_eq!(fine.problem(), None, "{body}");
+    }
+    assert!(
+        snippet(&[], "f({{ x )")
+            .problem()
+            .unwrap()
+            .starts_with("its body is not a valid template: "),
     );
 }

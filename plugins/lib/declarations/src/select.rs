@@ -1,6 +1,9 @@
 //! Which tools and aliases of a catalog to declare.
 
-use pack_api::{Catalog, CatalogPrompt, CatalogTool, names::did_you_mean};
+use pack_api::{
+    Catalog, CatalogPrompt, CatalogTool,
+    names::{did_you_mean, no_function},
+};
 use pack_sdk::PackError;
 
 /// The host's own pack (discovery), whose functions the `packhost` object
@@ -113,13 +116,8 @@ pub(crate) fn select<'a>(
                         .iter()
                         .find(|t| t.function == *function)
                         .ok_or_else(|| {
-                            let names: Vec<&str> =
-                                tools.iter().map(|t| t.function.as_str()).collect();
-                            PackError::not_found(format!(
-                                "pack `{pack}` has no function `{function}`; {}(has: {})",
-                                did_you_mean(function, names.iter().copied()),
-                                names.join(", ")
-                            ))
+                            let names = tools.iter().map(|t| t.function.as_str());
+                            PackError::not_found(no_function(pack, function, names))
                         })?;
                     vec![*tool]
                 }

@@ -184,7 +184,8 @@ class _Projects(_Pack):
         )
 
     def __getattr__(self, attribute):
-        if attribute in self._projects and not attribute.startswith("__"):
+        # Functions first: a project named `list` or `path` must not hide `proj.list()`.
+        if attribute in self._projects and attribute not in self._functions and not attribute.startswith("__"):
             return ProjectPath(self._projects[attribute])
         return super().__getattr__(attribute)
 
@@ -229,19 +230,26 @@ class _Namespace(dict):
         import difflib  # only when a name is unknown: the warm interpreter stays lean
 
         packs, aliases = self.get("__packs__", {}), self.get("__aliases__", [])
-        close = difflib.get_close_matches(name, [*packs, *aliases, *dir(builtins)], n=1)
-        hint = f"did you mean `{close[0]}`? " if close else ""
-        functions = [f"{pack}.{function}" for pack, names in packs.items() for function in names]
-        shown = ", ".join(functions[:_MAX_LISTED]) + (f", … ({len(functions) - _MAX_LISTED} more)" if len(functions) > _MAX_LISTED else "")
+        # A model reads this on every mistake: the closest few names, never the whole catalog.
+        # Each candidate as it is shown: a function by its full name, found by that or its own.
+        shown = {known: known for known in [*packs, *aliases]}
+        for pack, names in packs.items():
+            for function in names:
+                shown[f"{pack}.{function}"] = f"{pack}.{function}"
+                shown.setdefault(function, f"{pack}.{function}")
+        for builtin in dir(builtins):
+            shown.setdefault(builtin, builtin)
+        close = dict.fromkeys(shown[match] for match in difflib.get_close_matches(name, list(shown), n=_CLOSEST))
+        hint = f"did you mean {', '.join(f'`{c}`' for c in close)}? " if close else ""
         what = f"{hint}packs: {', '.join(packs) or '(none)'}"
-        what += f"; functions: {shown}" if functions else ""
-        what += f"; aliases: {', '.join(aliases)}" if aliases else ""
+        what += f"; aliases: {', '.join(aliases[:_CLOSEST])}{', …' if len(aliases) > _CLOSEST else ''}" if aliases else ""
+        what += "; `packhost.packs()` lists every function" if "packhost" in packs else ""
         if name in self.get("__dotted__", ()):
             raise AttributeError(f"no pack `{name}`; {what}")
         raise NameError(f"name '{name}' is not defined; {what}", name=name)
 
 
-_MAX_LISTED = 40  # functions named in an unknown-name error
+_CLOSEST = 3  # names suggested for an unknown name
 
 
 def _namespace(bindings, dotted):

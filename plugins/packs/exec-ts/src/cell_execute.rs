@@ -121,13 +121,7 @@ pub(crate) async fn cell_execute(
     let what = format!("cell `{}`", cell.filename.as_deref().unwrap_or(&cell.id));
     let (run, entry) = match built {
         Ok(built) => built,
-        Err(diagnostics) => {
-            let output = ExecOutput {
-                execution_time: started.elapsed().as_millis() as u64,
-                ..ExecOutput::refused(diagnostics)
-            };
-            return output.into_result(&format!("{what} (syntax error)"));
-        }
+        Err(diagnostics) => return Err(ExecOutput::syntax_error(diagnostics, started)),
     };
     // The session's folder is the only one it may write (nothing of other
     // sessions is visible); temporary files go in this run's build folder.

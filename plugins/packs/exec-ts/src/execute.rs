@@ -91,32 +91,40 @@ pub(crate) async fn execute(
             .await?;
     }
     let js = match args.language {
-        Language::Javascript => args.code,
+        Language::Javascript => args.code.clone(),
         Language::Typescript => match strip_types(&args.code, "input.ts") {
             Ok(js) => js,
-            Err(e) => {
-                let output = ExecOutput {
-                    execution_time: started.elapsed().as_millis() as u64,
-                    ..ExecOutput::refused(e.0)
-                };
-                return output.into_result("the TypeScript code (syntax error)");
-            }
+            Err(e) => return Err(ExecOutput::syntax_error(e.0, started)),
         },
     };
-    let js = instrument::instrument(&js, true);
+    let instrumented = instrument::instrument(&js, true);
     let env = args.env.unwrap_or_default();
-    state
+    let mut output = state
         .runner
         .run_module(
-            js,
+            instrumented,
             cwd.as_ref().map(|cwd| (cwd, state.cwd_writable)),
             &env,
             timeout,
             started,
             &ctx,
         )
-        .await?
-        .into_result("the code")
+        .await?;
+    // Node names no line for a module that does not compile: the parser does.
+    if output.exit_code != 0
+        && output
+            .thrown
+            .as_ref()
+            .is_some_and(|t| t.error.starts_with("SyntaxError:"))
+        && let Some(first) = instrument::syntax_error(&js, false)
+    {
+        return Err(ExecOutput::syntax_error(
+            format!("{first}\n{}", output.stderr),
+            started,
+        ));
+    }
+    output.show_thrown_line(&args.code);
+    output.into_result("the code")
 }
 
 pub(crate) async fn declarations(

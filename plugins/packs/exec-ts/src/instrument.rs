@@ -57,6 +57,44 @@ pub fn instrument(js: &str, answer: bool) -> String {
     out
 }
 
+/// Where [`instrument`] put the answer function in `js`: its line and
+/// column (1-based, the column in UTF-16 units as node counts) and width.
+/// The prelude takes the width off the later columns of that line, so a
+/// stack points at the code as sent.
+pub fn answered_at(js: &str) -> Option<(usize, usize, usize)> {
+    let at = js.find(ANSWER)?;
+    let before = &js[..at];
+    let line_start = before.rfind('\n').map_or(0, |nl| nl + 1);
+    let line = before.matches('\n').count() + 1;
+    let column = before[line_start..].encode_utf16().count() + 1;
+    Some((line, column, ANSWER.len()))
+}
+
+/// Where `code` does not parse, as the first line of an error:
+/// `SyntaxError: Expression expected (line 3, column 19)`; `None` when it
+/// parses.
+pub fn syntax_error(code: &str, typescript: bool) -> Option<String> {
+    let cm: Lrc<SourceMap> = Default::default();
+    let file = cm.new_source_file(Lrc::new(FileName::Anon), code.to_owned());
+    let syntax = if typescript {
+        Syntax::Typescript(Default::default())
+    } else {
+        Syntax::Es(Default::default())
+    };
+    let mut parser = Parser::new(syntax, StringInput::from(&*file), None);
+    let error = match parser.parse_module() {
+        Err(error) => error,
+        Ok(_) => parser.take_errors().into_iter().next()?,
+    };
+    let at = cm.lookup_char_pos(error.span().lo);
+    Some(format!(
+        "SyntaxError: {} (line {}, column {})",
+        error.kind().msg(),
+        at.line,
+        at.col_display + 1
+    ))
+}
+
 /// Where each `catch` clause that names its error starts (just inside its
 /// `{`), and that name.
 #[derive(Default)]
@@ -109,6 +147,27 @@ mod tests {
         ] {
             assert_eq!(instrument(js, true), js);
         }
+    }
+
+    #[test]
+    fn the_answer_is_found_where_it_was_put() {
+        let answered = instrument("const a = 1;\nconst b = '€'; a + b\n", true);
+        assert_eq!(answered_at(&answered), Some((2, 16, ANSWER.len())));
+        assert_eq!(answered_at(&instrument("const a = 1;", true)), None);
+    }
+
+    #[test]
+    fn a_syntax_error_is_one_line_with_its_line_and_column() {
+        assert_eq!(
+            syntax_error("const a = 1;\n\nconst x: number = ;\n", true).as_deref(),
+            Some("SyntaxError: Expression expected (line 3, column 19)")
+        );
+        let js = syntax_error("const a = 1;\nconst b = (;\n", false).unwrap();
+        assert!(
+            js.starts_with("SyntaxError: ") && js.ends_with("(line 2, column 12)"),
+            "{js}"
+        );
+        assert_eq!(syntax_error("const a: number = 1;", true), None);
     }
 
     #[test]

@@ -80,6 +80,9 @@ pub struct ExecOutput {
     /// `Map`, a cycle) or too large.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_repr: Option<String>,
+    /// What the code threw and nothing caught: the message of the failure.
+    #[serde(skip)]
+    pub thrown: Option<Thrown>,
     /// Whether the time limit killed it (the exit code alone cannot tell).
     #[serde(skip)]
     pub timed_out: bool,
@@ -120,12 +123,33 @@ impl ExecOutput {
                 format!("{what} ran past its time limit and was killed (exit code 124)"),
             )
             .with_result(&self)),
-            code => Err(PackError::new(
-                codes::EXECUTION_ERROR,
-                format!("{what} exited with code {code}; see `stderr`"),
-            )
-            .with_result(&self)),
+            code => {
+                let error = match &self.thrown {
+                    Some(thrown) => PackError::new(codes::EXECUTION_ERROR, thrown.to_string())
+                        .with_help(format!(
+                            "{what} threw it and exited with code {code}; its stack is in `stderr`"
+                        )),
+                    None => PackError::new(
+                        codes::EXECUTION_ERROR,
+                        format!("{what} exited with code {code}; see `stderr`"),
+                    ),
+                };
+                Err(error.with_result(&self))
+            }
         }
+    }
+
+    /// Code that does not parse, so nothing ran: `INVALID_ARGUMENT` saying
+    /// the first line of `diagnostics` (`SyntaxError: … (line L, column
+    /// C)`), all of them in `stderr`.
+    pub fn syntax_error(diagnostics: String, started: Instant) -> PackError {
+        let first = diagnostics.lines().next().unwrap_or_default().to_owned();
+        PackError::invalid_argument(first)
+            .with_help("fix the code at that line and column; nothing ran")
+            .with_result(&Self {
+                execution_time: started.elapsed().as_millis() as u64,
+                ..Self::refused(diagnostics)
+            })
     }
 
     /// This run followed by `next`: both outputs in order, `next`'s end.
@@ -165,6 +189,37 @@ impl ExecOutput {
             },
             result: None,
             result_repr: None,
+            thrown: None,
+        }
+    }
+
+    /// Show `code`'s line where the uncaught error was thrown below its
+    /// stack (node would show the line as it ran, with the pack's wrapper).
+    pub fn show_thrown_line(&mut self, code: &str) {
+        let Some(line) = self.thrown.as_ref().and_then(|t| t.line) else {
+            return;
+        };
+        if let Some(text) = code.lines().nth(line.saturating_sub(1)) {
+            self.stderr.push_str(&format!("  {line} | {text}\n"));
+        }
+    }
+}
+
+/// An error the code threw and nothing caught.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Thrown {
+    /// Its first line: `TypeError: x is not a function`.
+    pub error: String,
+    /// The code's line it was thrown at, when a frame of the code's has it.
+    pub line: Option<usize>,
+}
+
+impl std::fmt::Display for Thrown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.error)?;
+        match self.line {
+            Some(line) => write!(f, " (line {line})"),
+            None => Ok(()),
         }
     }
 }
@@ -178,6 +233,12 @@ struct Answer {
     result: Option<Value>,
     #[serde(default)]
     result_repr: Option<String>,
+    /// What the code threw, when nothing caught it (then no value): its
+    /// first line, and the code's line it was thrown at.
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    line: Option<usize>,
 }
 
 /// A field that is there, even as `null` (which `Option` alone reads as
@@ -557,6 +618,7 @@ impl Runner {
         timeout: Duration,
         started: Instant,
     ) -> ExecOutput {
+        let answered = stdin.as_deref().and_then(crate::instrument::answered_at);
         if let (Some(code), Some(mut pipe)) = (stdin, group.take_stdin()) {
             // A separate task: a child that never reads cannot block the call,
             // and the write fails (EPIPE) once the group is killed.
@@ -572,6 +634,7 @@ impl Runner {
         let bindings = json!({
             "bindings": bridge::bindings(&ctx.catalog()),
             "max_result_bytes": self.limit,
+            "answered": answered.map(|(line, column, width)| json!({"line": line, "column": column, "width": width})),
         })
         .to_string()
             + "\n";
@@ -592,6 +655,10 @@ impl Runner {
         if let Some(answer) = answer.and_then(|line| serde_json::from_str::<Answer>(&line).ok()) {
             output.result = answer.result;
             output.result_repr = answer.result_repr;
+            output.thrown = answer.error.map(|error| Thrown {
+                error,
+                line: answer.line,
+            });
         }
         output
     }

@@ -20,12 +20,25 @@ const ownFrame = (frame) => {
   const file = frame.getScriptNameOrSourceURL() ?? '';
   return file !== PRELUDE && !file.startsWith('node:');
 };
-Error.prepareStackTrace = (error, frames) =>
-  [Error.prototype.toString.call(error), ...frames.filter(ownFrame).map((frame) => `    at ${frame}`)].join('\n');
+// The line of the code each error was thrown at: its first own frame.
+const thrownAt = new WeakMap();
+// Where the pack wrapped the last expression in the answer function (line,
+// column, width): later columns of that line are shown as the code has them.
+let answered;
+function shown(frame) {
+  const text = `${frame}`;
+  if (!answered || frame.getLineNumber() !== answered.line || frame.getColumnNumber() <= answered.column) return text;
+  return text.replace(/:(\d+):(\d+)(\)?)$/, (_, line, column, close = '') => `:${line}:${column - answered.width}${close}`);
+}
+Error.prepareStackTrace = (error, frames) => {
+  const own = frames.filter(ownFrame);
+  if (own.length && error !== null && typeof error === 'object') thrownAt.set(error, own[0].getLineNumber());
+  return [Error.prototype.toString.call(error), ...own.map((frame) => `    at ${shown(frame)}`)].join('\n');
+};
 
 // `error`, thrown for the code's call of `fn`: its stack, and the line node
 // shows when nothing catches it, start where the code called `fn`.
-function thrownAt(fn, error) {
+function calledAt(fn, error) {
   Error.captureStackTrace(error, fn);
   return error;
 }
@@ -43,9 +56,10 @@ channel.on('data', (chunk) => {
   }
 });
 channel.on('error', () => {}); // the pack went away: the process is killed with it
-const { bindings, max_result_bytes: maxResultBytes } = await new Promise((resolve) => {
+const { bindings, max_result_bytes: maxResultBytes, answered: wrapped } = await new Promise((resolve) => {
   onLine = (line) => resolve(JSON.parse(line));
 });
+answered = wrapped;
 // The channel keeps node alive only while a call waits for its reply.
 channel.unref();
 
@@ -80,11 +94,11 @@ onLine = (line) => {
 // Tool `tool` called by the code through `caller`.
 function request(tool, args, caller) {
   if (args !== undefined && (args === null || typeof args !== 'object' || Array.isArray(args))) {
-    throw thrownAt(caller, new TypeError(`${tool} takes one object of named arguments, as in ${tool}({ name: value }); got ${args === null ? 'null' : Array.isArray(args) ? 'an array' : typeof args}`));
+    throw calledAt(caller, new TypeError(`${tool} takes one object of named arguments, as in ${tool}({ name: value }); got ${args === null ? 'null' : Array.isArray(args) ? 'an array' : typeof args}`));
   }
   // Made now, filled in if the call fails: where the code made the call,
   // not where the reply arrived.
-  const error = thrownAt(caller, new PackError());
+  const error = calledAt(caller, new PackError());
   return new Promise((resolve, reject) => {
     const id = ++nextId;
     waiting.set(id, { resolve, reject, error });
@@ -107,7 +121,7 @@ for (const tool of bindings.tools) {
 // Prompt `listed` rendered with `args` (MCP's GetPromptResult), for `caller`.
 function render(listed, args, caller) {
   if (args !== undefined && (args === null || typeof args !== 'object' || Array.isArray(args))) {
-    throw thrownAt(caller, new TypeError(`prompt ${listed} takes one object of named arguments, as in ({ name: "value" })`));
+    throw calledAt(caller, new TypeError(`prompt ${listed} takes one object of named arguments, as in ({ name: "value" })`));
   }
   return request('prompts/get', { name: listed, arguments: args ?? {} }, caller);
 }
@@ -130,7 +144,7 @@ function members(what, kind, named) {
     get(target, key) {
       // `await pack` and serialisers probe these: absent, not an error.
       if (typeof key === 'symbol' || key in target || key === 'then' || key === 'toJSON') return target[key];
-      throw thrownAt(traps.get, new TypeError(`${what} has no ${kind} \`${key}\`; ${kind}s: ${listed || '(none)'}`));
+      throw calledAt(traps.get, new TypeError(`${what} has no ${kind} \`${key}\`; ${kind}s: ${listed || '(none)'}`));
     },
   };
   return new Proxy(named, traps);
@@ -201,6 +215,16 @@ function named(error) {
 }
 process.on('uncaughtExceptionMonitor', named);
 globalThis[Symbol.for('packhost.caught')] = named;
+
+// What nothing caught ends the run. Its first line, with the code's line, is
+// the failure's message and its stack goes to stderr: node's own report
+// would show the pack's wrapper code instead.
+process.on('uncaughtException', (error) => {
+  const stack = error instanceof Error ? String(error.stack) : `Uncaught ${inspect(error)}`;
+  const line = error !== null && typeof error === 'object' ? thrownAt.get(error) : undefined;
+  process.stderr.write(`${stack}\n`);
+  channel.write(`${JSON.stringify({ type: 'error', error: stack.split('\n')[0], line })}\n`, () => process.exit(1));
+});
 
 // Whether a value comes back as JSON unchanged: no Map, class instance,
 // function or cycle that JSON.stringify would quietly turn into `{}`.

@@ -15,8 +15,9 @@ use std::{
 use swc_common::{GLOBALS, Globals, SourceMap, errors::Handler, sync::Lrc};
 use swc_ts_fast_strip::{ErrorCode, Mode, Options, operate};
 
-/// Why a file could not be stripped: compiler-style diagnostics naming the
-/// file, line and column in the original code, with a caret excerpt.
+/// Why a file could not be stripped: a first line `SyntaxError: … (line L,
+/// column C)`, then compiler-style diagnostics naming the file, line and
+/// column in the original code, with a caret excerpt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StripError(pub String);
 
@@ -71,10 +72,15 @@ fn run(code: &str, filename: &str, mode: Mode) -> Result<String, (ErrorCode, Str
                 String::from_utf8_lossy(&sink.0.lock().unwrap_or_else(|e| e.into_inner()))
                     .trim_end()
                     .to_owned();
-            let text = if diagnostics.is_empty() {
-                format!("{filename}: TypeScript {}: {}", error.code, error.message)
-            } else {
-                format!("{filename}: TypeScript syntax error\n{diagnostics}")
+            // The first line says what and where, as a thrown error's does.
+            let text = match (
+                crate::instrument::syntax_error(code, true),
+                diagnostics.is_empty(),
+            ) {
+                (Some(first), true) => first,
+                (Some(first), false) => format!("{first}\n{diagnostics}"),
+                (None, true) => format!("{filename}: TypeScript {}: {}", error.code, error.message),
+                (None, false) => format!("{filename}: TypeScript syntax error\n{diagnostics}"),
             };
             Err((error.code, text))
         }
@@ -124,7 +130,12 @@ mod tests {
     #[test]
     fn a_syntax_error_names_the_file_and_original_line() {
         let err = strip_types("const a = 1;\n\nconst x: number = ;\n", "input.ts").unwrap_err();
-        assert!(err.0.contains("TypeScript syntax error"), "{}", err.0);
+        assert!(
+            err.0
+                .starts_with("SyntaxError: Expression expected (line 3, column 19)\n"),
+            "{}",
+            err.0
+        );
         assert!(err.0.contains("input.ts:3:"), "{}", err.0);
         assert!(err.0.contains("const x: number = ;"), "{}", err.0);
     }

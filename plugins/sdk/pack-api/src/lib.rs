@@ -49,10 +49,11 @@ pub mod protocol;
 pub mod text;
 pub mod uri_template;
 mod wire;
+pub mod wording;
 pub use wire::{
-    Annotations, Catalog, CatalogPrompt, CatalogTool, ContentResult, Example, FunctionSpec,
-    Manifest, Owner, PromptArgumentSpec, PromptSpec, ResourceSpec, TaskSupport, TemplateSpec,
-    WireError, codes,
+    Annotations, Catalog, CatalogPrompt, CatalogSnippet, CatalogTool, ContentResult, Example,
+    FunctionSpec, Manifest, Owner, PromptArgumentSpec, PromptSpec, ResourceSpec, TaskSupport,
+    TemplateSpec, WireError, codes,
 };
 
 /// Outcome of one call crossing the ABI: `ROk(result JSON)` or

@@ -38,6 +38,30 @@ pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str
         .unwrap_or_default()
 }
 
+/// "pack `p` has no function `f`; did you mean `g`? (has: g, h)", the one
+/// wording wherever a function is not found.
+pub fn no_function<'a, I>(pack: &str, function: &str, names: I) -> String
+where
+    I: IntoIterator<Item = &'a str>,
+    I::IntoIter: Clone,
+{
+    let names = names.into_iter();
+    let has: Vec<&str> = names.clone().collect();
+    let has = if has.is_empty() {
+        "none".to_owned()
+    } else {
+        has.join(", ")
+    };
+    match suggestion(function, names) {
+        Some(close) => {
+            format!(
+                "pack `{pack}` has no function `{function}`; did you mean `{close}`? (has: {has})"
+            )
+        }
+        None => format!("pack `{pack}` has no function `{function}` (has: {has})"),
+    }
+}
+
 /// Edits from `a` to `b` over chars: insert, delete, replace, or swap two
 /// neighbours, each one edit (optimal string alignment), since a swap is
 /// the commonest typo ("shwo").

@@ -227,6 +227,10 @@ pub struct Catalog {
     pub packs: std::collections::BTreeMap<String, String>,
     /// `alias -> pack.function`.
     pub aliases: std::collections::BTreeMap<String, String>,
+    /// The `[snippets]` the caller may use: name -> how to write it. (Hosts
+    /// before it did not send them.)
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub snippets: std::collections::BTreeMap<String, CatalogSnippet>,
     /// The `[projects]` this caller may see: name -> absolute path.
     pub projects: std::collections::BTreeMap<String, String>,
     /// The host's `[identity]`: who a call is when the transport does not
@@ -234,6 +238,17 @@ pub struct Catalog {
     /// recorded owners belongs to it. (Hosts before it did not say.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<Owner>,
+}
+
+/// A `[snippets]` entry of the host's config: a command template that
+/// `run` expands from `$name key=value`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct CatalogSnippet {
+    /// `$find pattern project="packhost"`: its parameters, each with its
+    /// default when it has one.
+    pub usage: String,
+    /// What it does.
+    pub description: String,
 }
 
 /// Who a call is, or who owns a piece of state: an organisation and a user

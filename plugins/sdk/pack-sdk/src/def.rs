@@ -17,6 +17,21 @@ use crate::{
 type Init<S> = Box<dyn Fn(Value, Host) -> Result<S, PackError> + Send + Sync>;
 pub(crate) type Shutdown<S> = Arc<dyn Fn(Arc<S>) -> BoxFuture<()> + Send + Sync>;
 
+/// Pack `name`'s `config` refused with serde's `message`: a value of the
+/// wrong type in plain words, naming its key when it can be found.
+fn config_error(name: &str, config: &Value, message: &str) -> PackError {
+    use pack_api::wording::{invalid_type, key_of, wrong_type};
+    let what = match invalid_type(message) {
+        Some((got, expected)) => {
+            let key = key_of(config, got).unwrap_or_else(|| "value".to_owned());
+            wrong_type(&key, got, expected)
+        }
+        None => message.to_owned(),
+    };
+    PackError::invalid_argument(format!("config of pack `{name}`: {what}"))
+        .with_help(format!("fix `config` of `[packs.{name}]` in packs.toml"))
+}
+
 /// A whole pack: built by the function given to [`export_pack!`](crate::export_pack).
 ///
 /// Its state (`S`) is made once from the pack's `config` table and shared by
@@ -87,9 +102,9 @@ impl<S: Send + Sync + 'static> PackDef<S> {
             name,
             description,
             init: Box::new(move |config, host| {
-                let config = serde_json::from_value(config).map_err(|e| {
-                    PackError::invalid_argument(format!("config of pack `{name}`: {e}"))
-                })?;
+                let given = config.clone();
+                let config = serde_json::from_value(config)
+                    .map_err(|e| config_error(name, &given, &e.to_string()))?;
                 init(config, host)
             }),
             functions: Vec::new(),

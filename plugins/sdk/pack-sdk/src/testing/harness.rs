@@ -80,14 +80,10 @@ impl PackTest {
         let Some((spec, input, output)) = self.functions.get(function) else {
             return Err(PackError::new(
                 codes::UNKNOWN_FUNCTION,
-                format!(
-                    "pack `{}` has no function `{function}` (has: {})",
-                    self.name,
-                    self.functions
-                        .keys()
-                        .cloned()
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                pack_api::names::no_function(
+                    &self.name,
+                    function,
+                    self.functions.keys().map(String::as_str),
                 ),
             ));
         };
