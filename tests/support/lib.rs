@@ -51,9 +51,12 @@ pub fn build_dir() -> PathBuf {
     }
 }
 
-/// The `packhost` binary built beside the tests.
+/// The `packhost` binary built beside the tests, or `$PACKHOST_BIN` (a
+/// benchmark measuring another build, with its packs beside it, in the
+/// same run).
 pub fn packhost_bin() -> PathBuf {
-    let bin = build_dir().join("packhost");
+    let bin = std::env::var_os("PACKHOST_BIN")
+        .map_or_else(|| build_dir().join("packhost"), PathBuf::from);
     assert!(
         bin.is_file(),
         "{} is missing: build the workspace first (`./dev test` does)",
