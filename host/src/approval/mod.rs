@@ -126,9 +126,7 @@ impl Approvals {
             .into()),
         }
     }
-}
 
-impl Approvals {
     /// Each rule by name, with those of `functions` (full name, whether
     /// destructive) it asks about: a function is asked about by the first
     /// rule that matches it, as a call is.
