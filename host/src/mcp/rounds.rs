@@ -187,7 +187,7 @@ impl<T: Send + 'static> Rounds<T> {
         let state = retry
             .state
             .as_deref()
-            .map(|state| self.open(state, &binding))
+            .map(|state| self.states.open::<State>(state, &binding))
             .transpose()?;
         let responses = retry.responses.unwrap_or_default();
         let held = state.as_ref().and_then(|state| self.take(&state.id, owner));
@@ -216,14 +216,16 @@ impl<T: Send + 'static> Rounds<T> {
                 // Not held here: run again, answered by what the state
                 // carries and the retry's answers to the questions it asked;
                 // a first request's answers were given before any question.
-                let (mut given, mut unasked) = (Answers::new(), Answers::new());
-                match state {
-                    Some(State { answers, asked, .. }) => {
-                        given = answers;
-                        given.extend(responses.into_iter().filter(|(key, _)| asked.contains(key)));
+                let (given, unasked) = match state {
+                    Some(State {
+                        mut answers, asked, ..
+                    }) => {
+                        let retried = responses.into_iter().filter(|(key, _)| asked.contains(key));
+                        answers.extend(retried);
+                        (answers, Answers::new())
                     }
-                    None => unasked = responses.into_iter().collect(),
-                }
+                    None => (Answers::new(), responses.into_iter().collect()),
+                };
                 let (sender, questions) = mpsc::unbounded_channel();
                 let ask = RetryAsk {
                     given: given.clone(),
@@ -308,10 +310,6 @@ impl<T: Send + 'static> Rounds<T> {
             .filter_map(|(key, q)| Some((key.clone(), serde_json::from_value(q.clone()).ok()?)))
             .collect();
         InputRequiredResult::new(Some(requests), Some(sealed))
-    }
-
-    fn open(&self, state: &str, binding: &str) -> Result<State, ErrorData> {
-        self.states.open(state, binding)
     }
 
     /// The call held under `id` for `owner` (the state's binding already
@@ -456,11 +454,26 @@ mod tests {
     use super::*;
     use crate::mcp::states::SpentHere;
 
-    fn rounds() -> Rounds<String> {
+    /// States sealed with one test key, as instances sharing it have.
+    fn states() -> Arc<States> {
         let spent = Arc::new(SpentHere::default());
-        Rounds::new(Arc::new(
-            States::with_key(vec![7; 32], HELD_FOR, spent).unwrap(),
-        ))
+        Arc::new(States::with_key(vec![7; 32], HELD_FOR, spent).unwrap())
+    }
+
+    fn rounds() -> Rounds<String> {
+        Rounds::new(states())
+    }
+
+    /// A request of `owner` to the test's tool, retrying with `retry`.
+    fn request(owner: &Owner, retry: Retry) -> Request<'_> {
+        Request {
+            owner,
+            binding: "tools/call\ngreet",
+            retry,
+            capabilities: elicitation(),
+            cancelled: CancellationToken::new(),
+            escalate_after: None,
+        }
     }
 
     fn elicitation() -> ClientCapabilities {
@@ -534,15 +547,9 @@ mod tests {
         responses: Option<InputResponses>,
         starts: &Arc<AtomicUsize>,
     ) -> Result<Step<String>, ErrorData> {
-        let request = Request {
-            owner: &owner(user),
-            binding: "tools/call\ngreet",
-            retry: Retry { state, responses },
-            capabilities: elicitation(),
-            cancelled: CancellationToken::new(),
-            escalate_after: None,
-        };
-        rounds.run(request, greeter(starts)).await
+        let owner = owner(user);
+        let retry = Retry { state, responses };
+        rounds.run(request(&owner, retry), greeter(starts)).await
     }
 
     fn state_of(step: Result<Step<String>, ErrorData>) -> String {
@@ -606,16 +613,12 @@ mod tests {
     async fn answers_sent_up_front_answer_a_packs_questions_but_never_an_approval() {
         let (rounds, starts) = (rounds(), Arc::new(AtomicUsize::new(0)));
         let ada = owner("ada");
-        let first = || Request {
-            owner: &ada,
-            binding: "tools/call\ngreet",
-            retry: Retry {
+        let first = || {
+            let up_front = Retry {
                 state: None,
                 responses: Some(answer("Ada")),
-            },
-            capabilities: elicitation(),
-            cancelled: CancellationToken::new(),
-            escalate_after: None,
+            };
+            request(&ada, up_front)
         };
         let pack = rounds.run(first(), asker(&starts, &["name"], false));
         assert_eq!(done(pack.await), "\"Ada\"", "SEP-2322's answers up front");
@@ -657,22 +660,13 @@ mod tests {
     #[tokio::test]
     async fn a_call_run_again_takes_answers_only_to_the_questions_its_state_asked() {
         let starts = Arc::new(AtomicUsize::new(0));
-        let states = Arc::new(
-            States::with_key(vec![7; 32], HELD_FOR, Arc::new(SpentHere::default())).unwrap(),
-        );
+        let states = states();
         // Two instances sharing a key: a call held on one is not held on
         // the other, which runs it again.
         let here = Rounds::<String>::new(Arc::clone(&states));
         let elsewhere = Rounds::<String>::new(states);
         let ada = owner("ada");
-        let request = |retry| Request {
-            owner: &ada,
-            binding: "tools/call\ntwo",
-            retry,
-            capabilities: elicitation(),
-            cancelled: CancellationToken::new(),
-            escalate_after: None,
-        };
+        let request = |retry| request(&ada, retry);
         let keys = ["first", "second"];
         let retry = |state, given: &[(&str, &str)]| Retry {
             state: Some(state),
