@@ -168,9 +168,19 @@ pub fn load(file: Option<&Path>) -> Result<Loaded, ConfigError> {
             ))
         })?;
         // Parsed by `toml` alone: it reports the line and column that figment
-        // loses, and figment's own TOML parser is a version behind.
-        let parsed = toml::from_str::<RawConfig>(&text)
-            .map_err(|e| ConfigError::one(parse_problem(&text, &e)).in_file(Some(path)))?;
+        // loses, and figment's own TOML parser is a version behind; the path
+        // of a value that does not fit is kept too.
+        let parsed = toml::de::Deserializer::parse(&text)
+            .map_err(|e| (e, None))
+            .and_then(|document| {
+                serde_path_to_error::deserialize::<_, RawConfig>(document).map_err(|e| {
+                    let key = e.path().to_string();
+                    (e.into_inner(), Some(key))
+                })
+            })
+            .map_err(|(e, key)| {
+                ConfigError::one(parse_problem(&text, &e, key.as_deref())).in_file(Some(path))
+            })?;
         from_file = Some(parsed);
         file_aliases = aliases_in(&text);
         snippet_lines = snippets_in(&text);
@@ -197,21 +207,20 @@ pub fn load(file: Option<&Path>) -> Result<Loaded, ConfigError> {
 }
 
 /// What `toml` refused in `text`, on one line with where it is, then
-/// `toml`'s excerpt: a value of the wrong type in plain words, anything
-/// else as `toml` says it.
-fn parse_problem(text: &str, e: &toml::de::Error) -> ConfigProblem {
+/// `toml`'s excerpt: a value of the wrong type (at `key`) in plain words,
+/// anything else as `toml` says it.
+fn parse_problem(text: &str, e: &toml::de::Error, key: Option<&str>) -> ConfigProblem {
     let said = e.to_string();
     let Some(span) = e.span() else {
         return ConfigProblem::new(ConfigCode::Syntax, said.trim_end());
     };
     let before = &text[..span.start];
     let line = before.matches('\n').count() + 1;
-    let what = match invalid_type(e.message()) {
-        Some((got, expected)) => format!(
-            "line {line}: {}",
-            wrong_type(&key_before(before), got, expected)
-        ),
-        None => {
+    let what = match (invalid_type(e.message()), key) {
+        (Some((got, expected)), Some(key)) => {
+            format!("line {line}: {}", wrong_type(key, got, expected))
+        }
+        _ => {
             let line_start = before.rfind('\n').map_or(0, |nl| nl + 1);
             let column = before[line_start..].chars().count() + 1;
             format!("line {line}, column {column}: {}", e.message().trim_end())
@@ -222,28 +231,6 @@ fn parse_problem(text: &str, e: &toml::de::Error) -> ConfigProblem {
         ConfigCode::Syntax,
         format!("{what}\n{}", excerpt.join("\n")),
     )
-}
-
-/// The dotted key whose value starts right after `before`: the `[section]`
-/// above it and the key on its line.
-fn key_before(before: &str) -> String {
-    let own = before.rsplit('\n').next().unwrap_or_default();
-    let own = own.trim_end().trim_end_matches('=').trim_end();
-    let start = own
-        .rfind(|c: char| !(c.is_ascii_alphanumeric() || "_-.\"'".contains(c)))
-        .map_or(0, |i| i + 1);
-    let key = own[start..].replace(['"', '\''], "");
-    let section = before
-        .lines()
-        .rev()
-        .skip(1)
-        .map(str::trim)
-        .find(|l| l.starts_with('['))
-        .map(|l| l.trim_matches(['[', ']']).trim());
-    match section {
-        Some(section) if !key.is_empty() => format!("{section}.{key}"),
-        _ => key,
-    }
 }
 
 /// Give each snippet its place, and refuse those whose body cannot render
