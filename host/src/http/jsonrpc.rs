@@ -15,7 +15,7 @@ use axum::{
 };
 use rmcp::model::{
     self as m, CallToolRequest, CallToolRequestParams, CancelTaskParams, CancelTaskRequest,
-    ClientJsonRpcMessage, CompleteRequest, CompleteRequestParams, ConstString as _,
+    ClientJsonRpcMessage, ClientRequest, CompleteRequest, CompleteRequestParams, ConstString as _,
     DiscoverRequest, DiscoverRequestParams, GetPromptRequest, GetPromptRequestParams,
     GetSkillRequest, GetSkillRequestParams, GetTaskParams, GetTaskRequest, InitializeRequest,
     InitializeRequestParams, ListPromptsRequest, ListResourceTemplatesRequest,
@@ -58,21 +58,28 @@ pub(super) fn check(body: &[u8], revision: Option<&str>) -> Option<Response> {
         }
     };
     let id = message.get("id").cloned().unwrap_or(Value::Null);
-    if let Some(method) = message.get("method").and_then(Value::as_str)
-        && message.get("id").is_some()
-        && !(REMOVED.contains(&method) && stateless(&message, revision))
+    let request = match ClientJsonRpcMessage::deserialize(&message) {
+        Ok(ClientJsonRpcMessage::Request(request)) => request.request,
+        Ok(_) => return None,
+        Err(e) => {
+            let text = format!(
+                "not a JSON-RPC 2.0 request, notification or response ({e}): send \
+                 {{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"…\", \"params\": {{…}}}}"
+            );
+            return Some(error(StatusCode::BAD_REQUEST, &id, INVALID_REQUEST, &text));
+        }
+    };
+    // A known method read as a custom request: its params did not fit.
+    let ClientRequest::CustomRequest(custom) = request else {
+        return None;
+    };
+    let method = custom.method.as_str();
+    if !(REMOVED.contains(&method) && stateless(&message, revision))
         && let Some((_, typed)) = KNOWN.iter().find(|(known, _)| *known == method)
         && let Err(why) = typed(&message)
     {
         let text = format!("invalid params of `{method}`: {why}");
         return Some(error(StatusCode::OK, &id, INVALID_PARAMS, &text));
-    }
-    if let Err(e) = ClientJsonRpcMessage::deserialize(&message) {
-        let text = format!(
-            "not a JSON-RPC 2.0 request, notification or response ({e}): send \
-             {{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"…\", \"params\": {{…}}}}"
-        );
-        return Some(error(StatusCode::BAD_REQUEST, &id, INVALID_REQUEST, &text));
     }
     None
 }
