@@ -96,12 +96,7 @@ async fn another_token_on_a_session_gets_what_an_unknown_session_gets_and_change
     // Nothing was ended: ada's session still serves her, as her.
     let whoami = session.post(ada, &call(3, "hello.whoami", json!({})));
     let mut events = Events::of(whoami.send().await.unwrap());
-    let answer = events
-        .until_response(&json!(3))
-        .await
-        .pop()
-        .unwrap()
-        .message;
+    let answer = events.response(&json!(3)).await;
     assert_eq!(
         answer["result"]["structuredContent"]["user"], "ada",
         "{answer}"
@@ -140,12 +135,7 @@ async fn another_token_can_neither_answer_a_pending_approval_nor_replay_the_stre
     let no = json!({"jsonrpc": "2.0", "id": question, "result": {"action": "decline"}});
     let answered = session.post(ada, &no).send().await.unwrap();
     assert_eq!(answered.status(), 202);
-    let result = events
-        .until_response(&json!(7))
-        .await
-        .pop()
-        .unwrap()
-        .message;
+    let result = events.response(&json!(7)).await;
     assert_eq!(result["result"]["isError"], true, "{result}");
     let said = result["result"]["content"][0]["text"]
         .as_str()

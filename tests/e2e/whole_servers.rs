@@ -7,7 +7,7 @@
 use packhost_tests::{
     TestHost,
     downstream::{HttpServer, everything_stdio},
-    http::{Events, HttpHost, RawSession},
+    http::{Events, HttpHost, RawSession, is_response_to},
     official::script_lines,
     ok, venv_python,
 };
@@ -384,7 +384,7 @@ async fn on_session(
             let sent = session.post(None, &reply).send().await.unwrap();
             assert_eq!(sent.status(), 202);
         }
-        let answered = message.get("method").is_none() && message["id"] == 1;
+        let answered = is_response_to(&message, &json!(1));
         seen.push(message);
         if answered {
             return seen;

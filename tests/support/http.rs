@@ -301,6 +301,12 @@ impl RawSession {
     }
 }
 
+/// Whether JSON-RPC `message` is the response to request `id` (not a
+/// request of the server's that reuses the number).
+pub fn is_response_to(message: &Value, id: &Value) -> bool {
+    message.get("method").is_none() && message["id"] == *id
+}
+
 /// The events of a streamed (SSE) answer, read as they come.
 pub struct Events {
     response: reqwest::Response,
@@ -363,17 +369,16 @@ impl Events {
         }
     }
 
-    /// The events up to and including the response to request `id`.
-    pub async fn until_response(&mut self, id: &Value) -> Vec<Event> {
-        let mut events = Vec::new();
+    /// The response to request `id`, past the events before it.
+    pub async fn response(&mut self, id: &Value) -> Value {
+        let mut passed = Vec::new();
         while let Some(event) = self.next().await {
-            let answered = event.message.get("method").is_none() && event.message["id"] == *id;
-            events.push(event);
-            if answered {
-                return events;
+            if is_response_to(&event.message, id) {
+                return event.message;
             }
+            passed.push(event);
         }
-        panic!("the stream ended without the response to {id}: {events:#?}");
+        panic!("the stream ended without the response to {id}: {passed:#?}");
     }
 }
 
