@@ -49,6 +49,7 @@
 //!   has no `Serialize`.
 #![deny(missing_docs)]
 
+mod cache;
 mod clock;
 mod error;
 mod model;
@@ -112,13 +113,16 @@ pub trait IntegrationRepository: Send + Sync {
 /// home directory, as in every config path: `pack_api::paths`), whose file
 /// and parent directories are created when missing. Migrations run every
 /// time and are no-ops once applied. Errors name the database without a
-/// URL's password.
+/// URL's password. A SQLite file's lookups by id are answered from memory
+/// while the file is unchanged (any process's write is seen at once); a
+/// PostgreSQL database is asked every time.
 pub async fn open(database: &str) -> Result<Arc<dyn IntegrationRepository>, StoreError> {
     if database.starts_with("postgres://") || database.starts_with("postgresql://") {
         return Ok(Arc::new(PostgresRepository::connect(database).await?));
     }
     let path = sqlite_path(database)?;
-    Ok(Arc::new(SqliteRepository::open(&path).await?))
+    let repository = SqliteRepository::open(&path).await?;
+    Ok(Arc::new(cache::Cached::new(repository, &path)))
 }
 
 /// The SQLite file `database` names.

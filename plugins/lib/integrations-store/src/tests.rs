@@ -531,6 +531,37 @@ async fn reopening_keeps_data(database: String) {
     assert_eq!(second.list("acme").await.unwrap(), [added, kept]);
 }
 
+/// Lookups see another process's writes at once, however often the same id
+/// was looked up before: SQLite's lookups come from memory while its file
+/// is unchanged (`cache.rs`).
+async fn another_connections_writes_are_seen_at_once(database: String) {
+    let (reader, writer) = (
+        open(&database).await.unwrap(),
+        open(&database).await.unwrap(),
+    );
+    let id = writer.add(http("acme", "github")).await.unwrap().id;
+    let looked_up = async || reader.get(&id).await.unwrap().map(|found| found.enabled);
+    assert_eq!(looked_up().await, Some(true));
+    // Past the time after which the file's status is trusted: kept now.
+    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+    assert_eq!(looked_up().await, Some(true));
+    assert_eq!(looked_up().await, Some(true));
+    writer.set_enabled("acme", &id, false).await.unwrap();
+    assert_eq!(
+        looked_up().await,
+        Some(false),
+        "a disable is seen by the next lookup"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+    assert_eq!(looked_up().await, Some(false));
+    writer.remove("acme", &id).await.unwrap();
+    assert_eq!(
+        looked_up().await,
+        None,
+        "a removal is seen by the next lookup"
+    );
+}
+
 /// Runs each case on both backends: `sqlite::<case>`, `postgres::<case>`.
 macro_rules! on_both_backends {
     ($($case:ident),* $(,)?) => {
@@ -560,6 +591,7 @@ on_both_backends!(
     invalid_integrations_are_refused,
     summary_hides_secrets,
     reopening_keeps_data,
+    another_connections_writes_are_seen_at_once,
 );
 
 // ---------------------------------------------------------------------------
