@@ -34,7 +34,7 @@ use std::{
 
 use packhost_tests::{
     Recorder, TestHost,
-    bench::{Row, arg, ms, percentile, print_table, ratio},
+    bench::{Row, arg, cpu_time, ms, percentile, print_table, ratio},
     downstream::{everything_stdio, integrations},
     is_error, text,
 };
@@ -206,8 +206,16 @@ async fn main() {
         }
     }
     let mut walls = Vec::new();
+    // packhost's own CPU per call in the concurrent run (none for direct).
+    let mut host_cpu = Vec::new();
     for route in &routes {
+        let before = cpu_time(host.pid);
         walls.push(throughput(route, concurrent_calls).await);
+        host_cpu.push(
+            before
+                .zip(cpu_time(host.pid))
+                .map(|(a, b)| (b - a) / concurrent_calls as u32),
+        );
     }
     relayed(direct.peer(), host.client.peer(), calls, warmup).await;
     direct.cancel().await.expect("stop direct client");
@@ -227,8 +235,12 @@ async fn main() {
             percentile(&latencies[i], 0.99),
         );
         let rate = concurrent_calls as f64 / walls[i].as_secs_f64();
+        let cpu = match host_cpu[i] {
+            Some(cpu) if i > 0 => format!(" · packhost CPU {} µs/call", cpu.as_micros()),
+            _ => String::new(),
+        };
         let value = format!(
-            "p50 {} · p99 {} · {rate:.0} calls/s @{CALLERS}",
+            "p50 {} · p99 {} · {rate:.0} calls/s @{CALLERS}{cpu}",
             ms(p50),
             ms(p99)
         );

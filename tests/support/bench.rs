@@ -47,6 +47,19 @@ pub fn memory_kib(pid: u32, field: &str) -> Option<u64> {
     line.split_whitespace().next()?.parse().ok()
 }
 
+/// CPU time process `pid` has used so far, all its threads (user and
+/// system; 10 ms ticks): what a figure costs the machine, which a busy
+/// machine stretches far less than wall time.
+pub fn cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command, which may hold spaces, in its parentheses.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<u64>().ok();
+    // utime and stime are fields 14 and 15 of stat(5); `fields[0]` is 3.
+    let (user, system) = (ticks(11)?, ticks(12)?);
+    Some(Duration::from_millis((user + system) * 10))
+}
+
 /// Milliseconds with three decimals.
 pub fn ms(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1000.0)
