@@ -55,7 +55,7 @@ impl Config {
 }
 
 fn default_pool_size() -> usize {
-    4
+    2
 }
 
 fn default_pool_idle_secs() -> u64 {
