@@ -568,6 +568,46 @@ async fn idle_interpreters_end_with_the_host() {
     panic!("idle interpreters outlived the host: {idle:?}");
 }
 
+/// Polls `interpreters_of(pid)` until `done` says so (up to 20 s).
+async fn interpreters_until(pid: u32, done: impl Fn(&[u32]) -> bool) -> Vec<u32> {
+    let mut seen = Vec::new();
+    for _ in 0..1000 {
+        seen = interpreters_of(pid);
+        if done(&seen) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    seen
+}
+
+/// The pool follows demand: after `pool_idle_secs` without a call the pack
+/// holds no Python at all (the ready children and the zygote are stopped),
+/// and the next call starts them again.
+#[tokio::test]
+async fn an_idle_pack_stops_its_interpreters_and_the_next_call_starts_them() {
+    let host = TestHost::start(&config("config = { pool_idle_secs = 1 }")).await;
+    assert_eq!(py(&host, "1+1").await["result"], 2);
+    let warm = interpreters_until(host.pid, |seen| !seen.is_empty()).await;
+    assert_eq!(warm.len(), 1, "one warm zygote should be waiting");
+    let idle = interpreters_until(host.pid, <[u32]>::is_empty).await;
+    assert!(
+        idle.is_empty(),
+        "the zygote outlived the idle period: {idle:?}"
+    );
+    // The zygote stops only once its children are reaped; its own group
+    // goes too (a killed process ends in steps).
+    for zygote in &warm {
+        if let Err(live) = wait_group_gone(*zygote, Duration::from_secs(5)).await {
+            panic!("a process of zygote {zygote} outlived it: {live:?}");
+        }
+    }
+    assert_eq!(py(&host, "2+2").await["result"], 4);
+    let again = interpreters_until(host.pid, |seen| !seen.is_empty()).await;
+    assert_eq!(again.len(), 1, "the next call starts a zygote again");
+    assert_ne!(again, warm, "a new zygote, not the stopped one");
+}
+
 /// Calls logged as done by the host, in order (`tool=…` of each `call done`).
 fn calls_done(host: &TestHost) -> Vec<String> {
     host.stderr()

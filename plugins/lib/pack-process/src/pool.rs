@@ -1,15 +1,18 @@
-//! Pre-started children, one handed out per call, replaced in the background.
+//! Pre-started children, one handed out per call, replaced in the background;
+//! as many kept ready as recent calls needed.
 
 use std::{
     future::Future,
     io,
     pin::Pin,
     sync::{
-        Arc, Mutex,
+        Arc, Mutex, Weak,
         atomic::{AtomicUsize, Ordering},
     },
     time::Duration,
 };
+
+use tokio::time::Instant;
 
 /// How long warm-up waits after a pack starts: the host's start-up
 /// (`initialize`, then `tools/list`) takes a few milliseconds, and starting
@@ -19,35 +22,82 @@ pub const WARM_UP_DELAY: Duration = Duration::from_millis(100);
 
 type Start<T> = Box<dyn Fn() -> Pin<Box<dyn Future<Output = io::Result<T>> + Send>> + Send + Sync>;
 
-/// Keeps up to `size` idle children ready. Each [`take`](Self::take) hands
-/// out a fresh one (never reused: calls stay isolated) and starts its
-/// replacement. Must be used inside a tokio runtime.
+/// How many children a [`WarmPool`] keeps ready: `initial` from the start;
+/// one more (up to `max`) each time a call found none ready and waited for
+/// a start; none after `idle` without a call. So a lone caller keeps as
+/// many as arrive while one starts, a burst as many as it had to wait for,
+/// and a quiet pack holds nothing (its next call starts one, and from then
+/// on one is kept).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Demand {
+    /// Kept ready from the start, before any call.
+    pub initial: usize,
+    /// Kept ready however busy.
+    pub max: usize,
+    /// After this long without a call, none.
+    pub idle: Duration,
+}
+
+/// Keeps idle children ready, as many as [`Demand`] says. Each
+/// [`take`](Self::take) hands out a fresh one (never reused: calls stay
+/// isolated) and starts its replacement. Must be used inside a tokio
+/// runtime.
 pub struct WarmPool<T> {
     inner: Arc<Inner<T>>,
 }
 
 struct Inner<T> {
     ready: Mutex<Vec<T>>,
-    size: usize,
+    demand: Demand,
+    /// Kept ready now: at most `demand.max`.
+    target: AtomicUsize,
     starting: AtomicUsize,
+    last_take: Mutex<Instant>,
     start: Start<T>,
     usable: fn(&mut T) -> bool,
 }
 
 impl<T: Send + 'static> WarmPool<T> {
-    /// A pool of `size` children made by `start`; `usable` tells whether an
-    /// idle one is still alive. Starts filling after [`WARM_UP_DELAY`] (a
-    /// `take` before then starts a child at once).
+    /// A pool that always keeps `size` children ready, made by `start`;
+    /// `usable` tells whether an idle one is still alive. Starts filling
+    /// after [`WARM_UP_DELAY`] (a `take` before then starts a child at once).
     pub fn new<F, Fut>(size: usize, start: F, usable: fn(&mut T) -> bool) -> Self
     where
         F: Fn() -> Fut + Send + Sync + 'static,
         Fut: Future<Output = io::Result<T>> + Send + 'static,
     {
+        let fixed = Demand {
+            initial: size,
+            max: size,
+            idle: Duration::MAX,
+        };
+        Self::following(fixed, start, usable, || {})
+    }
+
+    /// A pool whose ready children follow `demand` (see [`Demand`]);
+    /// `emptied` runs each time an idle period has emptied it (to stop what
+    /// makes the children). Otherwise as [`new`](Self::new).
+    pub fn following<F, Fut>(
+        demand: Demand,
+        start: F,
+        usable: fn(&mut T) -> bool,
+        emptied: impl Fn() + Send + 'static,
+    ) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = io::Result<T>> + Send + 'static,
+    {
+        let demand = Demand {
+            initial: demand.initial.min(demand.max),
+            ..demand
+        };
         let pool = Self {
             inner: Arc::new(Inner {
                 ready: Mutex::new(Vec::new()),
-                size,
+                demand,
+                target: AtomicUsize::new(demand.initial),
                 starting: AtomicUsize::new(0),
+                last_take: Mutex::new(Instant::now()),
                 start: Box::new(move || Box::pin(start())),
                 usable,
             }),
@@ -58,29 +108,27 @@ impl<T: Send + 'static> WarmPool<T> {
             if let Some(inner) = inner.upgrade() {
                 refill(&inner);
             }
+            empty_when_idle(inner, emptied).await;
         });
         pool
     }
 
-    /// A fresh child: a ready one if there is one, else one started now.
-    /// Its replacement starts at once.
+    /// A fresh child: a ready one if there is one, else one started now
+    /// (and one more kept ready from now on). Its replacement starts at once.
     pub async fn take(&self) -> io::Result<T> {
+        *lock(&self.inner.last_take) = Instant::now();
         let child = self.take_ready().await;
-        self.refill();
+        refill(&self.inner);
         child
     }
 
     async fn take_ready(&self) -> io::Result<T> {
+        let inner = &self.inner;
         let ready = loop {
-            let candidate = self
-                .inner
-                .ready
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .pop();
+            let candidate = lock(&inner.ready).pop();
             match candidate {
                 Some(mut child) => {
-                    if (self.inner.usable)(&mut child) {
+                    if (inner.usable)(&mut child) {
                         break Some(child);
                     }
                 }
@@ -89,30 +137,39 @@ impl<T: Send + 'static> WarmPool<T> {
         };
         match ready {
             Some(child) => Ok(child),
-            None => (self.inner.start)().await,
+            None => {
+                let max = inner.demand.max;
+                let _ = inner
+                    .target
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                        (n < max).then_some(n + 1)
+                    });
+                (inner.start)().await
+            }
         }
+    }
+
+    /// How many children are ready now.
+    pub fn ready(&self) -> usize {
+        lock(&self.inner.ready).len()
     }
 
     /// Drop every idle child (their drop kills them).
     pub fn clear(&self) {
-        self.inner
-            .ready
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
-    }
-
-    fn refill(&self) {
-        refill(&self.inner);
+        lock(&self.inner.ready).clear();
     }
 }
 
-/// Start children until `size` are ready or starting.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Start children until the target are ready or starting.
 fn refill<T: Send + 'static>(inner: &Arc<Inner<T>>) {
     loop {
-        let ready = inner.ready.lock().unwrap_or_else(|e| e.into_inner()).len();
+        let ready = lock(&inner.ready).len();
         let starting = inner.starting.load(Ordering::SeqCst);
-        if ready + starting >= inner.size {
+        if ready + starting >= inner.target.load(Ordering::SeqCst) {
             return;
         }
         inner.starting.fetch_add(1, Ordering::SeqCst);
@@ -121,12 +178,44 @@ fn refill<T: Send + 'static>(inner: &Arc<Inner<T>>) {
             let started = (inner.start)().await;
             inner.starting.fetch_sub(1, Ordering::SeqCst);
             if let Ok(child) = started {
-                inner
-                    .ready
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(child);
+                lock(&inner.ready).push(child);
             }
         });
+    }
+}
+
+/// Nothing ready once no child was taken for `idle` (the ready ones are
+/// dropped, which kills them), then `emptied`; looked at again every `idle`
+/// while nothing is taken.
+async fn empty_when_idle<T>(inner: Weak<Inner<T>>, emptied: impl Fn()) {
+    // The last take the pool was emptied after.
+    let mut emptied_after = None;
+    loop {
+        let Some((since, idle)) = inner
+            .upgrade()
+            .map(|inner| (*lock(&inner.last_take), inner.demand.idle))
+        else {
+            return;
+        };
+        let Some(due) = since.checked_add(idle) else {
+            return; // never idle for that long
+        };
+        let due = if emptied_after == Some(since) {
+            Instant::now() + idle
+        } else {
+            due
+        };
+        tokio::time::sleep_until(due).await;
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        if emptied_after == Some(since) || *lock(&inner.last_take) != since {
+            continue; // already emptied, or taken from meanwhile
+        }
+        inner.target.store(0, Ordering::SeqCst);
+        let ready = std::mem::take(&mut *lock(&inner.ready));
+        drop(ready);
+        emptied_after = Some(since);
+        emptied();
     }
 }

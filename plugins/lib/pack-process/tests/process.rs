@@ -5,11 +5,15 @@ use std::{
     collections::BTreeMap,
     os::unix::process::ExitStatusExt,
     process::Stdio,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
     time::{Duration, Instant},
 };
 
 use pack_process::{
-    Adopted, Confined, EnvAllowList, Exit, Mode, Pidfd, Policy, ProcessGroup, Sandbox,
+    Adopted, Confined, Demand, EnvAllowList, Exit, Mode, Pidfd, Policy, ProcessGroup, Sandbox,
     TRUNCATED_MARKER, WarmPool, live_members,
 };
 
@@ -189,6 +193,56 @@ async fn a_pool_hands_out_fresh_children_and_refills() {
     drop((first, second));
     wait_until_gone(a).await;
     wait_until_gone(b).await;
+}
+
+/// Until `done` holds (up to 10 s).
+async fn eventually(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_pool_following_demand_grows_when_a_call_waits_and_empties_when_idle() {
+    let emptied = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&emptied);
+    let demand = Demand {
+        initial: 1,
+        max: 3,
+        idle: Duration::from_millis(500),
+    };
+    let pool = WarmPool::following(
+        demand,
+        || async { ProcessGroup::spawn(sh("sleep 30")) },
+        |group: &mut ProcessGroup| group.is_running(),
+        move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+        },
+    );
+    eventually("the initial child never got ready", || pool.ready() == 1).await;
+    // The first take finds one ready, the second none: from then on two are kept.
+    let first = pool.take().await.unwrap();
+    let second = pool.take().await.unwrap();
+    eventually("the pool did not grow to 2 after a wait", || {
+        pool.ready() == 2
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(pool.ready(), 2, "grew past what calls waited for");
+    assert_eq!(emptied.load(Ordering::SeqCst), 0);
+    // Idle: nothing kept, and the ready children are ended.
+    drop((first, second));
+    eventually("the idle pool kept children", || {
+        pool.ready() == 0 && emptied.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    // The next call starts its own, and one is kept again.
+    let next = pool.take().await.unwrap();
+    assert!(next.is_running());
+    eventually("no child kept after the next call", || pool.ready() == 1).await;
+    pool.clear();
 }
 
 /// Issue 23: once a leader is reaped its pid (and group number) may go to

@@ -1,7 +1,8 @@
 //! `[packs.exec_py] config`: what the pack reads at start.
 
-use std::path::PathBuf;
+use std::{path::PathBuf, time::Duration};
 
+use pack_process::Demand;
 use pack_sdk::config::Children;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -14,10 +15,16 @@ pub struct Config {
     /// real binary. A leading `~` is the home directory.
     #[serde(default, deserialize_with = "pack_sdk::paths::deserialize_home")]
     pub python: Option<PathBuf>,
-    /// Interpreters forked ahead of demand, each already confined to its
-    /// own folder and cgroup.
+    /// The most interpreters kept forked ahead of demand, each already
+    /// confined to its own folder and cgroup: one from the start, one more
+    /// each time a call had to wait for a fork, none (and no zygote) after
+    /// `pool_idle_secs` without a call. 0: every call forks its own.
     #[serde(default = "default_pool_size")]
     pub pool_size: usize,
+    /// Seconds without a call after which the ready interpreters and the
+    /// zygote are stopped (the next call starts them again).
+    #[serde(default = "default_pool_idle_secs")]
+    pub pool_idle_secs: u64,
     /// `env_allow` (`TMPDIR` is set besides, to the call's own temporary
     /// folder), `sandbox` and `limits` of each interpreter: confined to its
     /// folder, no network, bounded.
@@ -36,8 +43,23 @@ pub struct Config {
     pub cwd_writable: bool,
 }
 
+impl Config {
+    /// How many interpreters are kept forked ahead of calls.
+    pub fn demand(&self) -> Demand {
+        Demand {
+            initial: 1,
+            max: self.pool_size,
+            idle: Duration::from_secs(self.pool_idle_secs),
+        }
+    }
+}
+
 fn default_pool_size() -> usize {
     2
+}
+
+fn default_pool_idle_secs() -> u64 {
+    30
 }
 
 fn default_max_output() -> usize {

@@ -58,7 +58,7 @@ pub(crate) async fn run(
             .start(cwd, state.config.cwd_writable)
             .await
             .map_err(|e| PackError::internal(format!("cannot start Python: {e}")))?,
-        None => interpreters.fork(state.config.pool_size).await?,
+        None => interpreters.fork(state.config.demand()).await?,
     };
     let own = interpreter.dir.path();
     let request = call::Request {

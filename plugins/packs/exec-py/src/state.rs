@@ -7,7 +7,7 @@ use std::{
 };
 
 use beneath::{Dir, Links};
-use pack_process::{Python, WarmPool};
+use pack_process::{Demand, Python, WarmPool};
 use pack_sdk::PackError;
 use tokio::sync::OnceCell;
 
@@ -34,9 +34,9 @@ pub(crate) struct Interpreters {
     python: Option<PathBuf>,
     settings: Arc<Settings>,
     forks: ForkServer,
-    /// Children forked ahead of demand: moving a process into its cgroup
-    /// waits for the kernel (milliseconds on cgroup v1), so it is done
-    /// ahead of the calls.
+    /// Children forked ahead of demand, as many as recent calls took
+    /// (`Config::demand`): moving a process into its cgroup waits for the
+    /// kernel (milliseconds on cgroup v1), so it is done ahead of the calls.
     ready: OnceLock<WarmPool<Interpreter>>,
 }
 
@@ -64,21 +64,22 @@ impl Interpreters {
 
     /// A forked interpreter: a ready one, or one forked now; its
     /// replacement is forked at once.
-    pub(crate) async fn fork(self: &Arc<Self>, pool_size: usize) -> Result<Interpreter, PackError> {
+    pub(crate) async fn fork(self: &Arc<Self>, demand: Demand) -> Result<Interpreter, PackError> {
         // Says why there is no interpreter, if there is none.
         self.launcher().await?;
-        self.pool(pool_size)
+        self.pool(demand)
             .take()
             .await
             .map_err(|e| PackError::internal(format!("cannot start Python: {e}")))
     }
 
     /// The children forked ahead of demand; filling from the first use.
-    fn pool(self: &Arc<Self>, size: usize) -> &WarmPool<Interpreter> {
+    fn pool(self: &Arc<Self>, demand: Demand) -> &WarmPool<Interpreter> {
         self.ready.get_or_init(|| {
             let interpreters = Arc::downgrade(self);
-            WarmPool::new(
-                size,
+            let idle = Arc::downgrade(self);
+            WarmPool::following(
+                demand,
                 move || {
                     let interpreters = interpreters.clone();
                     async move {
@@ -93,6 +94,12 @@ impl Interpreters {
                     }
                 },
                 |interpreter: &mut Interpreter| interpreter.group.is_running(),
+                // An idle pack holds no Python at all.
+                move || {
+                    if let Some(interpreters) = idle.upgrade() {
+                        tokio::spawn(async move { interpreters.forks.stop_when_unused().await });
+                    }
+                },
             )
         })
     }
@@ -125,7 +132,7 @@ impl ExecPy {
         });
         // The pool fills behind the first `tools/list` (after its warm-up
         // delay), resolving Python first.
-        interpreters.pool(config.pool_size);
+        interpreters.pool(config.demand());
         Ok(Self {
             config,
             interpreters,

@@ -138,6 +138,12 @@ impl Zygote {
         !self.reader.is_finished()
     }
 
+    /// Whether a fork is under way or a child has not been reaped yet.
+    fn has_children(&self) -> bool {
+        let waiting = lock(&self.waiting);
+        !waiting.forks.is_empty() || !waiting.exits.is_empty()
+    }
+
     /// A fresh interpreter for one call: forked, confined to its own new
     /// folder and bounded by its own cgroup.
     pub async fn fork(&self, launcher: &Launcher) -> io::Result<Interpreter> {
@@ -311,7 +317,8 @@ fn lock(waiting: &Mutex<Waiting>) -> std::sync::MutexGuard<'_, Waiting> {
     waiting.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The pack's zygote, started on first use and again when it is gone.
+/// The pack's zygote, started on first use and again when it is gone or was
+/// stopped for being idle.
 #[derive(Default)]
 pub struct ForkServer {
     current: tokio::sync::Mutex<Option<Arc<Zygote>>>,
@@ -338,4 +345,34 @@ impl ForkServer {
     pub async fn stop(&self) {
         self.current.lock().await.take();
     }
+
+    /// Stop the zygote once it has no child left (an idle pack), waiting up
+    /// to [`UNUSED_WAIT`] for the children just dropped to be reaped; a fork
+    /// asked for meanwhile keeps it. Never while a call's child runs: the
+    /// zygote reports how its children end.
+    pub async fn stop_when_unused(&self) {
+        let deadline = tokio::time::Instant::now() + UNUSED_WAIT;
+        loop {
+            {
+                let mut current = self.current.lock().await;
+                let Some(zygote) = current.as_ref() else {
+                    return;
+                };
+                // Under the lock: a fork takes its zygote under it too.
+                if Arc::strong_count(zygote) == 1 && !zygote.has_children() {
+                    current.take();
+                    return;
+                }
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return;
+            }
+            tokio::time::sleep(UNUSED_POLL).await;
+        }
+    }
 }
+
+/// How long an idle pack waits for its dropped children to be reaped before
+/// it stops its zygote; and how often it looks.
+const UNUSED_WAIT: Duration = Duration::from_secs(2);
+const UNUSED_POLL: Duration = Duration::from_millis(20);
