@@ -84,7 +84,7 @@ const ESCAPES: &[&str] = &[
     "(async () => {}).constructor('return process')()",
     "setTimeout.constructor('return process')()",
     // Dynamic import, whose errors node makes in its own realm.
-    "[].constructor.constructor('return import(\"node:fs\")')()",
+    "(async () => { try { await [].constructor.constructor('return import(\"node:fs\")')() } catch (e) { return e.constructor.constructor('return process')() } })()",
     // Frames of the worker's own functions on the stack, through the V8
     // stack API, while it formats a value of the block's.
     "(() => { let seen; console.log('%s', { toString() { Error.prepareStackTrace = (_, frames) => frames; const frames = new Error().stack; Error.prepareStackTrace = undefined; seen = frames.map((f) => f.getThis() ?? f.getFunction()).find((x) => x !== undefined); return 'x'; } }); return seen ? seen.constructor.constructor('return process')() : 'no frame'; })()",
@@ -255,4 +255,42 @@ async fn sixteen_blocks_at_once_each_get_their_own_answer() {
         assert_eq!(out["stdout"], format!("block {i}\n"), "{out}");
     }
     assert!(workers(&host).len() <= 2, "at most `realm_workers` workers");
+}
+
+#[tokio::test]
+async fn a_cancelled_block_ends_its_worker_and_its_calls() {
+    let nb = Notebooks::new();
+    let host = TestHost::start(&format!(
+        "[packs.exec_ts]\nconfig = {{ notebooks_dir = {}, realm_workers = 1 }}\n{}",
+        crate::exec_ts::toml_path(nb.root.path()),
+        packhost_tests::hello_section("")
+    ))
+    .await;
+    let marker = nb.root.path().join("abandoned");
+    let code = format!(
+        "console.log('started');\nawait hello.sleep({{ ms: 60000, marker: {:?} }});",
+        marker.display().to_string()
+    );
+    let call = host.call("exec_ts.execute", json!({ "code": code }));
+    tokio::select! {
+        result = call => panic!("the block should still be waiting: {}", text(&result)),
+        () = async {
+            while workers(&host).is_empty() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        } => {}
+    }
+    let worker = workers(&host);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !marker.exists() || workers(&host) == worker {
+        assert!(
+            Instant::now() < deadline,
+            "after the cancel: worker {worker:?} → {:?}, nested call abandoned: {}",
+            workers(&host),
+            marker.exists()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(ts(&host, "1 + 1").await["result"], 2);
 }
