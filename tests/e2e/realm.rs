@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 
 use crate::exec_ts::Notebooks;
 
-/// The host's realm workers (node processes running the worker module).
-fn workers(host: &TestHost) -> Vec<u32> {
+/// The host's node processes whose command line contains `marker`.
+fn node_children(host: &TestHost, marker: &str) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -25,10 +25,17 @@ fn workers(host: &TestHost) -> Vec<u32> {
                 .next()
                 .and_then(|rest| rest.split_whitespace().nth(1));
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let cmdline = String::from_utf8_lossy(&cmdline);
             parent == Some(&host.pid.to_string())
-                && String::from_utf8_lossy(&cmdline).contains("packhost%3Aworker")
+                && cmdline.contains("node")
+                && cmdline.contains(marker)
         })
         .collect()
+}
+
+/// The host's realm workers (node processes running the worker module).
+fn workers(host: &TestHost) -> Vec<u32> {
+    node_children(host, "packhost%3Aworker")
 }
 
 async fn ts(host: &TestHost, code: &str) -> Value {
@@ -193,8 +200,9 @@ async fn an_uncaught_error_ends_the_block_as_it_ends_node() {
 async fn blocks_that_need_node_get_a_node_process() {
     let nb = Notebooks::new();
     let host = nb.host().await;
-    // Nothing idles before a block needs it.
-    assert!(workers(&host).is_empty());
+    // Nothing idles before a block needs it: no worker, no pooled node.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(node_children(&host, ""), Vec::<u32>::new());
     let out = ts(
         &host,
         "import fs from 'node:fs';\nconsole.log(typeof fs.readFileSync);\ntypeof process.pid",
