@@ -1,14 +1,22 @@
-//! `packhost-bench-exec-ts`: latency of `exec_ts.execute` on a line of
-//! TypeScript through the real host, beside references measured in the same
-//! run: `npx tsx` on the same file (how Srcbook runs TypeScript), the tsx
-//! binary itself, and a bare `node -e` spawn, all with the environment the
-//! pack gives its children. This machine is shared and noisy: read ratios.
+//! `packhost-bench-exec-ts`: latency of TypeScript through the real host,
+//! beside references measured in the same run.
+//! - `run` of a TypeScript block that needs nothing of node's (it runs in a
+//!   fresh realm of a warm worker), back to back and 16 at once, beside the
+//!   same block made to need node (`void process`: a node process per
+//!   call, the path every block took before) and a bare `node -e` spawn;
+//! - `exec_ts.execute` on the node path: beside `npx tsx` on the same file
+//!   (how Srcbook runs TypeScript), the tsx binary itself, and a bare
+//!   `node -e` spawn, all with the environment the pack gives its children.
 //!
-//! Usage: `packhost-bench-exec-ts [--calls N] [--gap-ms N] [--tsx-dir DIR]`
-//! (defaults 30 calls per row; pack calls spaced by 100 ms, as between an
-//! agent's calls, so the warm pool has refilled, and back to back; with the
-//! sandbox on and with `sandbox = "off"`; tsx is installed with npm into
-//! DIR, default `~/.cache/packhost-bench-tsx`, the first time).
+//! This machine is shared and noisy: read ratios.
+//!
+//! Usage: `packhost-bench-exec-ts [--calls N] [--gap-ms N] [--run-calls N]
+//! [--concurrent N] [--tsx-dir DIR]` (defaults 30 calls per `execute` row,
+//! spaced by 100 ms, as between an agent's calls, so the warm pool has
+//! refilled, and back to back; with the sandbox on and with `sandbox =
+//! "off"`; 300 `run` calls back to back per path and 320 at 16 in flight;
+//! tsx is installed with npm into DIR, default `~/.cache/packhost-bench-tsx`,
+//! the first time).
 
 use std::{
     path::{Path, PathBuf},
@@ -23,7 +31,15 @@ use packhost_tests::{
 };
 use serde_json::json;
 
-const CODE: &str = "const x: number = 1; console.log(x)";
+/// What `execute` runs on the node path (`void process` sends it there).
+const CODE: &str = "const x: number = 1; void process; console.log(x)";
+
+/// The `run` blocks: `1+1` in a realm, and made to need node.
+const REALM_BLOCK: &str = "```ts\n1+1\n```";
+const NODE_BLOCK: &str = "```ts\nvoid process;\n1+1\n```";
+
+/// How many `run` calls are in flight at once in the concurrent rows.
+const IN_FLIGHT: usize = 16;
 
 /// tsx in `dir/node_modules`, installed with npm when missing.
 fn ensure_tsx(dir: &Path) -> PathBuf {
@@ -103,9 +119,51 @@ async fn pack_samples(
     all.split_off(3)
 }
 
+/// `run block` through `host`, checking that it answers 2.
+async fn run_block(host: &TestHost, block: &str) {
+    let result = host.run(block).await;
+    assert!(!is_error(&result), "{}", text(&result));
+    assert_eq!(structured(&result)["result"], 2, "{}", text(&result));
+}
+
+/// `run block` back to back `calls` times (after 10 warm-ups), then
+/// `concurrent` times with [`IN_FLIGHT`] in flight: the latencies and the
+/// calls per second.
+async fn run_samples(
+    host: &TestHost,
+    block: &str,
+    calls: usize,
+    concurrent: usize,
+) -> (Vec<Duration>, f64) {
+    let back_to_back = samples(10, calls, async || run_block(host, block).await).await;
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let started = std::time::Instant::now();
+    let lanes = (0..IN_FLIGHT).map(|_| async {
+        while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < concurrent {
+            run_block(host, block).await;
+        }
+    });
+    futures_util::future::join_all(lanes).await;
+    let per_second = concurrent as f64 / started.elapsed().as_secs_f64();
+    (back_to_back, per_second)
+}
+
+/// A row of calls per second beside a reference of the same run.
+fn throughput(metric: &str, value: f64, target: &str, name: &str, reference: f64) -> Row {
+    Row {
+        metric: metric.to_owned(),
+        value: format!("{value:.0} calls/s"),
+        target: target.to_owned(),
+        reference: format!("{name}: {reference:.0} calls/s"),
+        ratio: format!("{:.2}x", value / reference),
+    }
+}
+
 #[tokio::main]
 async fn main() {
     let calls = arg("--calls", 30);
+    let run_calls = arg("--run-calls", 300);
+    let concurrent = arg("--concurrent", 320);
     let gap = Duration::from_millis(arg("--gap-ms", 100));
     let tsx_dir = arg("--tsx-dir", String::new());
     let tsx_dir = if tsx_dir.is_empty() {
@@ -118,6 +176,15 @@ async fn main() {
     let file = work.path().join("bench.ts");
     std::fs::write(&file, CODE).expect("write bench.ts");
     let notebooks = work.path().join("notebooks");
+
+    let host = TestHost::start(&format!(
+        "[packs.exec_ts]\nconfig = {{ notebooks_dir = {:?} }}\n",
+        notebooks.display().to_string()
+    ))
+    .await;
+    let (realm, realm_per_second) = run_samples(&host, REALM_BLOCK, run_calls, concurrent).await;
+    let (process, process_per_second) = run_samples(&host, NODE_BLOCK, run_calls, concurrent).await;
+    host.client.cancel().await.expect("stop client");
 
     let pooled = pack_samples(calls, &notebooks, 2, "on", gap).await;
     let unpooled = pack_samples(calls, &notebooks, 0, "on", gap).await;
@@ -146,6 +213,9 @@ async fn main() {
     .await;
 
     let median = |s: &[Duration]| percentile(s, 0.5);
+    let p99 = |s: &[Duration]| percentile(s, 0.99);
+    let (realm50, realm99, process50, process99) =
+        (median(&realm), p99(&realm), median(&process), p99(&process));
     let (pooled, unpooled, node, npx_tsx, tsx_bin) = (
         median(&pooled),
         median(&unpooled),
@@ -159,8 +229,32 @@ async fn main() {
         median(&off_back_to_back),
     );
     let row = Row::timed;
-    let execute = "`exec_ts.execute` (TypeScript) median";
+    let run = "`run` TypeScript `1+1` (realm), back to back";
+    let node_path = "same block needing node (a process per call)";
+    let execute = "`exec_ts.execute` (TypeScript, node path) median";
     let rows = [
+        row(
+            &format!("{run}, p50"),
+            realm50,
+            "≤ 5 ms",
+            &format!("{node_path}, p50"),
+            process50,
+        ),
+        row(&format!("{run}, p50"), realm50, "-", "bare `node -e`", node),
+        row(
+            &format!("{run}, p99"),
+            realm99,
+            "-",
+            &format!("{node_path}, p99"),
+            process99,
+        ),
+        throughput(
+            &format!("`run` TypeScript `1+1` (realm), {IN_FLIGHT} in flight"),
+            realm_per_second,
+            "≥ 200 calls/s",
+            node_path,
+            process_per_second,
+        ),
         row(execute, pooled, "≤ 0.2x", "`npx tsx bench.ts`", npx_tsx),
         row(execute, pooled, "-", "tsx binary", tsx_bin),
         row(execute, pooled, "≤ 1.2x", "bare `node -e`", node),

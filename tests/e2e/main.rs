@@ -28,6 +28,7 @@ mod pack_offers;
 mod proj;
 mod prompts;
 mod readme;
+mod realm;
 mod remote_mcp;
 mod remote_offers;
 mod results;

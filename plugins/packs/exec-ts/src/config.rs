@@ -36,6 +36,17 @@ pub struct Config {
     /// and `env`; 0 turns the pool off. Default 2.
     #[serde(default = "default_pool_size")]
     pub pool_size: usize,
+    /// Warm `node` workers that run `execute` blocks needing nothing of
+    /// node's, each in a fresh realm (see the pack's docs for which blocks):
+    /// at most this many at once, started when blocks need them; 0 runs
+    /// every block in a node process of its own. Default 2.
+    #[serde(default = "default_realm_workers")]
+    pub realm_workers: usize,
+    /// How long a realm worker waits for a block before it ends, in
+    /// milliseconds. Default 60000.
+    #[serde(default = "default_realm_idle_ms")]
+    #[schemars(range(min = 1))]
+    pub realm_idle_ms: u64,
     /// `share`, `max_sessions` (default 1000) and `max_sessions_per_owner`
     /// (default 100) of notebook sessions.
     #[serde(flatten)]
@@ -101,6 +112,14 @@ fn default_max_output() -> usize {
 
 fn default_pool_size() -> usize {
     2
+}
+
+fn default_realm_workers() -> usize {
+    2
+}
+
+fn default_realm_idle_ms() -> u64 {
+    60_000
 }
 
 #[cfg(test)]

@@ -1,9 +1,10 @@
-//! `exec_ts.execute`: a program in a fresh node process; and
+//! `exec_ts.execute`: a program in a fresh realm of a warm worker, or in a
+//! fresh node process when it needs node (`route.rs`); and
 //! `exec_ts.declarations`, what its code can call.
 
 use std::{collections::BTreeMap, path::PathBuf, sync::Arc, time::Instant};
 
-use pack_sdk::{Context, PackError};
+use pack_sdk::{Catalog, Context, PackError};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -11,6 +12,7 @@ use crate::{
     instrument,
     node::ExecOutput,
     notebook::Language,
+    route::{Route, route},
     state::{State, default_timeout, timeout_of},
     strip::strip_types,
     typecheck::NO_COMPILER,
@@ -99,17 +101,32 @@ pub(crate) async fn execute(
     };
     let instrumented = instrument::instrument(&js, true);
     let env = args.env.unwrap_or_default();
-    let mut output = state
-        .runner
-        .run_module(
-            instrumented,
-            cwd.as_ref().map(|cwd| (cwd, state.cwd_writable)),
-            &env,
-            timeout,
-            started,
-            &ctx,
-        )
-        .await?;
+    let catalog = ctx.catalog();
+    let realms = state
+        .realms
+        .as_ref()
+        .filter(|_| cwd.is_none() && env.is_empty())
+        .filter(|_| route(&js, |name| is_code_name(&catalog, name)) == Route::Realm);
+    let mut output = match realms {
+        Some(realms) => {
+            realms
+                .run(&instrumented, &catalog, timeout, started, &ctx)
+                .await?
+        }
+        None => {
+            state
+                .runner
+                .run_module(
+                    instrumented,
+                    cwd.as_ref().map(|cwd| (cwd, state.cwd_writable)),
+                    &env,
+                    timeout,
+                    started,
+                    &ctx,
+                )
+                .await?
+        }
+    };
     // Node names no line for a module that does not compile: the parser does.
     if output.exit_code != 0
         && output
@@ -125,6 +142,13 @@ pub(crate) async fn execute(
     }
     output.show_thrown_line(&args.code);
     output.into_result("the code")
+}
+
+/// Whether `name` is one the prelude makes a global: a pack's or an alias.
+fn is_code_name(catalog: &Catalog, name: &str) -> bool {
+    catalog.tools.iter().any(|tool| tool.pack == name)
+        || catalog.prompts.iter().any(|prompt| prompt.pack == name)
+        || catalog.aliases.contains_key(name)
 }
 
 pub(crate) async fn declarations(

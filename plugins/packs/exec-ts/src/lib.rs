@@ -9,8 +9,11 @@
 //! or the session's; no network unless configured; bounded memory,
 //! processes, CPU and files) and under `pack-process`'s rules (own process
 //! group killed whole on timeout, capped capture, environment allow-list).
-//! Calls with neither `cwd` nor `env` take an idle `node` from a warm pool
-//! (a fresh process per call, never reused).
+//! Calls with neither `cwd` nor `env` whose code needs nothing of node's
+//! (`route.rs` decides, before anything runs) run in a fresh JavaScript
+//! realm of a warm, confined `node` worker (`realm.rs`); the others take an
+//! idle `node` from a warm pool (a fresh process per call, never reused),
+//! filled from the first call that needs one.
 //!
 //! Functions, one family per file: `execute` and `declarations`
 //! (`execute.rs`); `session_create`, `session_list`, `session_delete`
@@ -31,6 +34,8 @@ pub mod node;
 pub mod notebook;
 pub mod npm;
 mod npm_install;
+mod realm;
+pub mod route;
 pub mod scratch;
 mod sessions;
 pub mod srcmd;
@@ -57,7 +62,8 @@ fn pack() -> PackDef<State> {
     .function_with(
         Function::new(
             "execute",
-            "Run TypeScript or JavaScript (an ES module: import, top-level await) in a fresh node process; \
+            "Run TypeScript or JavaScript (an ES module: import, top-level await) in a fresh JavaScript realm, \
+             or in a fresh node process when it imports or uses node's globals (process, Buffer, fetch, ...); \
              returns {stdout, stderr, exitCode, executionTime, result} (result: the last expression's value). \
              Every pack is a global of async functions taking one object: `await proj.list()`, \
              `await proj.read({name, path})`; a failed call throws `PackError` (code, message, help). \
@@ -187,7 +193,12 @@ fn pack() -> PackDef<State> {
         .destructive()
         .open_world(),
     )
-    .on_shutdown(|state: Arc<State>| async move { state.runner.shutdown() })
+    .on_shutdown(|state: Arc<State>| async move {
+        state.runner.shutdown();
+        if let Some(realms) = &state.realms {
+            realms.shutdown();
+        }
+    })
 }
 
 pack_sdk::export_pack!(pack);

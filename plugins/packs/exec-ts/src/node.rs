@@ -14,7 +14,7 @@ use std::{
     os::fd::{AsFd, OwnedFd},
     path::{Path, PathBuf},
     process::Stdio,
-    sync::{Arc, LazyLock},
+    sync::{Arc, LazyLock, OnceLock},
     time::{Duration, Instant},
 };
 
@@ -41,18 +41,21 @@ const PRELUDE: &str = include_str!("prelude.mjs");
 /// `--import` of the prelude, as a `data:` URL: nothing on disk for the
 /// sandbox to open. Encoded once: every node process takes it.
 fn prelude_import() -> [OsString; 2] {
-    static URL: LazyLock<String> = LazyLock::new(|| {
-        let mut url = String::from("data:text/javascript,");
-        for byte in PRELUDE.bytes() {
-            if byte.is_ascii_alphanumeric() || b"-_.~".contains(&byte) {
-                url.push(byte as char);
-            } else {
-                url.push_str(&format!("%{byte:02X}"));
-            }
-        }
-        url
-    });
+    static URL: LazyLock<String> = LazyLock::new(|| data_url(PRELUDE));
     ["--import".into(), URL.as_str().into()]
+}
+
+/// `source` as a `data:` URL node imports.
+pub(crate) fn data_url(source: &str) -> String {
+    let mut url = String::from("data:text/javascript,");
+    for byte in source.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-_.~".contains(&byte) {
+            url.push(byte as char);
+        } else {
+            url.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    url
 }
 
 /// What every run returns: `exec_ts.execute`, `exec_ts.cell_execute`,
@@ -161,7 +164,7 @@ impl ExecOutput {
         }
     }
 
-    fn from_finished(finished: Finished, started: Instant, timeout: Duration) -> Self {
+    pub(crate) fn from_finished(finished: Finished, started: Instant, timeout: Duration) -> Self {
         let mut stderr = finished.stderr.text;
         let note = match finished.exit {
             Exit::TimedOut => Some(format!(
@@ -227,7 +230,7 @@ impl std::fmt::Display for Thrown {
 /// The prelude's answer: the value of the last expression.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Answer {
+pub(crate) struct Answer {
     /// Present when there is a value, `null` included.
     #[serde(default, deserialize_with = "present")]
     result: Option<Value>,
@@ -239,6 +242,22 @@ struct Answer {
     error: Option<String>,
     #[serde(default)]
     line: Option<usize>,
+}
+
+impl Answer {
+    /// Its value, or what was thrown, on `output`.
+    pub(crate) fn fill(self, output: &mut ExecOutput) {
+        if self.result.is_some() || self.result_repr.is_some() {
+            output.result = self.result;
+            output.result_repr = self.result_repr;
+        }
+        if let Some(error) = self.error {
+            output.thrown = Some(Thrown {
+                error,
+                line: self.line,
+            });
+        }
+    }
 }
 
 /// A field that is there, even as `null` (which `Option` alone reads as
@@ -352,15 +371,15 @@ pub struct Confinement {
 /// it may write: its prelude waits for the bindings on the channel, then
 /// node reads the program on stdin.
 pub struct Warm {
-    group: ProcessGroup,
-    channel: UnixStream,
-    dir: TempDir,
+    pub(crate) group: ProcessGroup,
+    pub(crate) channel: UnixStream,
+    pub(crate) dir: TempDir,
 }
 
 /// Starts confined `node` processes reading their module on stdin: the same
 /// for pooled and one-off ones.
 #[derive(Clone)]
-struct Launcher {
+pub(crate) struct Launcher {
     node: PathBuf,
     runtime: Vec<PathBuf>,
     env: EnvAllowList,
@@ -368,12 +387,25 @@ struct Launcher {
 }
 
 impl Launcher {
-    /// A `node` in a fresh folder of its own (also its `TMPDIR`), working in
-    /// `cwd` (readable, writable when its flag is set) or in that folder.
+    /// A `node` with the prelude, reading its module on stdin, in a fresh
+    /// folder of its own (also its `TMPDIR`), working in `cwd` (readable,
+    /// writable when its flag is set) or in that folder.
     fn start(
         &self,
         cwd: Option<(&Dir, bool)>,
         extra: &BTreeMap<String, String>,
+    ) -> io::Result<Warm> {
+        let [import, prelude] = prelude_import();
+        self.start_node(cwd, extra, [import, prelude, "--input-type=module".into()])
+    }
+
+    /// A `node` running `args` (a module on stdin, at the end of them),
+    /// confined as [`start`](Self::start) says.
+    pub(crate) fn start_node(
+        &self,
+        cwd: Option<(&Dir, bool)>,
+        extra: &BTreeMap<String, String>,
+        args: [OsString; 3],
     ) -> io::Result<Warm> {
         let dir = TempDir::with_prefix("packhost-exec-ts-")?;
         let mut policy = code_policy(&self.runtime, dir.path(), &self.confinement);
@@ -394,8 +426,7 @@ impl Launcher {
         let channel = ChannelPair::new()?;
         confined
             .command
-            .args(prelude_import())
-            .arg("--input-type=module")
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -434,12 +465,14 @@ pub struct Runner {
     confinement: Confinement,
     /// Present when node was found.
     launcher: Option<Launcher>,
-    pool: Option<WarmPool<Warm>>,
+    pool_size: usize,
+    /// Made at the first call that takes from it: nothing idles before
+    /// node is wanted.
+    pool: OnceLock<WarmPool<Warm>>,
 }
 
 impl Runner {
-    /// A runner; with `pool_size > 0` (and node found) idle processes start
-    /// now, so this must run inside a tokio runtime.
+    /// A runner; nothing starts before the first call.
     pub fn new(
         tools: Tools,
         env: EnvAllowList,
@@ -453,29 +486,45 @@ impl Runner {
             env: env.clone(),
             confinement: confinement.clone(),
         });
-        let pool = launcher.clone().filter(|_| pool_size > 0).map(|launcher| {
-            WarmPool::new(
-                pool_size,
-                move || {
-                    let started = launcher.start(None, &BTreeMap::new());
-                    async move { started }
-                },
-                |warm: &mut Warm| warm.group.is_running(),
-            )
-        });
         Self {
             tools,
             env,
             limit,
             confinement,
             launcher,
-            pool,
+            pool_size,
+            pool: OnceLock::new(),
         }
+    }
+
+    /// The warm pool of `launcher`'s processes (inside a tokio runtime).
+    fn pool(&self, launcher: &Launcher) -> &WarmPool<Warm> {
+        self.pool.get_or_init(|| {
+            let launcher = launcher.clone();
+            WarmPool::new(
+                self.pool_size,
+                move || {
+                    let started = launcher.start(None, &BTreeMap::new());
+                    async move { started }
+                },
+                |warm: &mut Warm| warm.group.is_running(),
+            )
+        })
+    }
+
+    /// How code's processes start: `None` when node was not found.
+    pub(crate) fn launcher(&self) -> Option<&Launcher> {
+        self.launcher.as_ref()
+    }
+
+    /// The cap of each output stream, in bytes.
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
     }
 
     /// Kill the idle processes (host shutdown).
     pub fn shutdown(&self) {
-        if let Some(pool) = &self.pool {
+        if let Some(pool) = self.pool.get() {
             pool.clear();
         }
     }
@@ -495,8 +544,8 @@ impl Runner {
     ) -> Result<ExecOutput, PackError> {
         let node = self.tools.node()?;
         let launcher = self.launcher.as_ref().expect("node was found");
-        let warm = match (cwd, &self.pool) {
-            (None, Some(pool)) if env.is_empty() => pool.take().await,
+        let warm = match cwd {
+            None if env.is_empty() && self.pool_size > 0 => self.pool(launcher).take().await,
             _ => launcher.start(cwd, env),
         };
         // Its folder goes when the call ends.
@@ -653,12 +702,7 @@ impl Runner {
         });
         let mut output = ExecOutput::from_finished(finished, started, timeout);
         if let Some(answer) = answer.and_then(|line| serde_json::from_str::<Answer>(&line).ok()) {
-            output.result = answer.result;
-            output.result_repr = answer.result_repr;
-            output.thrown = answer.error.map(|error| Thrown {
-                error,
-                line: answer.line,
-            });
+            answer.fill(&mut output);
         }
         output
     }

@@ -16,6 +16,7 @@ use crate::{
     node::{Confinement, ExecOutput, Runner, Tools},
     notebook::{Notebooks, SessionMeta},
     npm::Npm,
+    realm::Realms,
     typecheck::{Checker, NO_COMPILER},
 };
 
@@ -25,6 +26,9 @@ const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 /// The pack's state.
 pub struct State {
     pub(crate) runner: Runner,
+    /// Warm workers for blocks that need nothing of node's; `None` when node
+    /// was not found or `realm_workers` is 0.
+    pub(crate) realms: Option<Realms>,
     /// The TypeScript compiler, when configured.
     pub(crate) checker: Option<Checker>,
     /// Whether TypeScript is checked unless a call says otherwise.
@@ -40,8 +44,7 @@ pub struct State {
 }
 
 impl State {
-    /// State from the pack's config (inside a tokio runtime: the pool
-    /// starts).
+    /// State from the pack's config: nothing starts before a call needs it.
     pub fn new(config: Config, host: &Host) -> Result<Self, PackError> {
         let sandbox = config
             .children
@@ -99,8 +102,25 @@ impl State {
             config.pool_size,
             confinement,
         );
+        if config.realm_idle_ms == 0 {
+            return Err(PackError::invalid_argument(
+                "`realm_idle_ms` is 0; give how long an idle realm worker is kept, in milliseconds (default 60000)",
+            ));
+        }
+        let realms = runner
+            .launcher()
+            .filter(|_| config.realm_workers > 0)
+            .map(|launcher| {
+                Realms::new(
+                    launcher.clone(),
+                    runner.limit(),
+                    config.realm_workers,
+                    Duration::from_millis(config.realm_idle_ms),
+                )
+            });
         Ok(Self {
             runner,
+            realms,
             checker,
             typecheck: config.typecheck,
             notebooks,

@@ -107,15 +107,14 @@ where
                 let Some(line) = line else {
                     return answer;
                 };
-                let Ok(call) = serde_json::from_str::<ToolCall>(&line) else {
+                let Some(call) = served(&line, ctx) else {
                     if until == Until::Answer {
                         return Some(line);
                     }
                     answer.get_or_insert(line);
                     continue;
                 };
-                let ctx = ctx.clone();
-                calls.spawn(async move { reply(call, &ctx).await });
+                calls.spawn(call);
             }
             Some(Ok(reply)) = calls.join_next() => {
                 if writer.write_all(reply.as_bytes()).await.is_err() {
@@ -137,6 +136,15 @@ async fn next_line<R: AsyncBufRead + Unpin>(
             .unwrap_or(Ok(None)),
     };
     line.ok().flatten()
+}
+
+/// When `line` is a tool call of the code's, its serving with `ctx`'s
+/// identity, which ends in the reply line; `None` for any other line (the
+/// code's own). For a pack that reads the channel itself.
+pub fn served(line: &str, ctx: &Context) -> Option<impl Future<Output = String> + Send + 'static> {
+    let call = serde_json::from_str::<ToolCall>(line).ok()?;
+    let ctx = ctx.clone();
+    Some(async move { reply(call, &ctx).await })
 }
 
 /// The reply line to one call.
