@@ -33,6 +33,7 @@
 
 mod dense;
 mod lexical;
+mod model;
 mod searcher;
 mod typos;
 mod vocabulary;
@@ -42,7 +43,7 @@ use std::{collections::HashMap, sync::Arc};
 
 use pack_api::CatalogTool;
 
-pub use dense::{Meanings, Sentences};
+pub use dense::{Meanings, Sentences, WarmUp};
 pub use searcher::Searcher;
 
 use dense::Dense;
