@@ -118,14 +118,13 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
     }
     let (server_packs, servers) = servers::connect_all(&loaded.config).await;
     packs.extend(server_packs);
-    let executor = Executor::new(packs, &loaded.config, Arc::clone(&searcher));
+    let executor = Executor::new(packs, &loaded.config, searcher);
     let names = executor.check_aliases(&loaded);
     if let Err(e) = names.and_then(|()| executor.check_bare_names(&loaded.config)) {
         shutdown::shutdown_packs(&executor).await;
         return Err(e.into());
     }
     servers.watch(&executor);
-    search::warm(&searcher, &executor);
     executor.metrics().set_load_failures(errors.len());
     let code = match cli.command {
         Command::Serve {

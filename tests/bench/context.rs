@@ -16,7 +16,8 @@
 //!   service a pack) and through `packhost.search` in the host above; and
 //!   top-1 and top-3 on the held-out tasks of issue #27
 //!   (tests/fixtures/discovery-eval.json), its test half and its tuning
-//!   half, over the catalog alone.
+//!   half, over the catalog alone; and the host's first search over 2,000
+//!   tools. `--discovery` prints the search table alone.
 
 use std::path::Path;
 
@@ -34,6 +35,9 @@ use tiktoken_rs::o200k_base_singleton;
 use discovery::queries;
 
 mod discovery;
+
+const DISCOVERY: &str =
+    "Discovery (issue #27): `packhost.search` ranking over the 245-tool catalog, quality and cost";
 
 /// The id the task looks for.
 const NEEDLE: &str = "pay_7731";
@@ -207,6 +211,11 @@ fn row(metric: &str, value: usize, target: &str, reference: &str, of: usize) -> 
 
 #[tokio::main]
 async fn main() {
+    // `--discovery`: the search table alone, without the token table's hosts.
+    if std::env::args().any(|a| a == "--discovery") {
+        print_table(DISCOVERY, &discovery::rows().await);
+        return;
+    }
     let work = TempDir::new().expect("temp dir");
     files(work.path());
     // Each service of the catalog a server of its own, as a team attaches them.
@@ -327,8 +336,7 @@ async fn main() {
         "What a model reads (o200k_base tokens); results budget 20,000 characters",
         &rows,
     );
-    let mut discovery = discovery::quality_rows();
-    discovery.extend(discovery::cost_rows());
+    let mut discovery = discovery::rows().await;
     let mib = |kib: u64| kib as f64 / 1024.0;
     for (metric, with, without) in [
         (
@@ -337,7 +345,7 @@ async fn main() {
             without_model.settled,
         ),
         (
-            "host peak RSS until then (model load, the catalog's warm-up)",
+            "host peak RSS until then (model load, the catalog embedded)",
             with_model.peak,
             without_model.peak,
         ),
@@ -351,17 +359,14 @@ async fn main() {
         });
     }
     discovery.push(discovery::install_row());
-    print_table(
-        "Discovery (issue #27): `packhost.search` ranking over the 245-tool catalog, quality and cost",
-        &discovery,
-    );
+    print_table(DISCOVERY, &discovery);
 }
 
 /// The shipped packs.toml's line that gives search its sentence model.
 const MODEL_LINE: &str = "model = \"~/.cache/packhost-models/all-MiniLM-L6-v2\"";
 
 /// The host's memory once searches answer by meaning when the model is on
-/// (the start's warm-up of the catalog's vectors has then finished) and
+/// (loaded by the first search, the catalog's tools embedded) and
 /// five more have run, a host in use rather than the warm-up's last moment:
 /// resident then, and the most it was resident before (loading the model,
 /// the warm-up's batches), in KiB.

@@ -18,12 +18,16 @@ use std::{
 
 use catalog_search::{Index, Meanings};
 use pack_api::CatalogTool;
-use packhost_tests::bench::{Row, ms, percentile};
+use packhost_tests::{
+    TestHost,
+    bench::{Row, ms, percentile},
+    build_dir, is_error, structured, text,
+};
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// A task and the tools that answer it.
-#[derive(Deserialize)]
+#[derive(Deserialize, Clone)]
 pub struct Query {
     pub query: String,
     pub expected: String,
@@ -140,15 +144,24 @@ fn meanings() -> (Arc<Meanings>, Duration) {
     (Arc::new(meanings), started.elapsed())
 }
 
+/// Quality, cost and the host's first search over 2,000 tools.
+pub async fn rows() -> Vec<Row> {
+    let mut rows = quality_rows();
+    rows.extend(cost_rows());
+    rows.extend(first_search_rows().await);
+    rows
+}
+
 /// Quality rows: each setting on the test half, the tuning half and the
 /// older tasks.
-pub fn quality_rows() -> Vec<Row> {
+fn quality_rows() -> Vec<Row> {
     let tools = catalog_tools(1);
     let held_out: HeldOut =
         serde_json::from_str(&fixture("discovery-eval.json")).expect("held-out tasks JSON");
     let older = queries();
     let bm25 = Index::new(&tools);
-    let hybrid = Index::with_meanings(&tools, meanings().0).expect("the catalog embeds");
+    let meanings = meanings().0;
+    let hybrid = Index::with_meanings(&tools, Arc::clone(&meanings)).expect("the catalog embeds");
     let sets = [
         (
             "held-out test half, never tuned on",
@@ -180,7 +193,53 @@ pub fn quality_rows() -> Vec<Row> {
             Some(alone),
         ));
     }
+    let (alone, fused) = per_service(&tools, &held_out.test, &meanings);
+    rows.push(quality(
+        "search, held-out test half, each task over its own service's tools alone (12-21 tools): BM25 alone",
+        alone,
+        held_out.test.len(),
+        "-",
+        None,
+    ));
+    rows.push(quality(
+        "  BM25 + all-MiniLM-L6-v2",
+        fused,
+        held_out.test.len(),
+        "-",
+        Some(alone),
+    ));
     rows
+}
+
+/// Hits of each task over the catalog of its own service alone (one
+/// attached server: the smallest catalog a search of it sees), by BM25
+/// alone and fused: where a small catalog would make the model needless.
+fn per_service(
+    tools: &[CatalogTool],
+    queries: &[Query],
+    meanings: &Arc<Meanings>,
+) -> ((usize, usize), (usize, usize)) {
+    let mut totals = ((0, 0), (0, 0));
+    let add = |(a, b): (usize, usize), (c, d): (usize, usize)| (a + c, b + d);
+    let mut services: Vec<&str> = tools.iter().map(|t| t.pack.as_str()).collect();
+    services.sort_unstable();
+    services.dedup();
+    for service in services {
+        let own: Vec<CatalogTool> = tools
+            .iter()
+            .filter(|t| t.pack == service)
+            .cloned()
+            .collect();
+        let tasks: Vec<Query> = queries
+            .iter()
+            .filter(|q| own.iter().any(|t| t.function == q.expected))
+            .cloned()
+            .collect();
+        let hybrid = Index::with_meanings(&own, Arc::clone(meanings)).expect("embeds");
+        totals.0 = add(totals.0, hits(&Index::new(&own), &own, &tasks));
+        totals.1 = add(totals.1, hits(&hybrid, &own, &tasks));
+    }
+    totals
 }
 
 /// Per-query latencies of every task over `index`.
@@ -203,7 +262,7 @@ fn timed(f: impl FnOnce() -> Index) -> (Index, Duration) {
 
 /// Cost rows: the model's load, index builds and query latency at 245 and
 /// 2,000 tools.
-pub fn cost_rows() -> Vec<Row> {
+fn cost_rows() -> Vec<Row> {
     let held_out: HeldOut =
         serde_json::from_str(&fixture("discovery-eval.json")).expect("held-out tasks JSON");
     let older = queries();
@@ -296,4 +355,117 @@ pub fn install_row() -> Row {
         reference: "-".to_owned(),
         ratio: "-".to_owned(),
     }
+}
+
+/// The on-call task, in words none of its tool's.
+const PAGER_TASK: &str = "which colleague is carrying the pager tonight";
+
+/// `packhost.search` in the host over one server of 2,000 tools (the
+/// catalog nine times over, each copy's names its own), the model not yet
+/// loaded: what the first search answers and costs, the warm-up the first
+/// search by meaning reports, and what the on-call task finds.
+async fn first_search_rows() -> Vec<Row> {
+    let dir = tempfile::TempDir::new().expect("temp dir");
+    let file = dir.path().join("catalog-2000.json");
+    let tools: Vec<Value> =
+        serde_json::from_str(&fixture("catalog-200.json")).expect("catalog JSON");
+    let copies: Vec<Value> = (0..9)
+        .flat_map(|copy| {
+            tools.iter().map(move |tool| {
+                let mut tool = tool.clone();
+                let name = tool["name"].as_str().expect("tool name");
+                if copy > 0 {
+                    let (service, rest) = name.split_once('_').expect("service_tool");
+                    tool["name"] = format!("{service}{copy}_{rest}").into();
+                }
+                tool
+            })
+        })
+        .take(2000)
+        .collect();
+    std::fs::write(&file, serde_json::to_string(&copies).expect("JSON")).expect("write catalog");
+    let server = [build_dir().join("packhost-fixture-catalog"), file.clone()]
+        .map(|path| path.display().to_string());
+    let config = format!(
+        "[packs.big]\nkind = \"mcp\"\ncommand = {server:?}\n[search]\nmodel = {:?}\n",
+        model_dir().display().to_string()
+    );
+    let host = TestHost::start(&config).await;
+    let search = async || {
+        let started = Instant::now();
+        let found = host
+            .call("packhost.search", json!({"query": PAGER_TASK, "limit": 3}))
+            .await;
+        assert!(!is_error(&found), "{}", text(&found));
+        (structured(&found), started.elapsed())
+    };
+    let started = Instant::now();
+    let (first, first_took) = search().await;
+    let by_meaning = loop {
+        let (found, _) = search().await;
+        if found["by_meaning"] == true {
+            break found;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(600),
+            "not by meaning within 10 minutes: {found}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    let ready = started.elapsed();
+    let mut warm = Vec::new();
+    for _ in 0..10 {
+        warm.push(search().await.1);
+    }
+    host.client.cancel().await.expect("stop client");
+    let warm50 = percentile(&warm, 0.5);
+    let said = if first["by_meaning"] == true {
+        "by meaning".to_owned()
+    } else {
+        format!(
+            "by words alone, saying why: {:?}",
+            first["note"].as_str().unwrap_or("(no note)")
+        )
+    };
+    let warm_up = &by_meaning["warm_up"];
+    let top: Vec<&str> = by_meaning["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    let found = top
+        .iter()
+        .any(|name| name.contains("pagerduty") && name.ends_with("_list_oncalls"));
+    vec![
+        Row::timed(
+            &format!(
+                "`packhost.search` in the host, one server of 2,000 tools, model not loaded: first search ({said})"
+            ),
+            first_took,
+            "-",
+            "a search by meaning after it, p50 of 10",
+            warm50,
+        ),
+        Row {
+            metric: "  the first search by meaning says what it cost (`warm_up`)".to_owned(),
+            value: format!(
+                "model load {} ms · {} tools embedded in {} ms",
+                warm_up["model_load_ms"], warm_up["embedded_tools"], warm_up["embedding_ms"]
+            ),
+            target: "said".to_owned(),
+            reference: format!(
+                "ranks by meaning {} after the first search began",
+                ms(ready)
+            ),
+            ratio: "-".to_owned(),
+        },
+        Row {
+            metric: format!("  `{PAGER_TASK}` by meaning over the 2,000: top 3"),
+            value: top.join(", "),
+            target: "a `pagerduty…_list_oncalls`".to_owned(),
+            reference: "-".to_owned(),
+            ratio: if found { "found" } else { "missed" }.to_owned(),
+        },
+    ]
 }

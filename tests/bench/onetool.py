@@ -13,7 +13,12 @@ OneTool's `run` tool executes Python in its own server process, unconfined
    `ot.version()`, p50;
 5. cold start: spawn -> `initialize` -> `tools/list` answered, packhost with
    the shipped packs.toml against OneTool with the config `onetool init`
-   writes, median.
+   writes, median;
+6. memory: RSS of the whole process tree (the server and every process
+   under it, VmRSS summed from /proc), fresh servers as in 5, right after
+   start, after the calls of 1-4 (one round of them), and after
+   `--idle-secs` without calls; then what each process of packhost's tree
+   holds.
 
 Every answer is checked (`1+1` must give 2); an error fails the run. Targets
 (issue #14) are printed, not enforced: this is a measurement.
@@ -24,7 +29,7 @@ Run by `./dev bench` with the OneTool venv's Python (OneTool needs Python >=
     ~/.cache/packhost-onetool-venv/bin/python tests/bench/onetool.py [--quick]
         [--calls 200] [--workers 16] [--per-worker 25] [--spaced 30]
         [--gap-ms 100] [--pack-calls 100] [--starts 10] [--rounds 6]
-        [--packhost BIN] [--onetool BIN]
+        [--idle-secs 60] [--packhost BIN] [--onetool BIN]
 
 OneTool runs offline with the config `onetool init` writes (no extensions,
 no secrets) and DO_NOT_TRACK=1 (else every start posts telemetry to
@@ -70,11 +75,14 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--pack-calls", type=int, default=100)
     p.add_argument("--starts", type=int, default=10, help="cold starts per server")
     p.add_argument("--rounds", type=int, default=6, help="rounds of each phase, in alternating server order")
+    p.add_argument("--idle-secs", type=float, help="idle period before the settled memory figure (60; --quick: 5)")
     p.add_argument("--packhost", help="the packhost binary (default: $CARGO_TARGET_DIR/release/packhost)")
     p.add_argument("--onetool", help="the onetool script (default: beside this Python)")
     a = p.parse_args()
     if a.quick:
         a.calls, a.per_worker, a.spaced, a.pack_calls, a.starts, a.rounds = 20, 3, 8, 20, 3, 2
+    if a.idle_secs is None:
+        a.idle_secs = 5 if a.quick else 60
     if not a.packhost:
         target = os.environ.get("CARGO_TARGET_DIR", str(Path.home() / ".cache/packhost-target"))
         a.packhost = str(Path(target) / "release/packhost")
@@ -213,6 +221,102 @@ def onetool_env(home: Path) -> dict[str, str]:
     return env
 
 
+# ---------------------------------------------------------------- memory
+
+
+def proc_status(pid: int) -> dict[str, str]:
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:  # gone meanwhile
+        return {}
+    return dict(line.split(":\t", 1) for line in lines if ":\t" in line)
+
+
+def children() -> dict[int, list[int]]:
+    """Every process's children, from /proc/<pid>/stat."""
+    tree: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # pid (comm) state ppid ...: comm may hold spaces and parentheses.
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        tree.setdefault(ppid, []).append(int(entry.name))
+    return tree
+
+
+def server_pid(server: Server) -> int:
+    """The server this process spawned: the child whose command line is
+    the server's (its config file names it alone)."""
+    want = "\0".join(server.command[1:])
+    for pid in children().get(os.getpid(), []):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_text()
+        except OSError:
+            continue
+        if want in cmdline:
+            return pid
+    server.fail(f"no child process runs {server.command}")
+    raise AssertionError  # fail() raised
+
+
+def tree_rss(root: int) -> tuple[float, list[tuple[int, str, float]]]:
+    """MiB resident in `root` and every process under it, and each one's
+    (pid, name, MiB), largest first."""
+    tree, seen, todo = children(), [], [root]
+    while todo:
+        pid = todo.pop()
+        seen.append(pid)
+        todo += tree.get(pid, [])
+    each = []
+    for pid in seen:
+        status = proc_status(pid)
+        if "VmRSS" in status:  # not a zombie
+            each.append((pid, status["Name"], int(status["VmRSS"].split()[0]) / 1024))
+    each.sort(key=lambda p: -p[2])
+    return sum(p[2] for p in each), each
+
+
+@dataclass
+class Memory:
+    """A fresh server's tree: MiB at start, after the calls, after idling."""
+
+    start: float = 0.0
+    after: float = 0.0
+    settled: float = 0.0
+    processes: dict[str, list[tuple[int, str, float]]] = field(default_factory=dict)
+
+    def take(self, when: str, root: int) -> float:
+        total, self.processes[when] = tree_rss(root)
+        return total
+
+
+async def memory(args, servers: list[Server]) -> dict[str, Memory]:
+    """Each server started fresh and measured right after `tools/list`
+    answered, then after one round of the bench's calls, then, all of them
+    together, after `--idle-secs` without calls."""
+    out = {s.name: Memory() for s in servers}
+    try:
+        for s in servers:
+            await s.open()
+            out[s.name].start = out[s.name].take("start", server_pid(s))
+        for s in servers:
+            await timed(s.one_plus_one, max(1, args.calls // args.rounds))
+            await throughput(s, args.workers, max(1, args.per_worker // args.rounds))
+            await timed(s.pack, max(1, args.pack_calls // args.rounds))
+            out[s.name].after = out[s.name].take("after the calls", server_pid(s))
+        await asyncio.sleep(args.idle_secs)
+        for s in servers:
+            out[s.name].settled = out[s.name].take("settled", server_pid(s))
+    finally:
+        for s in servers[::-1]:
+            await s.close()
+    return out
+
+
 # ---------------------------------------------------------------- figures
 
 
@@ -314,6 +418,12 @@ async def main() -> None:
             if i:
                 starts[key].append(elapsed)
 
+    # Memory: fresh servers, packhost with the shipped packs.toml again
+    # (whose one project is the repository, `packhost`).
+    shipped.log = str(tmp / "packhost-shipped-memory.log")
+    shipped.pack_check = '"name": "packhost"'
+    mem = await memory(args, [shipped, ot])
+
     o = ot.name
     rows = []
     for s in (on, off):
@@ -338,7 +448,16 @@ async def main() -> None:
                      pct(packs[s.name], 0.5) / pct(packs[o], 0.5)))
     ph, otm = statistics.median(starts["packhost"]), statistics.median(starts["OneTool"])
     rows.append(("cold start (spawn→initialize→tools/list), shipped packs.toml, median",
-                 fms(ph), "≤ 25 ms", f"OneTool, `onetool init` config: {fms(otm)}", ph / otm))
+                 fms(ph), "≤ 10 ms", f"OneTool, `onetool init` config: {fms(otm)}", ph / otm))
+    p, q = mem[shipped.name], mem[o]
+    mib = lambda v: f"{v:.1f} MiB"  # noqa: E731
+    rows.append(("RSS of the process tree right after start, shipped packs.toml", mib(p.start),
+                 "≤ 40 MiB", f"OneTool: {mib(q.start)}", p.start / q.start))
+    rows.append(("RSS of the process tree after one round of the calls above", mib(p.after),
+                 "≤ OneTool's", f"OneTool: {mib(q.after)}", p.after / q.after))
+    rows.append((f"RSS of the process tree after {args.idle_secs:g} s idle", mib(p.settled),
+                 "≤ 1.10× at start", f"packhost at start: {mib(p.start)} (OneTool now: {mib(q.settled)})",
+                 p.settled / p.start))
     # The sandbox's own cost, confined against unconfined packhost.
     for label, d in (("back to back p50", seq), ("spaced p50", spaced)):
         a, b = pct(d[on.name], 0.5), pct(d[off.name], 0.5)
@@ -355,6 +474,10 @@ async def main() -> None:
     print("|---|---|---|---|---|")
     for metric, value, target, reference, ratio in rows:
         print(f"| {metric} | {value} | {target} | {reference} | {ratio:.2f}x |")
+    print("\npackhost's process tree (shipped packs.toml), MiB resident per process:")
+    for when, processes in p.processes.items():
+        each = ", ".join(f"{name} {rss:.1f}" for _, name, rss in processes)
+        print(f"- {when}: {each}")
     shutil.rmtree(tmp, ignore_errors=True)
 
 

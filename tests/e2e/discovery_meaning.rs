@@ -3,7 +3,9 @@
 //! Python, TypeScript); a weak search says so and names the closest packs;
 //! `describe` of a near-miss name suggests the real one; a token's
 //! allow-list still hides everything else; a server that comes up after the
-//! host started is found without a restart.
+//! host started is found without a restart. The model loads at the first
+//! search, which says what that cost, and is unloaded when idle; a broken
+//! model folder stops the start.
 
 use std::time::{Duration, Instant};
 
@@ -12,7 +14,7 @@ use packhost_tests::{
     downstream::{HttpServer, catalog_section, free_port},
     hello_section,
     http::HttpHost,
-    ok, search_model_section, text,
+    ok, packhost_cli, search_model_section, text,
 };
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -195,4 +197,114 @@ async fn a_server_that_comes_up_later_is_found_without_a_restart() {
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+}
+
+/// Searches with the on-call task until one ranks by meaning; the warm-up
+/// it reports, and whether every search before it said why it did not.
+async fn first_by_meaning(host: &TestHost) -> Value {
+    let started = Instant::now();
+    loop {
+        let found = ok(&host
+            .call("packhost.search", json!({"query": PAGER_TASK, "limit": 3}))
+            .await);
+        if found["by_meaning"] == true {
+            return found;
+        }
+        assert!(
+            found["note"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("loading"),
+            "a search by words alone says why: {found}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "not ranked by meaning within 120 s: {found}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Polls the host's RSS until `done` holds of it (KiB), for 60 s at most.
+async fn until_rss(host: &TestHost, what: &str, done: impl Fn(u64) -> bool) -> u64 {
+    let started = Instant::now();
+    loop {
+        let rss = host.rss_kib();
+        if done(rss) {
+            return rss;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{what}: RSS {rss} KiB"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_model_loads_at_the_first_search_says_its_cost_and_is_unloaded_when_idle() {
+    let config = format!(
+        "{}{}model_idle_secs = 1\n",
+        catalog_section("saas", Some("pagerduty")),
+        search_model_section()
+    );
+    let host = TestHost::start(&config).await;
+    let at_start = host.rss_kib();
+    let first = first_by_meaning(&host).await;
+    assert!(names(&first).contains(&ON_CALL.to_owned()), "{first}");
+    let warm_up = &first["warm_up"];
+    assert!(
+        warm_up["model_load_ms"].is_u64(),
+        "the first search by meaning paid the model's load: {first}"
+    );
+    assert!(
+        warm_up["embedded_tools"].as_u64() >= Some(10),
+        "and the catalog's embedding: {first}"
+    );
+    let loaded = host.rss_kib();
+    // The weights alone are 87 MB of floats.
+    assert!(
+        loaded > at_start + 60 * 1024,
+        "nothing of the model was in memory at start: {at_start} KiB then {loaded} KiB"
+    );
+
+    let settled = until_rss(&host, "the idle model's memory goes back", |rss| {
+        rss < loaded - 60 * 1024
+    })
+    .await;
+    let again = ok(&host
+        .call("packhost.search", json!({"query": PAGER_TASK, "limit": 3}))
+        .await);
+    assert_eq!(again["by_meaning"], true, "{again}");
+    assert!(names(&again).contains(&ON_CALL.to_owned()), "{again}");
+    assert!(
+        again["warm_up"]["model_load_ms"].is_u64() && again["warm_up"]["embedded_tools"] == 0,
+        "loaded again, the tools' vectors kept: {again} (RSS {settled} KiB before)"
+    );
+}
+
+#[test]
+fn a_missing_or_cut_model_stops_the_start_without_loading_it() {
+    let model = std::path::PathBuf::from(std::env::var("PACKHOST_SEARCH_MODEL").unwrap());
+    let dir = TempDir::new().unwrap();
+    for file in ["config.json", "tokenizer.json"] {
+        std::os::unix::fs::symlink(model.join(file), dir.path().join(file)).unwrap();
+    }
+    let config = format!("[search]\nmodel = {:?}\n", dir.path().display().to_string());
+    let refused = |parts: &[&str]| {
+        let output = packhost_cli(&config, &["check"]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        for part in parts {
+            assert!(stderr.contains(part), "{part:?} in {stderr}");
+        }
+    };
+    refused(&["`search.model`", "has no `model.safetensors`", "./dev run"]);
+    let whole = std::fs::read(model.join("model.safetensors")).unwrap();
+    std::fs::write(
+        dir.path().join("model.safetensors"),
+        &whole[..whole.len() / 2],
+    )
+    .unwrap();
+    refused(&["`search.model`", "model.safetensors", "a partial copy"]);
 }

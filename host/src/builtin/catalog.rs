@@ -43,7 +43,10 @@ const CLOSEST_PACKS: usize = 3;
 
 /// The caller's best functions for `query` (an index of its own catalog:
 /// nothing else can be found). When nothing matches well, the answer says
-/// so and names the closest packs, to browse rather than guess.
+/// so and names the closest packs, to browse rather than guess. The search
+/// that first ranks by meaning after one-off work (the model's load, new
+/// tools embedded) says what that work cost; one by words alone while it
+/// runs says why.
 pub(super) fn search(searcher: &Searcher, catalog: &Catalog, query: &str, limit: usize) -> Value {
     let index = searcher.index(&catalog.tools);
     // Ranked whole once: a weak answer's closest packs come from past `limit`.
@@ -68,6 +71,21 @@ pub(super) fn search(searcher: &Searcher, catalog: &Catalog, query: &str, limit:
         "weak": ranking.weak,
         "results": results,
     });
+    if index.has_meanings() {
+        if let Some(warm_up) = searcher.take_warm_up() {
+            answer["warm_up"] = json!({
+                "model_load_ms": warm_up.model_load.map(|took| took.as_millis()),
+                "embedded_tools": warm_up.embedded,
+                "embedding_ms": warm_up.embedding.as_millis(),
+            });
+        }
+    } else if searcher.has_meanings() {
+        answer["note"] = json!(
+            "ranked by words alone this time: the search model is loading, or embedding this \
+             catalog's new tools (or failed to: see the host's log); later searches rank by \
+             meaning too"
+        );
+    }
     if ranking.weak {
         let closest = closest_packs(&ranking.hits, catalog);
         let names: Vec<String> = closest

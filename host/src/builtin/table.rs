@@ -163,6 +163,8 @@ fn table() -> Vec<Entry> {
                     "weak": {"type": "boolean"},
                     "closest_packs": {"type": "array", "items": {"type": "object"}},
                     "hint": {"type": "string"},
+                    "note": {"type": "string"},
+                    "warm_up": {"type": "object", "description": "The search model's one-off cost, on the first search to use it: `model_load_ms`, `embedded_tools`, `embedding_ms`."},
                     "results": {"type": "array", "items": {
                         "type": "object",
                         "properties": {

@@ -9,11 +9,15 @@ use std::{
     collections::{HashMap, HashSet},
     path::Path,
     sync::{Arc, Mutex},
+    time::{Duration, Instant},
 };
 
 use pack_api::CatalogTool;
 
-use crate::words::split_identifiers;
+use crate::{
+    model::{InUse, Load, Model},
+    words::split_identifiers,
+};
 
 /// A sentence model: one unit-length vector per text.
 pub trait Sentences: Send + Sync {
@@ -37,36 +41,98 @@ impl Sentences for sentence_embedding::Model {
 /// Texts kept before the cache starts again: 384 floats each, about 30 MB.
 const KEPT_TEXTS: usize = 20_000;
 
-/// A sentence model with the vectors of the texts it has seen.
+/// A sentence model with the vectors of the texts it has seen. The vectors
+/// outlive an unloaded model: loading it again costs no embedding.
 pub struct Meanings {
-    sentences: Box<dyn Sentences>,
+    model: Model,
     kept: Mutex<HashMap<String, Arc<[f32]>>>,
     /// Held while texts are embedded, so that two searches of one new
     /// catalog embed it once.
     embedding: Mutex<()>,
+    unreported: Mutex<WarmUp>,
+}
+
+/// One-off work done for searches (loading the model, embedding tools),
+/// not yet reported by one.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WarmUp {
+    /// Loading the model, when it was loaded.
+    pub model_load: Option<Duration>,
+    /// Tools embedded.
+    pub embedded: usize,
+    /// Embedding them.
+    pub embedding: Duration,
 }
 
 impl Meanings {
     /// Vectors of `sentences`, kept per text.
     pub fn new(sentences: Box<dyn Sentences>) -> Self {
-        Self {
-            sentences,
-            kept: Mutex::default(),
-            embedding: Mutex::default(),
-        }
+        Self::with(Model::loaded(sentences))
     }
 
-    /// Vectors of the all-MiniLM-L6-v2 in `dir` ([`sentence_embedding`]).
+    /// Vectors of the all-MiniLM-L6-v2 in `dir` ([`sentence_embedding`]),
+    /// loaded now.
     pub fn load(dir: &Path) -> Result<Self, sentence_embedding::LoadError> {
         Ok(Self::new(Box::new(sentence_embedding::Model::load(dir)?)))
     }
 
+    /// Vectors of the all-MiniLM-L6-v2 in `dir`, checked now (cheaply,
+    /// [`sentence_embedding::Model::check`]), loaded when a search first
+    /// needs it and dropped after `idle` unused; `settle` runs after each
+    /// one-off piece of work (a load, tools embedded, an unload).
+    pub fn on_demand(
+        dir: &Path,
+        idle: Duration,
+        settle: fn(),
+    ) -> Result<Self, sentence_embedding::LoadError> {
+        sentence_embedding::Model::check(dir)?;
+        let dir = dir.to_owned();
+        let load: Load = Box::new(move || {
+            let model = sentence_embedding::Model::load(&dir).map_err(|e| e.to_string())?;
+            Ok(Box::new(model) as Box<dyn Sentences>)
+        });
+        Ok(Self::with(Model::on_demand(load, idle, settle)))
+    }
+
+    fn with(model: Model) -> Self {
+        Self {
+            model,
+            kept: Mutex::default(),
+            embedding: Mutex::default(),
+            unreported: Mutex::default(),
+        }
+    }
+
+    /// Whether the model is in memory now.
+    pub fn is_loaded(&self) -> bool {
+        self.model.is_loaded()
+    }
+
+    /// The work done since the last call, if any.
+    pub fn take_warm_up(&self) -> Option<WarmUp> {
+        let warm_up = std::mem::take(&mut *self.unreported.lock().expect("warm-up"));
+        (warm_up != WarmUp::default()).then_some(warm_up)
+    }
+
+    /// The model for one use; its load, when this use loads it, is
+    /// reported by the next search.
+    fn hold(&self) -> Result<InUse, String> {
+        let (held, load) = self.model.hold()?;
+        if let Some(took) = load {
+            tracing::info!(ms = took.as_millis() as u64, "search model loaded");
+            self.unreported.lock().expect("warm-up").model_load = Some(took);
+        }
+        Ok(held)
+    }
+
+    /// Whether `word` is in the model's vocabulary; a model that does not
+    /// load knows no word.
     pub(crate) fn knows_word(&self, word: &str) -> bool {
-        self.sentences.knows_word(word)
+        self.hold().is_ok_and(|model| model.knows_word(word))
     }
 
     pub(crate) fn query(&self, query: &str) -> Result<Vec<f32>, String> {
-        let mut vectors = self.sentences.embed(&[query])?;
+        let mut vectors = self.hold()?.embed(&[query])?;
         vectors
             .pop()
             .ok_or_else(|| "the model gave no vector".to_owned())
@@ -95,7 +161,15 @@ impl Meanings {
             missing.dedup();
             missing
         };
-        let embedded = self.sentences.embed(&missing)?;
+        let model = self.hold()?;
+        let started = Instant::now();
+        let embedded = model.embed(&missing)?;
+        drop(model);
+        {
+            let mut unreported = self.unreported.lock().expect("warm-up");
+            unreported.embedded += missing.len();
+            unreported.embedding += started.elapsed();
+        }
         let mut kept = self.kept.lock().expect("vector cache");
         if kept.len() + embedded.len() > KEPT_TEXTS {
             let wanted: HashSet<&String> = texts.iter().collect();
@@ -105,6 +179,7 @@ impl Meanings {
             kept.insert((*text).to_owned(), vector.into());
         }
         drop(kept);
+        self.model.settle();
         self.kept(texts)
             .ok_or_else(|| "the model gave fewer vectors than texts".to_owned())
     }

@@ -26,6 +26,10 @@
 //! `1 / (K + rank)` in each list): ranks, not scores, so neither list's
 //! scale has to be known, and a tool both lists like wins.
 //!
+//! The model can wait until a search needs it and go when unused
+//! ([`Meanings::on_demand`], module `model`); what the first search after
+//! such work paid is kept for it to report ([`WarmUp`]).
+//!
 //! Quality and cost are printed by `packhost-bench-context`, on the held-out
 //! tasks of `tests/fixtures/discovery-eval.json` (tuned on the `tune` half
 //! only) and on the 50 older tasks of `catalog-queries.json`.
@@ -33,6 +37,7 @@
 
 mod dense;
 mod lexical;
+mod model;
 mod searcher;
 mod typos;
 mod vocabulary;
@@ -42,7 +47,7 @@ use std::{collections::HashMap, sync::Arc};
 
 use pack_api::CatalogTool;
 
-pub use dense::{Meanings, Sentences};
+pub use dense::{Meanings, Sentences, WarmUp};
 pub use searcher::Searcher;
 
 use dense::Dense;

@@ -3,9 +3,10 @@
 //! 2,000 tools costs more than searching it.
 //!
 //! Embedding new tools takes about 5 ms each (a server of 2,000 tools:
-//! ten seconds), longer than a search may wait: past [`EMBED_WAIT`] the
-//! search answers by BM25 alone while the tools are embedded on, and the
-//! searches after it rank by meaning too.
+//! ten seconds), after the model's load (~0.2 s) when it is not in memory,
+//! longer than a search may wait: past [`EMBED_WAIT`] the search answers
+//! by BM25 alone while the tools are embedded on, and the searches after
+//! it rank by meaning too.
 
 use std::{
     hash::{DefaultHasher, Hash, Hasher},
@@ -15,7 +16,7 @@ use std::{
 
 use pack_api::CatalogTool;
 
-use crate::{Index, Meanings, dense};
+use crate::{Index, Meanings, WarmUp, dense};
 
 /// Catalogs whose index is kept: callers with different allow-lists each
 /// see a catalog of their own.
@@ -41,9 +42,16 @@ impl Searcher {
         }
     }
 
-    /// Whether searches rank by meaning too.
+    /// Whether searches rank by meaning too (once the model is loaded and
+    /// the catalog embedded).
     pub fn has_meanings(&self) -> bool {
         self.meanings.is_some()
+    }
+
+    /// The model's load and the embedding done since the last call, for
+    /// the search that reports them.
+    pub fn take_warm_up(&self) -> Option<WarmUp> {
+        self.meanings.as_ref()?.take_warm_up()
     }
 
     /// The index of `tools`, built unless one of the same tools is kept.

@@ -49,7 +49,10 @@
 
 mod error;
 
-use std::path::{Path, PathBuf};
+use std::{
+    io::Read,
+    path::{Path, PathBuf},
+};
 
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
@@ -68,6 +71,9 @@ const MAX_TOKENS: usize = 256;
 /// the catalog's texts, short (~25 tokens) and long (~45).
 const BATCH_TOKENS: usize = 1024;
 
+/// Longest safetensors header believed: the format's own limit.
+const MAX_HEADER: u64 = 100_000_000;
+
 /// A loaded all-MiniLM-L6-v2: its tokenizer and encoder, ready to embed
 /// from any thread.
 pub struct Model {
@@ -76,34 +82,21 @@ pub struct Model {
 }
 
 impl Model {
+    /// Whether `dir` holds a model [`Model::load`] would load, cheaply:
+    /// the three files are there, `config.json` is a BERT config and
+    /// `model.safetensors` is whole (its header's tensors end where the
+    /// file does). Reads a few kilobytes, none of the weights; the
+    /// tokenizer is only parsed by `load`.
+    pub fn check(dir: &Path) -> Result<(), LoadError> {
+        let [config_path, weights_path, _] = files(dir)?;
+        read_config(&config_path)?;
+        check_weights(&weights_path).map_err(unreadable(&weights_path))
+    }
+
     /// Loads config.json, model.safetensors and tokenizer.json from `dir`.
     pub fn load(dir: &Path) -> Result<Model, LoadError> {
-        let [config_path, weights_path, tokenizer_path] =
-            ["config.json", "model.safetensors", "tokenizer.json"].map(|file| {
-                let path = dir.join(file);
-                if path.is_file() {
-                    Ok(path)
-                } else {
-                    Err(LoadError::MissingFile {
-                        file,
-                        dir: dir.to_owned(),
-                    })
-                }
-            });
-        let (config_path, weights_path, tokenizer_path) =
-            (config_path?, weights_path?, tokenizer_path?);
-        let unreadable = |path: &PathBuf| {
-            let path = path.clone();
-            move |cause: Box<dyn std::error::Error + Send + Sync>| LoadError::Unreadable {
-                path,
-                cause,
-            }
-        };
-
-        let config: Config = std::fs::read_to_string(&config_path)
-            .map_err(Into::into)
-            .and_then(|text| serde_json::from_str(&text).map_err(Into::into))
-            .map_err(unreadable(&config_path))?;
+        let [config_path, weights_path, tokenizer_path] = files(dir)?;
+        let config = read_config(&config_path)?;
         // Mapped, not read: a buffer of the whole file would stay with the
         // host's allocator long after the tensors are copied out of it.
         // SAFETY: the file is `./dev`'s install, which replaces it by
@@ -196,6 +189,68 @@ impl Model {
         let unit = mean.broadcast_div(&mean.sqr()?.sum_keepdim(1)?.sqrt()?)?;
         Ok(unit.to_vec2()?)
     }
+}
+
+/// The model's three files in `dir`: config, weights, tokenizer.
+fn files(dir: &Path) -> Result<[PathBuf; 3], LoadError> {
+    let [config, weights, tokenizer] =
+        ["config.json", "model.safetensors", "tokenizer.json"].map(|file| {
+            let path = dir.join(file);
+            if path.is_file() {
+                Ok(path)
+            } else {
+                Err(LoadError::MissingFile {
+                    file,
+                    dir: dir.to_owned(),
+                })
+            }
+        });
+    Ok([config?, weights?, tokenizer?])
+}
+
+/// What a failure to read `path` is reported as.
+fn unreadable(path: &Path) -> impl Fn(Box<dyn std::error::Error + Send + Sync>) -> LoadError {
+    let path = path.to_owned();
+    move |cause| LoadError::Unreadable {
+        path: path.clone(),
+        cause,
+    }
+}
+
+fn read_config(path: &Path) -> Result<Config, LoadError> {
+    std::fs::read_to_string(path)
+        .map_err(Into::into)
+        .and_then(|text| serde_json::from_str(&text).map_err(Into::into))
+        .map_err(unreadable(path))
+}
+
+/// A safetensors file is an 8-byte little-endian header length, a JSON
+/// header giving each tensor's `data_offsets`, then the data: whole when
+/// the last tensor ends where the file does (a cut download does not).
+fn check_weights(path: &Path) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let mut file = std::fs::File::open(path)?;
+    let mut length = [0; 8];
+    file.read_exact(&mut length)?;
+    let length = u64::from_le_bytes(length);
+    if length > MAX_HEADER {
+        return Err(format!("a header of {length} bytes is not a safetensors header").into());
+    }
+    let mut header = vec![0; length as usize];
+    file.read_exact(&mut header)?;
+    let header: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(&header)?;
+    let end = header
+        .iter()
+        .filter(|(name, _)| *name != "__metadata__")
+        .filter_map(|(_, tensor)| tensor["data_offsets"][1].as_u64())
+        .max()
+        .ok_or("the header names no tensors")?;
+    let (expected, actual) = (8 + length + end, file.metadata()?.len());
+    if expected != actual {
+        return Err(
+            format!("{actual} bytes where the header says {expected}: a partial copy").into(),
+        );
+    }
+    Ok(())
 }
 
 /// `order` (texts by position, shortest first) cut into runs of at most

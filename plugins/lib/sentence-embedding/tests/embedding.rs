@@ -161,3 +161,33 @@ fn a_broken_file_is_named() {
         "{message}"
     );
 }
+
+#[test]
+fn check_accepts_the_model_and_refuses_what_load_would() {
+    Model::check(&model_dir()).unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
+    for file in ["config.json", "tokenizer.json"] {
+        std::os::unix::fs::symlink(model_dir().join(file), dir.path().join(file)).unwrap();
+    }
+    let weights = dir.path().join("model.safetensors");
+    assert!(matches!(
+        Model::check(dir.path()),
+        Err(LoadError::MissingFile {
+            file: "model.safetensors",
+            ..
+        })
+    ));
+    // Garbage, and a copy cut short: each names the file.
+    let whole = std::fs::read(model_dir().join("model.safetensors")).unwrap();
+    for (broken, why) in [
+        (&b"not weights"[..], "safetensors header"),
+        (&whole[..whole.len() - 1], "a partial copy"),
+    ] {
+        std::fs::write(&weights, broken).unwrap();
+        let message = Model::check(dir.path()).expect_err("refused").to_string();
+        assert!(
+            message.contains(&weights.display().to_string()) && message.contains(why),
+            "{message}"
+        );
+    }
+}
