@@ -2,7 +2,8 @@
 //! `realm.rs`): nothing of a block reaches the next, escapes from the realm
 //! to the worker's own fail, runaway blocks time out without breaking the
 //! next, blocks that need node still get a node process, workers start on
-//! demand, are confined, and end when idle.
+//! demand, are confined, and end when idle; so do the node processes kept
+//! ready for blocks that need node.
 
 use std::time::{Duration, Instant};
 
@@ -217,6 +218,31 @@ async fn blocks_that_need_node_get_a_node_process() {
     let out = ok(&host.run("```ts\nconst x: number = 1;\nx + 1\n```").await);
     assert_eq!(out["result"], 2, "{out}");
     assert_eq!(workers(&host).len(), 1);
+}
+
+#[tokio::test]
+async fn node_processes_kept_ready_end_after_pool_idle_secs() {
+    let nb = Notebooks::new();
+    let host = nb.host_with(", pool_idle_secs = 1").await;
+    let needs_node = "typeof process.pid";
+    assert_eq!(ts(&host, needs_node).await["result"], "number");
+    let ready = || node_children(&host, "--input-type=module");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while ready().is_empty() {
+        assert!(Instant::now() < deadline, "no node process was kept ready");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !ready().is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "ready node processes outlived pool_idle_secs: {:?}",
+            ready()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // And the next block that needs node still gets one.
+    assert_eq!(ts(&host, needs_node).await["result"], "number");
 }
 
 #[tokio::test]

@@ -58,25 +58,11 @@ struct Inner<T> {
 }
 
 impl<T: Send + 'static> WarmPool<T> {
-    /// A pool that always keeps `size` children ready, made by `start`;
-    /// `usable` tells whether an idle one is still alive. Starts filling
-    /// after [`WARM_UP_DELAY`] (a `take` before then starts a child at once).
-    pub fn new<F, Fut>(size: usize, start: F, usable: fn(&mut T) -> bool) -> Self
-    where
-        F: Fn() -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = io::Result<T>> + Send + 'static,
-    {
-        let fixed = Demand {
-            initial: size,
-            max: size,
-            idle: Duration::MAX,
-        };
-        Self::following(fixed, start, usable, || {})
-    }
-
-    /// A pool whose ready children follow `demand` (see [`Demand`]);
+    /// A pool whose ready children follow `demand` (see [`Demand`]), made
+    /// by `start`; `usable` tells whether an idle one is still alive;
     /// `emptied` runs each time an idle period has emptied it (to stop what
-    /// makes the children). Otherwise as [`new`](Self::new).
+    /// makes the children). Starts filling after [`WARM_UP_DELAY`] (a
+    /// `take` before then starts a child at once).
     pub fn following<F, Fut>(
         demand: Demand,
         start: F,

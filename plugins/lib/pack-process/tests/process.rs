@@ -178,10 +178,16 @@ async fn the_environment_is_the_allow_list_only() {
 
 #[tokio::test]
 async fn a_pool_hands_out_fresh_children_and_refills() {
-    let pool = WarmPool::new(
-        2,
+    let fixed = Demand {
+        initial: 2,
+        max: 2,
+        idle: Duration::MAX,
+    };
+    let pool = WarmPool::following(
+        fixed,
         || async { ProcessGroup::spawn(sh("sleep 30")) },
         |group: &mut ProcessGroup| group.is_running(),
+        || {},
     );
     let first = pool.take().await.unwrap();
     let second = pool.take().await.unwrap();

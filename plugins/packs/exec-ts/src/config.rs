@@ -1,7 +1,8 @@
 //! `[packs.exec_ts] config`: what the pack reads at start.
 
-use std::path::PathBuf;
+use std::{path::PathBuf, time::Duration};
 
+use pack_process::Demand;
 use pack_sdk::config::{Children, Sessions};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -32,10 +33,17 @@ pub struct Config {
     /// Cap of each of stdout and stderr, in bytes. Default 1 MiB.
     #[serde(default = "default_max_output")]
     pub max_output_bytes: usize,
-    /// Idle `node` processes kept ready for `execute` calls without `cwd`
-    /// and `env`; 0 turns the pool off. Default 2.
+    /// The most idle `node` processes kept ready for `execute` calls that
+    /// need node (without `cwd` and `env`): none before the first such
+    /// call, one from then on, one more each time a call had to wait for a
+    /// start, none after `pool_idle_secs` without such a call; 0 turns the
+    /// pool off. Default 2.
     #[serde(default = "default_pool_size")]
     pub pool_size: usize,
+    /// Seconds without a call after which the ready `node` processes are
+    /// stopped (the next call starts them again). Default 30.
+    #[serde(default = "default_pool_idle_secs")]
+    pub pool_idle_secs: u64,
     /// Warm `node` workers that run `execute` blocks needing nothing of
     /// node's, each in a fresh realm (see the pack's docs for which blocks):
     /// at most this many at once, started when blocks need them; 0 runs
@@ -102,6 +110,17 @@ fn default_npm_registry() -> String {
     npm::DEFAULT_REGISTRY.to_owned()
 }
 
+impl Config {
+    /// How many `node` processes are kept ready for calls.
+    pub fn demand(&self) -> Demand {
+        Demand {
+            initial: 1,
+            max: self.pool_size,
+            idle: Duration::from_secs(self.pool_idle_secs),
+        }
+    }
+}
+
 fn default_node() -> PathBuf {
     "node".into()
 }
@@ -112,6 +131,10 @@ fn default_max_output() -> usize {
 
 fn default_pool_size() -> usize {
     2
+}
+
+fn default_pool_idle_secs() -> u64 {
+    30
 }
 
 fn default_realm_workers() -> usize {

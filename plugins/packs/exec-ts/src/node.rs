@@ -20,8 +20,8 @@ use std::{
 
 use beneath::Dir;
 use pack_process::{
-    Bound, ChannelPair, EnvAllowList, Exit, Finished, Limits, Network, Policy, ProcessGroup,
-    Sandbox, WarmPool,
+    Bound, ChannelPair, Demand, EnvAllowList, Exit, Finished, Limits, Network, Policy,
+    ProcessGroup, Sandbox, WarmPool,
 };
 use pack_sdk::{Context, PackError, Value, bridge, codes};
 use schemars::JsonSchema;
@@ -465,7 +465,7 @@ pub struct Runner {
     confinement: Confinement,
     /// Present when node was found.
     launcher: Option<Launcher>,
-    pool_size: usize,
+    demand: Demand,
     /// Made at the first call that takes from it: nothing idles before
     /// node is wanted.
     pool: OnceLock<WarmPool<Warm>>,
@@ -477,7 +477,7 @@ impl Runner {
         tools: Tools,
         env: EnvAllowList,
         limit: usize,
-        pool_size: usize,
+        demand: Demand,
         confinement: Confinement,
     ) -> Self {
         let launcher = tools.node.as_ref().ok().map(|node| Launcher {
@@ -492,7 +492,7 @@ impl Runner {
             limit,
             confinement,
             launcher,
-            pool_size,
+            demand,
             pool: OnceLock::new(),
         }
     }
@@ -501,13 +501,14 @@ impl Runner {
     fn pool(&self, launcher: &Launcher) -> &WarmPool<Warm> {
         self.pool.get_or_init(|| {
             let launcher = launcher.clone();
-            WarmPool::new(
-                self.pool_size,
+            WarmPool::following(
+                self.demand,
                 move || {
                     let started = launcher.start(None, &BTreeMap::new());
                     async move { started }
                 },
                 |warm: &mut Warm| warm.group.is_running(),
+                || {},
             )
         })
     }
@@ -545,7 +546,7 @@ impl Runner {
         let node = self.tools.node()?;
         let launcher = self.launcher.as_ref().expect("node was found");
         let warm = match cwd {
-            None if env.is_empty() && self.pool_size > 0 => self.pool(launcher).take().await,
+            None if env.is_empty() && self.demand.max > 0 => self.pool(launcher).take().await,
             _ => launcher.start(cwd, env),
         };
         // Its folder goes when the call ends.

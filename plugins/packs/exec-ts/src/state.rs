@@ -54,6 +54,7 @@ impl State {
                 "`max_output_bytes` is 0; give the cap of each output stream in bytes (default 1048576)",
             ));
         }
+        let demand = config.demand();
         let notebooks_dir = match config.notebooks_dir {
             Some(dir) => dir,
             None => std::env::var_os("HOME")
@@ -99,7 +100,7 @@ impl State {
             tools,
             config.children.env(),
             config.max_output_bytes,
-            config.pool_size,
+            demand,
             confinement,
         );
         if config.realm_idle_ms == 0 {
