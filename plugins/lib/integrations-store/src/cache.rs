@@ -4,10 +4,11 @@
 //! query is a round trip to sqlx's worker thread. Other processes write the
 //! same file (`packhost integrations disable` is the CLI), so what is kept
 //! is tied to the file's state: the status of the database and of its
-//! write-ahead log, where every commit lands. Any change there drops
-//! everything kept. A file changed too recently to be told apart from a
-//! change in the same clock tick (the "racy clean" problem git knows) is
-//! not trusted, so a lookup then goes to the database.
+//! write-ahead log, where every commit lands (this process's own writes
+//! through it too). Any change there drops everything kept. A file changed
+//! too recently to be told apart from a change in the same clock tick (the
+//! "racy clean" problem git knows) is not trusted, so a lookup then goes to
+//! the database.
 
 use std::{
     collections::HashMap,
@@ -90,18 +91,12 @@ impl<R> Cached<R> {
     fn kept(&self) -> std::sync::MutexGuard<'_, Kept> {
         self.kept.lock().unwrap_or_else(|e| e.into_inner())
     }
-
-    fn forget(&self) {
-        *self.kept() = Kept::default();
-    }
 }
 
 #[async_trait::async_trait]
 impl<R: IntegrationRepository> IntegrationRepository for Cached<R> {
     async fn add(&self, new: NewIntegration) -> Result<Integration, StoreError> {
-        let added = self.inner.add(new).await;
-        self.forget();
-        added
+        self.inner.add(new).await
     }
 
     async fn get(&self, id: &str) -> Result<Option<Integration>, StoreError> {
@@ -142,15 +137,11 @@ impl<R: IntegrationRepository> IntegrationRepository for Cached<R> {
         id: &str,
         enabled: bool,
     ) -> Result<Integration, StoreError> {
-        let changed = self.inner.set_enabled(organization_id, id, enabled).await;
-        self.forget();
-        changed
+        self.inner.set_enabled(organization_id, id, enabled).await
     }
 
     async fn remove(&self, organization_id: &str, id: &str) -> Result<(), StoreError> {
-        let removed = self.inner.remove(organization_id, id).await;
-        self.forget();
-        removed
+        self.inner.remove(organization_id, id).await
     }
 }
 

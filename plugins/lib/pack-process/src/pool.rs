@@ -38,6 +38,19 @@ pub struct Demand {
     pub idle: Duration,
 }
 
+impl Demand {
+    /// A pack's `pool_size` and `pool_idle_secs`: nothing before the first
+    /// call, one kept from then on, at most `max`, none after `idle_secs`
+    /// without a call.
+    pub fn up_to(max: usize, idle_secs: u64) -> Self {
+        Self {
+            initial: 1,
+            max,
+            idle: Duration::from_secs(idle_secs),
+        }
+    }
+}
+
 /// Keeps idle children ready, as many as [`Demand`] says. Each
 /// [`take`](Self::take) hands out a fresh one (never reused: calls stay
 /// isolated) and starts its replacement. Must be used inside a tokio

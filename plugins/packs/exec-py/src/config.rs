@@ -1,6 +1,6 @@
 //! `[packs.exec_py] config`: what the pack reads at start.
 
-use std::{path::PathBuf, time::Duration};
+use std::path::PathBuf;
 
 use pack_process::Demand;
 use pack_sdk::config::Children;
@@ -46,11 +46,7 @@ pub struct Config {
 impl Config {
     /// How many interpreters are kept forked ahead of calls.
     pub fn demand(&self) -> Demand {
-        Demand {
-            initial: 1,
-            max: self.pool_size,
-            idle: Duration::from_secs(self.pool_idle_secs),
-        }
+        Demand::up_to(self.pool_size, self.pool_idle_secs)
     }
 }
 

@@ -1,6 +1,6 @@
 //! `[packs.exec_ts] config`: what the pack reads at start.
 
-use std::{path::PathBuf, time::Duration};
+use std::path::PathBuf;
 
 use pack_process::Demand;
 use pack_sdk::config::{Children, Sessions};
@@ -113,11 +113,7 @@ fn default_npm_registry() -> String {
 impl Config {
     /// How many `node` processes are kept ready for calls.
     pub fn demand(&self) -> Demand {
-        Demand {
-            initial: 1,
-            max: self.pool_size,
-            idle: Duration::from_secs(self.pool_idle_secs),
-        }
+        Demand::up_to(self.pool_size, self.pool_idle_secs)
     }
 }
 
