@@ -7,8 +7,8 @@
 //!   `ReferenceError` for an unknown name says what exists there too, as it
 //!   does when nothing catches it.
 
-use swc_common::{BytePos, FileName, SourceMap, Spanned, sync::Lrc};
-use swc_ecma_ast::{CatchClause, ModuleItem, Pat, Stmt};
+use swc_common::{BytePos, FileName, SourceFile, SourceMap, Spanned, sync::Lrc};
+use swc_ecma_ast::{CatchClause, Module, ModuleItem, Pat, Stmt};
 use swc_ecma_parser::{Parser, StringInput, Syntax};
 use swc_ecma_visit::{Visit, VisitWith};
 
@@ -17,10 +17,10 @@ const ANSWER: &str = "await globalThis[Symbol.for(\"packhost.answer\")](";
 /// What the prelude names unknown names with (`prelude.mjs`).
 const CAUGHT: &str = "globalThis[Symbol.for(\"packhost.caught\")]";
 
-/// The module `js` as node runs it; with `answer`, its last top-level
-/// statement, when it is an expression, hands its value to the answer
-/// function. Unchanged when it does not parse (node then says why).
-pub fn instrument(js: &str, answer: bool) -> String {
+/// `js` parsed as a JavaScript module, in its own source file: the module
+/// and whether the parser had to recover from errors, or `Err` when it
+/// could not parse at all.
+pub(crate) fn parse_module(js: &str) -> (Lrc<SourceFile>, Result<(Module, bool), ()>) {
     let cm: Lrc<SourceMap> = Default::default();
     let file = cm.new_source_file(Lrc::new(FileName::Anon), js.to_owned());
     let mut parser = Parser::new(
@@ -28,7 +28,19 @@ pub fn instrument(js: &str, answer: bool) -> String {
         StringInput::from(&*file),
         None,
     );
-    let Ok(module) = parser.parse_module() else {
+    let parsed = parser
+        .parse_module()
+        .map(|module| (module, !parser.take_errors().is_empty()))
+        .map_err(drop);
+    (file, parsed)
+}
+
+/// The module `js` as node runs it; with `answer`, its last top-level
+/// statement, when it is an expression, hands its value to the answer
+/// function. Unchanged when it does not parse (node then says why).
+pub fn instrument(js: &str, answer: bool) -> String {
+    let (file, parsed) = parse_module(js);
+    let Ok((module, _)) = parsed else {
         return js.to_owned();
     };
     let offset = |pos: BytePos| (pos - file.start_pos).0 as usize;

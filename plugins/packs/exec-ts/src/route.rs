@@ -14,13 +14,14 @@
 //! - uses `console` other than by calling `log`, `info`, `debug`, `warn` or
 //!   `error`.
 
-use swc_common::{FileName, GLOBALS, Globals, Mark, SourceMap, SyntaxContext, sync::Lrc};
+use swc_common::{GLOBALS, Globals, Mark, SyntaxContext};
 use swc_ecma_ast::{
     Callee, Expr, Ident, MemberExpr, MemberProp, MetaPropExpr, MetaPropKind, ModuleDecl,
 };
-use swc_ecma_parser::{Parser, StringInput, Syntax};
 use swc_ecma_transforms_base::resolver;
 use swc_ecma_visit::{Visit, VisitMutWith, VisitWith};
+
+use crate::instrument::parse_module;
 
 /// Where a block runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -181,15 +182,8 @@ pub const NODE_ONLY: &[&str] = &[
 /// Where the JavaScript module `js` runs; `code_name` says whether a name
 /// is one of the caller's packs or aliases.
 pub fn route(js: &str, code_name: impl Fn(&str) -> bool) -> Route {
-    let cm: Lrc<SourceMap> = Default::default();
-    let file = cm.new_source_file(Lrc::new(FileName::Anon), js.to_owned());
-    let mut parser = Parser::new(
-        Syntax::Es(Default::default()),
-        StringInput::from(&*file),
-        None,
-    );
-    let mut module = match parser.parse_module() {
-        Ok(module) if parser.take_errors().is_empty() => module,
+    let mut module = match parse_module(js).1 {
+        Ok((module, false)) => module,
         _ => return Route::Node("it does not parse as a module".into()),
     };
     GLOBALS.set(&Globals::new(), || {
