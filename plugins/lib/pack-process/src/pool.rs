@@ -2,6 +2,7 @@
 //! as many kept ready as recent calls needed.
 
 use std::{
+    collections::VecDeque,
     future::Future,
     io,
     pin::Pin,
@@ -12,7 +13,7 @@ use std::{
     time::Duration,
 };
 
-use tokio::time::Instant;
+use tokio::{sync::oneshot, time::Instant};
 
 /// How long warm-up waits after a pack starts: the host's start-up
 /// (`initialize`, then `tools/list`) takes a few milliseconds, and starting
@@ -61,6 +62,9 @@ pub struct WarmPool<T> {
 
 struct Inner<T> {
     ready: Mutex<Vec<T>>,
+    /// Takes that found none ready, oldest first: each gets the next child
+    /// started (or its failure), whoever started it.
+    waiting: Mutex<VecDeque<oneshot::Sender<io::Result<T>>>>,
     demand: Demand,
     /// Kept ready now: at most `demand.max`.
     target: AtomicUsize,
@@ -93,6 +97,7 @@ impl<T: Send + 'static> WarmPool<T> {
         let pool = Self {
             inner: Arc::new(Inner {
                 ready: Mutex::new(Vec::new()),
+                waiting: Mutex::new(VecDeque::new()),
                 demand,
                 target: AtomicUsize::new(demand.initial),
                 starting: AtomicUsize::new(0),
@@ -134,18 +139,23 @@ impl<T: Send + 'static> WarmPool<T> {
                 None => break None,
             }
         };
-        match ready {
-            Some(child) => Ok(child),
-            None => {
-                let max = inner.demand.max;
-                let _ = inner
-                    .target
-                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                        (n < max).then_some(n + 1)
-                    });
-                (inner.start)().await
-            }
+        if let Some(child) = ready {
+            return Ok(child);
         }
+        let max = inner.demand.max;
+        let _ = inner
+            .target
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < max).then_some(n + 1)
+            });
+        // The first child to start is this take's, so a start already under
+        // way serves it rather than one more.
+        let (sent, started) = oneshot::channel();
+        lock(&inner.waiting).push_back(sent);
+        refill(inner);
+        started
+            .await
+            .unwrap_or_else(|_| Err(io::Error::other("the pool was dropped")))
     }
 
     /// How many children are ready now.
@@ -163,12 +173,14 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Start children until the target are ready or starting.
+/// Start children until the target are ready or starting, besides one for
+/// each take waiting.
 fn refill<T: Send + 'static>(inner: &Arc<Inner<T>>) {
     loop {
         let ready = lock(&inner.ready).len();
+        let waiting = lock(&inner.waiting).len();
         let starting = inner.starting.load(Ordering::SeqCst);
-        if ready + starting >= inner.target.load(Ordering::SeqCst) {
+        if ready + starting >= inner.target.load(Ordering::SeqCst) + waiting {
             return;
         }
         inner.starting.fetch_add(1, Ordering::SeqCst);
@@ -176,10 +188,26 @@ fn refill<T: Send + 'static>(inner: &Arc<Inner<T>>) {
         tokio::spawn(async move {
             let started = (inner.start)().await;
             inner.starting.fetch_sub(1, Ordering::SeqCst);
-            if let Ok(child) = started {
-                lock(&inner.ready).push(child);
-            }
+            hand_over(&inner, started);
         });
+    }
+}
+
+/// A child just started (or its failure) to the oldest take still waiting;
+/// a child nobody waits for is kept ready, a failure nobody waits for is
+/// dropped (the next take starts again).
+fn hand_over<T>(inner: &Inner<T>, mut started: io::Result<T>) {
+    loop {
+        let Some(waiter) = lock(&inner.waiting).pop_front() else {
+            break;
+        };
+        match waiter.send(started) {
+            Ok(()) => return,
+            Err(unsent) => started = unsent, // that take was given up
+        }
+    }
+    if let Ok(child) = started {
+        lock(&inner.ready).push(child);
     }
 }
 

@@ -251,6 +251,60 @@ async fn a_pool_following_demand_grows_when_a_call_waits_and_empties_when_idle()
     pool.clear();
 }
 
+/// A take that finds none ready is served by the first child to start, here
+/// the warm-up's, already under way: it does not wait for a start of its own.
+#[tokio::test]
+async fn a_take_gets_the_child_already_starting() {
+    let starts = Arc::new(AtomicUsize::new(0));
+    let permits = Arc::new(tokio::sync::Semaphore::new(0));
+    let (counted, gate) = (Arc::clone(&starts), Arc::clone(&permits));
+    let demand = Demand {
+        initial: 1,
+        max: 1,
+        idle: Duration::MAX,
+    };
+    let pool = Arc::new(WarmPool::following(
+        demand,
+        move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+            let gate = Arc::clone(&gate);
+            async move {
+                // Starts finish one per permit, in the order they began.
+                gate.acquire().await.expect("gate open").forget();
+                ProcessGroup::spawn(sh("sleep 30"))
+            }
+        },
+        |group: &mut ProcessGroup| group.is_running(),
+        || {},
+    ));
+    eventually("the warm-up never began a start", || {
+        starts.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    let taker = Arc::clone(&pool);
+    let take = tokio::spawn(async move { taker.take().await });
+    eventually("the waiting take began no start to keep one ready", || {
+        starts.load(Ordering::SeqCst) == 2
+    })
+    .await;
+    permits.add_permits(1);
+    let child = tokio::time::timeout(Duration::from_secs(10), take)
+        .await
+        .expect("the take waited for a start of its own")
+        .unwrap()
+        .unwrap();
+    assert!(child.is_running());
+    assert_eq!(
+        pool.ready(),
+        0,
+        "the first child went to the pool, not the take"
+    );
+    permits.add_permits(1);
+    eventually("the second start was not kept ready", || pool.ready() == 1).await;
+    assert_eq!(starts.load(Ordering::SeqCst), 2, "started more than needed");
+    pool.clear();
+}
+
 /// Issue 23: once a leader is reaped its pid (and group number) may go to
 /// any process; nothing the guard does after may reach that process.
 #[tokio::test]

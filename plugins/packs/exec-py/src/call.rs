@@ -1,10 +1,13 @@
 //! One call: hand the request to an interpreter, serve its tool calls over
 //! the channel, capture its output, and shape the answer.
 
-use std::time::{Duration, Instant};
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use pack_process::{Exit, Finished};
-use pack_sdk::{Context, PackError, Value, bridge, codes};
+use pack_sdk::{Context, PackError, SharedCatalog, Value, bridge, codes};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -18,8 +21,8 @@ pub struct Request {
     pub code: String,
     pub cwd: String,
     pub tmpdir: String,
-    /// What the code binds (`bridge::bindings`), or none without code mode.
-    pub bindings: Option<Value>,
+    /// The catalog the code binds, or none without code mode.
+    pub bindings: Option<Arc<SharedCatalog>>,
     pub max_result_bytes: usize,
 }
 
@@ -97,15 +100,17 @@ pub async fn run(
         dir: _dir,
     } = interpreter;
     let (reader, mut writer) = channel.into_split();
-    let line = json!({
+    let fields = json!({
         "code": request.code,
         "cwd": request.cwd,
         "tmpdir": request.tmpdir,
-        "bindings": request.bindings,
         "max_result_bytes": request.max_result_bytes,
-    })
-    .to_string()
-        + "\n";
+    });
+    let mut line = match &request.bindings {
+        Some(shared) => bridge::object_with(&fields, "bindings", shared.bindings()),
+        None => fields.to_string(),
+    };
+    line.push('\n');
     writer
         .write_all(line.as_bytes())
         .await

@@ -65,9 +65,7 @@ pub(crate) async fn run(
         code: args.code,
         cwd: cwd.as_ref().map_or(own, Dir::path).display().to_string(),
         tmpdir: own.display().to_string(),
-        bindings: args
-            .bridge
-            .then(|| pack_sdk::bridge::bindings(&ctx.catalog())),
+        bindings: args.bridge.then(|| ctx.shared_catalog()),
         max_result_bytes: state.config.max_output_bytes,
     };
     let timeout = Duration::from_millis(args.timeout_ms.max(1));

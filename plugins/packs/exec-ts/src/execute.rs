@@ -101,16 +101,16 @@ pub(crate) async fn execute(
     };
     let instrumented = instrument::instrument(&js, true);
     let env = args.env.unwrap_or_default();
-    let catalog = ctx.catalog();
+    let shared = ctx.shared_catalog();
     let realms = state
         .realms
         .as_ref()
         .filter(|_| cwd.is_none() && env.is_empty())
-        .filter(|_| route(&js, |name| is_code_name(&catalog, name)) == Route::Realm);
+        .filter(|_| route(&js, |name| is_code_name(&shared.catalog, name)) == Route::Realm);
     let mut output = match realms {
         Some(realms) => {
             realms
-                .run(&instrumented, &catalog, timeout, started, &ctx)
+                .run(&instrumented, &shared, timeout, started, &ctx)
                 .await?
         }
         None => {

@@ -681,13 +681,12 @@ impl Runner {
             return ExecOutput::from_finished(finished, started, timeout);
         };
         let (reader, mut writer) = channel.into_split();
-        let bindings = json!({
-            "bindings": bridge::bindings(&ctx.catalog()),
+        let setup = json!({
             "max_result_bytes": self.limit,
             "answered": answered.map(|(line, column, width)| json!({"line": line, "column": column, "width": width})),
-        })
-        .to_string()
-            + "\n";
+        });
+        let bindings =
+            bridge::object_with(&setup, "bindings", ctx.shared_catalog().bindings()) + "\n";
         let gone = CancellationToken::new();
         // Beside the wait, so the time limit holds while node reads them.
         let serve = async {

@@ -24,7 +24,7 @@ use std::{
 };
 
 use pack_process::{CaptureBuffer, Exit, Finished, ProcessGroup};
-use pack_sdk::{Catalog, Context, PackError, bridge, owned::Owner};
+use pack_sdk::{Context, PackError, SharedCatalog, bridge, owned::Owner};
 use serde::Deserialize;
 use serde_json::json;
 use tempfile::TempDir;
@@ -162,7 +162,7 @@ impl Realms {
     pub async fn run(
         &self,
         js: &str,
-        catalog: &Catalog,
+        catalog: &SharedCatalog,
         timeout: Duration,
         started: Instant,
         ctx: &Context,
@@ -185,19 +185,14 @@ impl Realms {
                 PackError::internal(message.clone()).with_result(&ExecOutput::refused(message))
             })?,
         };
-        let run = json!({
-            "type": "run",
-            "code": js,
-            "setup": {
-                "bindings": bridge::bindings(catalog),
-                "max_result_bytes": self.inner.limit,
-                "answered": crate::instrument::answered_at(js)
-                    .map(|(line, column, width)| json!({"line": line, "column": column, "width": width})),
-                "node_globals": NODE_ONLY,
-            },
-        })
-        .to_string()
-            + "\n";
+        let setup = json!({
+            "max_result_bytes": self.inner.limit,
+            "answered": crate::instrument::answered_at(js)
+                .map(|(line, column, width)| json!({"line": line, "column": column, "width": width})),
+            "node_globals": NODE_ONLY,
+        });
+        let setup = bridge::object_with(&setup, "bindings", catalog.bindings());
+        let run = bridge::object_with(&json!({"type": "run", "code": js}), "setup", &setup) + "\n";
         let mut output = Output::default();
         let end = match worker.writer.write_all(run.as_bytes()).await {
             Ok(()) => serve(&mut worker, ctx, deadline, self.inner.limit, &mut output).await,

@@ -73,6 +73,23 @@ pub fn bindings(catalog: &Catalog) -> Value {
     })
 }
 
+/// `object` (a JSON object) as text with `key` set to `raw`, JSON text
+/// written before (a catalog's [`bindings`](crate::SharedCatalog::bindings)),
+/// copied in rather than parsed and written again.
+pub fn object_with(object: &Value, key: &str, raw: &str) -> String {
+    let mut text = object.to_string();
+    debug_assert!(text.ends_with('}'), "not a JSON object: {text}");
+    text.pop();
+    if text.len() > 1 {
+        text.push(',');
+    }
+    text.push_str(&Value::from(key).to_string());
+    text.push(':');
+    text.push_str(raw);
+    text.push('}');
+    text
+}
+
 /// When serving ends besides the code's process being gone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Until {
@@ -154,4 +171,22 @@ async fn reply(call: ToolCall, ctx: &Context) -> String {
         Err(error) => json!({ "id": call.id, "error": error.into_wire() }),
     };
     reply.to_string() + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn object_with_adds_the_raw_text_under_its_key() {
+        let raw = r#"{"tools":[{"pack":"proj"}]}"#;
+        let text = object_with(&json!({"code": "1+1", "n": 2}), "bind\"ings", raw);
+        let back: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            back,
+            json!({"code": "1+1", "n": 2, "bind\"ings": {"tools": [{"pack": "proj"}]}})
+        );
+        let alone: Value = serde_json::from_str(&object_with(&json!({}), "b", "[1]")).unwrap();
+        assert_eq!(alone, json!({"b": [1]}));
+    }
 }

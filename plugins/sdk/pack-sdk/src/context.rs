@@ -6,7 +6,11 @@ use abi_stable::std_types::{RNone, ROption, RResult, RSome};
 use pack_api::{CallContextBox, Catalog, HostBox, LogLevel, Owner, WireError};
 use serde_json::Value;
 
-use crate::{PackError, ask::Keys};
+use crate::{
+    PackError,
+    ask::Keys,
+    catalogs::{self, SharedCatalog},
+};
 
 /// The host, for the pack's whole life: given to the pack's constructor.
 #[derive(Clone)]
@@ -134,7 +138,13 @@ impl Context {
     /// exposes. It is the whole list, as JSON: call it when needed, not on
     /// every call.
     pub fn catalog(&self) -> Catalog {
-        serde_json::from_str(&self.inner.catalog()).unwrap_or_default()
+        self.shared_catalog().catalog.clone()
+    }
+
+    /// [`Context::catalog`] without a copy, with code's bindings written
+    /// once: the same for every caller who sees the same catalog.
+    pub fn shared_catalog(&self) -> Arc<SharedCatalog> {
+        catalogs::shared(&self.inner.catalog())
     }
 
     /// The projects this caller may see (`[projects]`, less those named for
@@ -142,9 +152,11 @@ impl Context {
     /// rule; they stay the same for one organisation while the host runs,
     /// so a pack may keep them per [`Context::org`].
     pub fn projects(&self) -> BTreeMap<String, PathBuf> {
-        let catalog = self.catalog();
-        let projects = catalog.projects.into_iter();
-        projects.map(|(name, path)| (name, path.into())).collect()
+        let shared = self.shared_catalog();
+        let projects = shared.catalog.projects.iter();
+        projects
+            .map(|(name, path)| (name.clone(), path.into()))
+            .collect()
     }
 
     /// The host's `[identity]`: who a call is when the transport does not
@@ -153,7 +165,7 @@ impl Context {
     /// ([`Ownership`](crate::owned::Ownership)). `None` from a host too old
     /// to say. It reads the [catalog](Self::catalog): keep it.
     pub fn host_identity(&self) -> Option<Owner> {
-        self.catalog().identity
+        self.shared_catalog().catalog.identity.clone()
     }
 
     /// Call any tool the host serves (`pack.function`, an alias, `run`) with
