@@ -67,9 +67,9 @@ pub enum Command {
         #[command(subcommand)]
         action: TokenAction,
     },
-    /// Check the config, load every pack and fetch the OAuth issuer's keys;
-    /// exit 1 when a pack fails to load or the issuer cannot be used, 2 when
-    /// the config itself is wrong.
+    /// Check the config and load every pack (and fetch the OAuth issuer's
+    /// keys); exit 1 when a pack fails to load or the issuer cannot be used,
+    /// 2 when the config itself is wrong.
     Check,
     /// Manage the MCP servers organisations registered for `remote_mcp`.
     Integrations(crate::integrations::IntegrationsCommand),

@@ -345,20 +345,8 @@ async fn a_scope_that_does_not_allow_a_tool_refuses_it_from_every_path() {
         assert_ne!(result["isError"], true, "{tool}: {result}");
         assert!(result.to_string().contains("acme"), "{tool}: {result}");
     }
-    // Without it: a direct call is answered 403 naming the scope to add...
-    let (status, challenge, _) = raw_call(&host, Some(&no_hello), "hello.whoami", whoami).await;
-    assert_eq!(status, 403);
-    assert_eq!(
-        challenge,
-        format!(
-            "Bearer error=\"insufficient_scope\", scope=\"tools:code tools:hello tools:run\", \
-             resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\", \
-             error_description=\"this call needs scope tools:hello\"",
-            host.base
-        )
-    );
-    // ...and from `run` and Python the allow-list refuses it as a pack
-    // that does not exist, as for a static token's allow-list.
+    // Without it, from `run` and Python the allow-list refuses it as a
+    // pack that does not exist, as for a static token's allow-list.
     for (tool, arguments) in [("run", &run), ("exec_py.run", &python)] {
         let (status, _, body) = raw_call(&host, Some(&no_hello), tool, arguments.clone()).await;
         assert_eq!(status, 200, "{tool}: {body}");
@@ -379,6 +367,18 @@ async fn a_scope_that_does_not_allow_a_tool_refuses_it_from_every_path() {
         text_of(&body).replace("hello", "qqqqq"),
         text_of(&unknown),
         "the refusal reveals nothing an unknown pack's would not"
+    );
+    // A direct call is answered 403, naming the scope to add.
+    let (status, challenge, _) = raw_call(&host, Some(&no_hello), "hello.whoami", whoami).await;
+    assert_eq!(status, 403);
+    assert_eq!(
+        challenge,
+        format!(
+            "Bearer error=\"insufficient_scope\", scope=\"tools:code tools:hello tools:run\", \
+             resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\", \
+             error_description=\"this call needs scope tools:hello\"",
+            host.base
+        )
     );
     // `run` itself needs its scope.
     let (status, challenge, _) = raw_call(&host, Some(&hello_only), "run", run).await;
