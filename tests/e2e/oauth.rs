@@ -34,7 +34,7 @@ async fn start(packs: &str) -> (Provider, HttpHost, String) {
         "{packs}\n[auth.oauth]\nissuer = \"{}\"\nresource = \"{{resource}}\"\norg_claim = \"org\"\n\
          leeway_secs = 5\njwks_refetch_secs = 1\n\
          [auth.oauth.scopes]\n\"tools:hello\" = [\"hello.*\"]\n\"tools:run\" = [\"run\"]\n\
-         \"tools:code\" = [\"exec_py.*\"]\n",
+         \"tools:code\" = [\"exec_py.*\", \"exec_ts.*\"]\n",
         provider.issuer
     );
     let (host, resource) = start_host(&config).await;
@@ -323,8 +323,13 @@ fn header(token: &str) -> &str {
 
 #[tokio::test]
 async fn a_scope_that_does_not_allow_a_tool_refuses_it_from_every_path() {
-    let (provider, host, resource) =
-        start(&format!("[packs.exec_py]\n{}", hello_section(""))).await;
+    let notebooks = tempfile::TempDir::new().unwrap();
+    let packs = format!(
+        "[packs.exec_py]\n[packs.exec_ts]\nconfig = {{ notebooks_dir = {:?}, pool_size = 0 }}\n{}",
+        notebooks.path().display().to_string(),
+        hello_section("")
+    );
+    let (provider, host, resource) = start(&packs).await;
     let all = provider.token(&ADA, ADA.scope, &resource).await;
     let no_hello = provider
         .token(&ADA, "tools:run tools:code", &resource)
@@ -333,11 +338,13 @@ async fn a_scope_that_does_not_allow_a_tool_refuses_it_from_every_path() {
     let whoami = json!({});
     let run = json!({"command": "hello.whoami()"});
     let python = json!({"code": "print(hello.whoami()['org'])"});
+    let typescript = json!({"code": "(await hello.whoami()).org"});
     // With the scope each path reaches the tool.
     for (tool, arguments) in [
         ("hello.whoami", &whoami),
         ("run", &run),
         ("exec_py.run", &python),
+        ("exec_ts.execute", &typescript),
     ] {
         let (status, _, body) = raw_call(&host, Some(&all), tool, arguments.clone()).await;
         assert_eq!(status, 200, "{tool}: {body}");
@@ -345,9 +352,13 @@ async fn a_scope_that_does_not_allow_a_tool_refuses_it_from_every_path() {
         assert_ne!(result["isError"], true, "{tool}: {result}");
         assert!(result.to_string().contains("acme"), "{tool}: {result}");
     }
-    // Without it, from `run` and Python the allow-list refuses it as a
-    // pack that does not exist, as for a static token's allow-list.
-    for (tool, arguments) in [("run", &run), ("exec_py.run", &python)] {
+    // Without it, from `run`, Python and TypeScript the allow-list refuses
+    // it as a pack that does not exist, as for a static token's allow-list.
+    for (tool, arguments) in [
+        ("run", &run),
+        ("exec_py.run", &python),
+        ("exec_ts.execute", &typescript),
+    ] {
         let (status, _, body) = raw_call(&host, Some(&no_hello), tool, arguments.clone()).await;
         assert_eq!(status, 200, "{tool}: {body}");
         let result = result_of(&body);
