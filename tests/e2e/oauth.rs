@@ -11,7 +11,7 @@ use packhost_tests::{
     is_error,
     oauth::{Client, Provider, now, start_host},
     official::script_lines,
-    structured, text,
+    packhost_cli, structured, text,
 };
 use serde_json::{Value, json};
 
@@ -431,5 +431,70 @@ async fn the_organisation_of_a_token_is_its_own() {
         "evil",
         "{}",
         error_code(&nested)
+    );
+}
+
+#[tokio::test]
+async fn check_names_what_is_wrong_with_the_section_and_the_issuer() {
+    let section = |issuer: &str, extra: &str| {
+        format!(
+            "[auth.oauth]\nissuer = \"{issuer}\"\nresource = \"https://mcp.example.com/mcp\"\n{extra}"
+        )
+    };
+    let check = |config: String| async move {
+        let output = tokio::task::spawn_blocking(move || packhost_cli(&config, &["check"]))
+            .await
+            .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (output.status.code(), said)
+    };
+    let (code, said) = check(section(
+        "http://login.example.com",
+        "algorithms = [\"HS256\"]\n",
+    ))
+    .await;
+    assert_eq!(code, Some(2), "{said}");
+    for expected in [
+        "`auth.oauth.issuer` = \"http://login.example.com\": must be `https`",
+        "\"HS256\": HMAC is never accepted",
+        "`auth.oauth` says nothing of the organisation",
+    ] {
+        assert!(said.contains(expected), "missing {expected:?} in:\n{said}");
+    }
+    let provider = Provider::start(&[ADA], &SCOPES).await;
+    let (code, said) = check(section(&provider.issuer, "org = \"acme\"\n")).await;
+    assert_eq!(code, Some(0), "{said}");
+    assert!(
+        said.contains(&format!(
+            "ok    [auth.oauth] issuer {}: 1 signing key to check tokens for \
+             https://mcp.example.com/mcp",
+            provider.issuer
+        )),
+        "{said}"
+    );
+    // Its metadata names the issuer without the slash: a mix-up.
+    let (code, said) = check(section(
+        &format!("{}/", provider.issuer),
+        "org = \"acme\"\n",
+    ))
+    .await;
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.contains(&format!(
+            "is of issuer \"{}\", not `auth.oauth.issuer`",
+            provider.issuer
+        )),
+        "{said}"
+    );
+    drop(provider);
+    let (code, said) = check(section("http://127.0.0.1:1", "org = \"acme\"\n")).await;
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.contains("error [auth.oauth] no metadata for issuer \"http://127.0.0.1:1\""),
+        "{said}"
     );
 }
