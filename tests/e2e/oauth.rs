@@ -15,21 +15,20 @@ use packhost_tests::{
 };
 use serde_json::{Value, json};
 
-const ADA: Client = Client {
-    client_id: "ada",
-    org: "acme",
-    scope: "tools:hello tools:run tools:code",
-};
-const EVE: Client = Client {
-    client_id: "eve",
-    org: "evil",
-    scope: "tools:hello tools:run tools:code",
-};
+const EVERY_SCOPE: &str = "tools:hello tools:run tools:code";
 const SCOPES: [&str; 3] = ["tools:hello", "tools:run", "tools:code"];
+
+fn ada() -> Client {
+    Client::new("ada", "acme", EVERY_SCOPE)
+}
+
+fn eve() -> Client {
+    Client::new("eve", "evil", EVERY_SCOPE)
+}
 
 /// The provider, and a host that accepts its tokens for its own resource.
 async fn start(packs: &str) -> (Provider, HttpHost, String) {
-    let provider = Provider::start(&[ADA, EVE], &SCOPES).await;
+    let provider = Provider::start(&[ada(), eve()], &SCOPES).await;
     let config = format!(
         "{packs}\n[auth.oauth]\nissuer = \"{}\"\nresource = \"{{resource}}\"\norg_claim = \"org\"\n\
          leeway_secs = 5\njwks_refetch_secs = 1\n\
@@ -125,8 +124,8 @@ async fn the_sdk_client_discovers_the_provider_from_the_metadata_signs_in_and_ru
         );
     }
     // The official SDK client follows it to the provider and back.
-    let spec = json!({"url": host.url(), "issuer": provider.issuer, "client_id": ADA.client_id,
-        "client_secret": ADA.secret(), "scope": ADA.scope, "command": "hello.whoami()"});
+    let spec = json!({"url": host.url(), "issuer": provider.issuer, "client_id": "ada",
+        "client_secret": ada().secret(), "scope": EVERY_SCOPE, "command": "hello.whoami()"});
     let lines = sdk_client(&spec, &host).await;
     let discovered = &lines[0]["discovered"];
     assert_eq!(
@@ -162,7 +161,7 @@ async fn sdk_client(spec: &Value, host: &HttpHost) -> Vec<Value> {
 #[tokio::test]
 async fn tokens_that_are_not_valid_here_are_refused_with_the_challenge_and_run_nothing() {
     let (provider, host, resource) = start(&hello_section("")).await;
-    let good = claims(&provider, &resource, &ADA);
+    let good = claims(&provider, &resource, &ada());
     let with = |changes: Value| {
         let mut claims = good.clone();
         for (key, value) in changes.as_object().unwrap() {
@@ -206,7 +205,7 @@ async fn tokens_that_are_not_valid_here_are_refused_with_the_challenge_and_run_n
     refused.push((
         "for another resource",
         provider
-            .token(&ADA, ADA.scope, "http://127.0.0.1:1/mcp")
+            .token(&ada(), EVERY_SCOPE, "http://127.0.0.1:1/mcp")
             .await,
     ));
     refused.push(("not a JWT", "ph_not-a-jwt".to_owned()));
@@ -248,7 +247,7 @@ async fn tokens_that_are_not_valid_here_are_refused_with_the_challenge_and_run_n
         "{body}"
     );
     assert!(calls(&metrics(&host, &valid).await));
-    let issued = provider.token(&ADA, ADA.scope, &resource).await;
+    let issued = provider.token(&ada(), EVERY_SCOPE, &resource).await;
     let (status, _, body) = raw_call(&host, Some(&issued), "hello.whoami", json!({})).await;
     assert_eq!(status, 200, "the provider's own token: {body}");
     // Why goes to the log, never a token.
@@ -291,12 +290,12 @@ async fn a_key_rotation_at_the_provider_is_followed_without_restart() {
                 .0
         }
     };
-    let first = provider.token(&ADA, ADA.scope, &resource).await;
+    let first = provider.token(&ada(), EVERY_SCOPE, &resource).await;
     assert_eq!(whoami(first.clone()).await, 200);
     // Past `jwks_refetch_secs`, so an unknown key may fetch the keys again.
     tokio::time::sleep(Duration::from_millis(1200)).await;
     provider.rotate(true).await;
-    let second = provider.token(&ADA, ADA.scope, &resource).await;
+    let second = provider.token(&ada(), EVERY_SCOPE, &resource).await;
     assert_ne!(header(&first), header(&second), "signed by another key");
     assert_eq!(whoami(second.clone()).await, 200, "a new key is fetched");
     assert_eq!(
@@ -306,7 +305,7 @@ async fn a_key_rotation_at_the_provider_is_followed_without_restart() {
     );
     tokio::time::sleep(Duration::from_millis(1200)).await;
     provider.rotate(false).await;
-    let third = provider.token(&ADA, ADA.scope, &resource).await;
+    let third = provider.token(&ada(), EVERY_SCOPE, &resource).await;
     assert_eq!(whoami(third).await, 200, "the newest key is fetched");
     assert_eq!(
         whoami(first).await,
@@ -330,11 +329,11 @@ async fn a_scope_that_does_not_allow_a_tool_refuses_it_from_every_path() {
         hello_section("")
     );
     let (provider, host, resource) = start(&packs).await;
-    let all = provider.token(&ADA, ADA.scope, &resource).await;
+    let all = provider.token(&ada(), EVERY_SCOPE, &resource).await;
     let no_hello = provider
-        .token(&ADA, "tools:run tools:code", &resource)
+        .token(&ada(), "tools:run tools:code", &resource)
         .await;
-    let hello_only = provider.token(&ADA, "tools:hello", &resource).await;
+    let hello_only = provider.token(&ada(), "tools:hello", &resource).await;
     let whoami = json!({});
     let run = json!({"command": "hello.whoami()"});
     let python = json!({"code": "print(hello.whoami()['org'])"});
@@ -415,7 +414,7 @@ fn text_of(body: &str) -> String {
 #[tokio::test]
 async fn the_organisation_of_a_token_is_its_own() {
     let (provider, host, resource) = start(&hello_section("")).await;
-    let eve = provider.token(&EVE, EVE.scope, &resource).await;
+    let eve = provider.token(&eve(), EVERY_SCOPE, &resource).await;
     let client = host.client(Some(&eve)).await.expect("connect");
     let who = packhost_tests::call(&client, "hello.whoami", json!({}))
         .await
@@ -465,7 +464,7 @@ async fn check_names_what_is_wrong_with_the_section_and_the_issuer() {
     ] {
         assert!(said.contains(expected), "missing {expected:?} in:\n{said}");
     }
-    let provider = Provider::start(&[ADA], &SCOPES).await;
+    let provider = Provider::start(&[ada()], &SCOPES).await;
     let (code, said) = check(section(&provider.issuer, "org = \"acme\"\n")).await;
     assert_eq!(code, Some(0), "{said}");
     assert!(

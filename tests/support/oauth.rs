@@ -15,16 +15,26 @@ use crate::http::{HttpHost, web_client};
 
 /// One client registered at the provider: its tokens say `sub` =
 /// `client_id` and `org`, and it may ask for `scope`.
+#[derive(Clone)]
 pub struct Client {
     /// Its id, the `sub` of its tokens.
-    pub client_id: &'static str,
+    pub client_id: String,
     /// Its organisation, the `org` claim of its tokens.
-    pub org: &'static str,
+    pub org: String,
     /// The scopes it may be granted, space-separated.
-    pub scope: &'static str,
+    pub scope: String,
 }
 
 impl Client {
+    /// Client `client_id` of `org`, which may be granted `scope`.
+    pub fn new(client_id: &str, org: &str, scope: &str) -> Self {
+        Self {
+            client_id: client_id.to_owned(),
+            org: org.to_owned(),
+            scope: scope.to_owned(),
+        }
+    }
+
     /// Its secret at the provider.
     pub fn secret(&self) -> String {
         format!("{}-secret", self.client_id)
@@ -92,7 +102,7 @@ impl Provider {
     pub async fn token(&self, client: &Client, scope: &str, resource: &str) -> String {
         let response = web_client()
             .post(format!("{}/token", self.issuer))
-            .basic_auth(client.client_id, Some(client.secret()))
+            .basic_auth(&client.client_id, Some(client.secret()))
             .header("content-type", "application/x-www-form-urlencoded")
             .body(format!(
                 "grant_type=client_credentials&scope={}&resource={}",
