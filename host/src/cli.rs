@@ -62,6 +62,10 @@ pub enum Command {
     /// List the loaded packs, their functions and signatures.
     Packs,
     /// Make a bearer token for HTTP and print its `[[auth.tokens]]` entry.
+    ///
+    /// Static tokens suit scripts and CI. For people, `[auth.oauth]` lets
+    /// clients sign in at the team's identity provider instead (see the
+    /// book's "HTTP: a team's server").
     Token {
         /// What to do with tokens.
         #[command(subcommand)]

@@ -61,9 +61,11 @@ impl Authenticator {
         &self,
         authorization: Option<&str>,
     ) -> Result<Authenticated, Refusal> {
+        // The scheme's name is case-insensitive (RFC 9110 §11.1).
         let token = authorization
-            .and_then(|value| value.strip_prefix("Bearer "))
-            .map(str::trim)
+            .and_then(|value| value.split_at_checked(7))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer "))
+            .map(|(_, token)| token.trim())
             .ok_or(Refusal::Missing)?;
         if let Some((digest, identity)) = self.tokens.identify(token) {
             return Ok(Authenticated {
@@ -83,5 +85,44 @@ impl Authenticator {
                 Err(Refusal::Invalid)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::TokenConfig;
+
+    #[tokio::test]
+    async fn a_bearer_token_is_read_from_any_case_of_the_scheme_and_nothing_else() {
+        let token = new_token().unwrap();
+        let auth = Authenticator::new(&AuthConfig {
+            tokens: vec![TokenConfig {
+                user: "ada".into(),
+                org: "acme".into(),
+                sha256: hex(&sha256(&token)),
+                tools: None,
+            }],
+            oauth: None,
+        });
+        for header in [format!("Bearer {token}"), format!("bearer  {token} ")] {
+            let caller = auth.authenticate(Some(&header)).await.ok().unwrap();
+            assert_eq!(caller.identity.user, "ada");
+            assert_eq!(caller.principal, sha256(&token));
+        }
+        let refusal = |header: Option<&str>| {
+            let auth = &auth;
+            let header = header.map(str::to_owned);
+            async move { auth.authenticate(header.as_deref()).await.err() }
+        };
+        assert_eq!(refusal(None).await, Some(Refusal::Missing));
+        assert_eq!(
+            refusal(Some(&format!("Basic {token}"))).await,
+            Some(Refusal::Missing)
+        );
+        assert_eq!(
+            refusal(Some("Bearer ph_wrong")).await,
+            Some(Refusal::Invalid)
+        );
     }
 }

@@ -156,14 +156,16 @@ impl Verifier {
     /// The protected resource metadata (RFC 9728): this resource, its
     /// authorization server, and the scopes it knows.
     pub fn metadata(&self) -> Value {
-        json!({
+        let mut metadata = json!({
             "resource": self.config.resource,
             "authorization_servers": [self.config.issuer],
-            "scopes_supported": self.config.scopes.keys().collect::<Vec<_>>(),
             "bearer_methods_supported": ["header"],
-            "resource_signing_alg_values_supported": self.config.algorithms,
             "resource_name": "packhost",
-        })
+        });
+        if !self.config.scopes.is_empty() {
+            metadata["scopes_supported"] = json!(self.config.scopes.keys().collect::<Vec<_>>());
+        }
+        metadata
     }
 
     /// The `WWW-Authenticate` value of a 401: where the metadata is, and
