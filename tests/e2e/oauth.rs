@@ -27,8 +27,9 @@ fn eve() -> Client {
 }
 
 /// The provider, and a host that accepts its tokens for its own resource.
+/// Ada may also sign in as a user at its pages.
 async fn start(packs: &str) -> (Provider, HttpHost, String) {
-    let provider = Provider::start(&[ada(), eve()], &SCOPES).await;
+    let provider = Provider::start_with_users(&[ada(), eve()], &[("ada", "acme")], &SCOPES).await;
     let config = format!(
         "{packs}\n[auth.oauth]\nissuer = \"{}\"\nresource = \"{{resource}}\"\norg_claim = \"org\"\n\
          leeway_secs = 5\njwks_refetch_secs = 1\n\
@@ -123,30 +124,52 @@ async fn the_sdk_client_discovers_the_provider_from_the_metadata_signs_in_and_ru
             json!(["tools:code", "tools:hello", "tools:run"])
         );
     }
-    // The official SDK client follows it to the provider and back.
-    let spec = json!({"url": host.url(), "issuer": provider.issuer, "client_id": "ada",
-        "client_secret": ada().secret(), "scope": EVERY_SCOPE, "command": "hello.whoami()"});
-    let lines = sdk_client(&spec, &host).await;
-    let discovered = &lines[0]["discovered"];
-    assert_eq!(
-        discovered["authorizationServerUrl"], provider.issuer,
-        "{lines:?}"
-    );
-    assert_eq!(discovered["issuer"], provider.issuer);
-    assert_eq!(discovered["resourceMetadata"]["resource"], resource);
-    let claims = &lines[1]["claims"];
-    assert_eq!(claims["aud"], resource, "the token is bound to packhost");
-    assert_eq!(claims["iss"], provider.issuer);
-    let result = &lines[2]["result"];
-    assert_ne!(result["isError"], true, "{result}");
-    assert_eq!(
+    // The official SDK client follows it to the provider and back: as a
+    // desktop client (ada signs in and consents at the provider's pages)
+    // and as a script (eve's client credentials).
+    let flows = [
         (
-            &result["structuredContent"]["user"],
-            &result["structuredContent"]["org"]
+            json!({"flow": "authorization_code", "login": "ada"}),
+            ("ada", "acme"),
         ),
-        (&json!("ada"), &json!("acme")),
-        "{result}"
-    );
+        (
+            json!({"flow": "client_credentials", "client_id": "eve",
+                "client_secret": eve().secret(), "scope": EVERY_SCOPE}),
+            ("eve", "evil"),
+        ),
+    ];
+    for (flow, (user, org)) in flows {
+        let mut spec = json!({"url": host.url(), "issuer": provider.issuer,
+            "command": "hello.whoami()"});
+        spec.as_object_mut()
+            .unwrap()
+            .extend(flow.as_object().unwrap().clone());
+        let lines = sdk_client(&spec, &host).await;
+        let discovered = &lines[0]["discovered"];
+        assert_eq!(
+            discovered["authorizationServerUrl"], provider.issuer,
+            "{lines:?}"
+        );
+        assert_eq!(discovered["issuer"], provider.issuer);
+        assert_eq!(discovered["resourceMetadata"]["resource"], resource);
+        let claims = &lines[1]["claims"];
+        assert_eq!(
+            claims["aud"], resource,
+            "the token is bound to packhost: {flow}"
+        );
+        assert_eq!(claims["iss"], provider.issuer);
+        assert_eq!(claims["sub"], user);
+        let result = &lines[2]["result"];
+        assert_ne!(result["isError"], true, "{result}");
+        assert_eq!(
+            (
+                &result["structuredContent"]["user"],
+                &result["structuredContent"]["org"]
+            ),
+            (&json!(user), &json!(org)),
+            "{flow}: {result}"
+        );
+    }
 }
 
 /// The lines `tests/official-clients/oauth.mjs` prints for `spec`.

@@ -1,13 +1,16 @@
 // A real OpenID provider for the OAuth tests: oidc-provider (pinned in
-// `dev`), on a free loopback port, issuing JWT access tokens by the
-// client_credentials grant, bound by resource indicators (RFC 8707) to the
-// resource a client asks for. Its tokens carry the client's organisation
-// (`org`) beside `sub` (the client id) and `scope`.
+// `dev`), on a free loopback port, issuing JWT access tokens bound by
+// resource indicators (RFC 8707) to the resource a client asks for: to
+// configured clients by the client_credentials grant (`sub`: the client
+// id), and by the authorization code flow to clients that register
+// themselves (RFC 7591) for users who sign in at its development login and
+// consent pages (`sub`: the login). Tokens carry the organisation (`org`) of
+// the client or user beside `sub` and `scope`.
 //
 //   node provider.mjs SPEC.json   (PACKHOST_TEST_OIDC_PROVIDER: its package dir)
 //
 // SPEC: {"clients": [{"client_id", "client_secret", "org", "scope"}],
-//        "scopes": ["..."]}
+//        "users": {"login": "org"}, "scopes": ["..."]}
 // Prints one line, {"issuer": "http://127.0.0.1:PORT"}, once it listens.
 //
 // Beside the provider's own endpoints, two for the tests, under /test/:
@@ -37,6 +40,7 @@ const jose = await import(
 
 const spec = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const orgs = Object.fromEntries(spec.clients.map((c) => [c.client_id, c.org]));
+const users = spec.users ?? {};
 
 async function newKey() {
   const { privateKey } = await jose.generateKeyPair('RS256', { extractable: true });
@@ -63,7 +67,8 @@ function build(issuer) {
     jwks: { keys },
     scopes: ['openid', ...spec.scopes],
     features: {
-      devInteractions: { enabled: false },
+      devInteractions: { enabled: true },
+      registration: { enabled: true },
       clientCredentials: { enabled: true },
       resourceIndicators: {
         enabled: true,
@@ -77,7 +82,9 @@ function build(issuer) {
         }),
       },
     },
-    extraTokenClaims: (ctx, token) => ({ org: orgs[token.clientId] }),
+    extraTokenClaims: (ctx, token) => ({
+      org: token.accountId ? users[token.accountId] : orgs[token.clientId],
+    }),
   });
   built.on('server_error', (ctx, err) => console.error('provider error:', err));
   return built;

@@ -54,6 +54,16 @@ pub struct Provider {
 impl Provider {
     /// Start one with `clients`, which may be granted `scopes`.
     pub async fn start(clients: &[Client], scopes: &[&str]) -> Self {
+        Self::start_with_users(clients, &[], scopes).await
+    }
+
+    /// [`Self::start`], and `users` (login, organisation) may sign in at
+    /// its pages for clients that register themselves.
+    pub async fn start_with_users(
+        clients: &[Client],
+        users: &[(&str, &str)],
+        scopes: &[&str],
+    ) -> Self {
         let dir = TempDir::new().expect("temp dir");
         let spec = json!({
             "clients": clients.iter().map(|c| json!({
@@ -62,6 +72,7 @@ impl Provider {
                 "org": c.org,
                 "scope": c.scope,
             })).collect::<Vec<_>>(),
+            "users": users.iter().copied().collect::<std::collections::BTreeMap<_, _>>(),
             "scopes": scopes,
         });
         let spec_path = dir.path().join("provider.json");
@@ -84,6 +95,9 @@ impl Provider {
             .await
             .expect("the provider started within 30 s")
             .expect("read its first line");
+        // The provider prints notices on stdout later; a closed pipe would
+        // end it.
+        tokio::spawn(async move { tokio::io::copy(&mut stdout, &mut tokio::io::sink()).await });
         let line: Value = serde_json::from_str(&first).unwrap_or_else(|_| {
             panic!(
                 "the provider did not start: {first}\n{}",
