@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use packhost_tests::{
     error_code, hello_section,
-    http::{HttpHost, web_client},
+    http::{Events, HttpHost, RawSession, web_client},
     is_error,
     oauth::{Client, Provider, now, start_host},
     official::script_lines,
@@ -519,4 +519,38 @@ async fn check_names_what_is_wrong_with_the_section_and_the_issuer() {
         said.contains("error [auth.oauth] no metadata for issuer \"http://127.0.0.1:1\""),
         "{said}"
     );
+}
+
+#[tokio::test]
+async fn a_session_belongs_to_its_user_across_their_tokens_and_to_no_one_else() {
+    let (provider, host, resource) = start(&hello_section("")).await;
+    let first = provider.token(&ada(), EVERY_SCOPE, &resource).await;
+    let session = host.open_session(Some(&first), json!({})).await;
+    let whoami = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "hello.whoami", "arguments": {}}});
+    // A new token of the same user (a client refreshed it) keeps the session.
+    let refreshed = provider.token(&ada(), "tools:hello", &resource).await;
+    assert_ne!(first, refreshed);
+    let response = session
+        .post(Some(&refreshed), &whoami)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let answer = Events::of(response).response(&json!(1)).await;
+    assert_eq!(
+        answer["result"]["structuredContent"]["user"], "ada",
+        "{answer}"
+    );
+    // Another user's valid token finds no such session.
+    let eve = provider.token(&eve(), EVERY_SCOPE, &resource).await;
+    let stolen = session.post(Some(&eve), &whoami).send().await.unwrap();
+    let unknown = RawSession::named("no-such-session", &host)
+        .post(Some(&eve), &whoami)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stolen.status(), 404);
+    assert_eq!(unknown.status(), 404);
+    assert_eq!(stolen.text().await.unwrap(), unknown.text().await.unwrap());
 }
