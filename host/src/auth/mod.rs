@@ -51,6 +51,17 @@ impl Authenticator {
         self.tokens.is_empty() && self.oauth.is_none()
     }
 
+    /// How callers sign in, for the log: "none", "bearer tokens", "OAuth,
+    /// issuer …", or both.
+    pub fn describe(&self) -> String {
+        match (&self.oauth, self.tokens.is_empty()) {
+            (Some(oauth), true) => format!("OAuth, issuer {}", oauth.issuer()),
+            (Some(oauth), false) => format!("OAuth, issuer {}, and bearer tokens", oauth.issuer()),
+            (None, false) => "bearer tokens".to_owned(),
+            (None, true) => "none".to_owned(),
+        }
+    }
+
     /// The resource server, when `[auth.oauth]` is configured.
     pub fn oauth(&self) -> Option<&oauth::Verifier> {
         self.oauth.as_ref()

@@ -164,9 +164,13 @@ impl OAuthConfig {
             }
         }
         for (scope, tools) in &self.scopes {
-            if scope.is_empty() || scope.contains(char::is_whitespace) || scope.contains('"') {
+            // RFC 6749's scope-token: it also travels in a header.
+            let token =
+                |b: u8| b == 0x21 || (0x23..=0x5B).contains(&b) || (0x5D..=0x7E).contains(&b);
+            if scope.is_empty() || !scope.bytes().all(token) {
                 problems.push(value(format!(
-                    "`auth.oauth.scopes.\"{scope}\"`: a scope is one word without spaces or quotes"
+                    "`auth.oauth.scopes.\"{scope}\"`: a scope is one word of printable ASCII \
+                     without `\"` or `\\` (RFC 6749)"
                 )));
             }
             if tools.is_empty() {

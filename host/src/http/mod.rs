@@ -1,7 +1,8 @@
 //! `packhost serve --http ADDR`: MCP over streamable HTTP at `/mcp` (rmcp's
 //! server transport under axum), bearer tokens → identity, sessions bound
 //! to their opener ([`sessions`]), bodies checked as JSON-RPC ([`jsonrpc`]),
-//! OAuth's protected resource metadata and challenges ([`bearer`]), `/healthz`, `/metrics` (the caller's organisation's), a cap on sessions,
+//! OAuth's protected resource metadata and challenges ([`bearer`]),
+//! `/healthz`, `/metrics` (the caller's organisation's), a cap on sessions,
 //! and a graceful stop on SIGTERM.
 
 mod bearer;
@@ -114,12 +115,7 @@ pub async fn serve(
         transport,
     );
     let sessions = Arc::new(Sessions::new(sessions));
-    let described = match (&config.auth.oauth, config.auth.tokens.is_empty()) {
-        (Some(oauth), true) => format!("OAuth, issuer {}", oauth.issuer),
-        (Some(oauth), false) => format!("OAuth, issuer {}, and bearer tokens", oauth.issuer),
-        (None, false) => "bearer tokens".to_owned(),
-        (None, true) => "none".to_owned(),
-    };
+    let described = auth.describe();
     if let Some(oauth) = auth.oauth() {
         oauth.start();
     }
@@ -204,12 +200,12 @@ async fn guard(State(state): State<AppState>, mut request: Request, next: Next) 
     }
     match *request.method() {
         Method::POST => {
-            let caller = Caller {
+            let sender = Sender {
                 principal,
                 org: &org,
                 scopes: scopes.as_deref(),
             };
-            post(&state, request, next, session.is_none(), caller).await
+            post(&state, request, next, session.is_none(), sender).await
         }
         Method::DELETE => {
             let response = next.run(request).await;
@@ -230,7 +226,7 @@ async fn guard(State(state): State<AppState>, mut request: Request, next: Next) 
 /// Who sends a POST: the principal sessions are bound to, their
 /// organisation, and the scopes of their access token (`None` for a static
 /// token or none).
-struct Caller<'a> {
+struct Sender<'a> {
     principal: Principal,
     org: &'a str,
     scopes: Option<&'a [String]>,
@@ -245,7 +241,7 @@ async fn post(
     request: Request,
     next: Next,
     opens_session: bool,
-    caller: Caller<'_>,
+    sender: Sender<'_>,
 ) -> Response {
     let (parts, body) = request.into_parts();
     let Ok(body) = axum::body::to_bytes(body, state.max_request_bytes).await else {
@@ -259,7 +255,7 @@ async fn post(
     if let Some(refused) = jsonrpc::check(&body, revision.and_then(|v| v.to_str().ok())) {
         return refused;
     }
-    if let (Some(oauth), Some(granted)) = (state.auth.oauth(), caller.scopes)
+    if let (Some(oauth), Some(granted)) = (state.auth.oauth(), sender.scopes)
         && let Some(identity) = parts.extensions.get::<Identity>()
         && let Some(refused) = bearer::scope_check(oauth, &state.executor, identity, granted, &body)
     {
@@ -283,7 +279,7 @@ async fn post(
     {
         state
             .sessions
-            .opened(id, caller.principal, caller.org)
+            .opened(id, sender.principal, sender.org)
             .await;
     }
     let streamed = response

@@ -68,6 +68,11 @@ impl Verifier {
         }
     }
 
+    /// The issuer whose tokens are accepted.
+    pub fn issuer(&self) -> &str {
+        &self.config.issuer
+    }
+
     /// Keep the issuer's keys fresh in the background from now on (in a
     /// tokio runtime).
     pub fn start(&self) {
