@@ -1,7 +1,9 @@
 //! `[auth.oauth]` against a real OpenID provider (oidc-provider, started by
 //! the tests on loopback): discovery from the protected resource metadata,
-//! the official TypeScript SDK's OAuth flow, the tokens refused (and
-//! nothing run for them), key rotation, and scopes as allow-lists.
+//! the official TypeScript SDK's OAuth flows, the tokens refused (and
+//! nothing run for them), key rotation, scopes as allow-lists, sessions
+//! bound to the user, and `packhost check`. The tenancy attacks run with
+//! OAuth identities too (`tenancy::<test>::oauth`).
 
 use std::time::Duration;
 
