@@ -31,10 +31,15 @@ fn eve() -> Client {
 /// The provider, and a host that accepts its tokens for its own resource.
 /// Ada may also sign in as a user at its pages.
 async fn start(packs: &str) -> (Provider, HttpHost, String) {
+    start_with(packs, "").await
+}
+
+/// [`start`] with `oauth` lines added to `[auth.oauth]`.
+async fn start_with(packs: &str, oauth: &str) -> (Provider, HttpHost, String) {
     let provider = Provider::start_with_users(&[ada(), eve()], &[("ada", "acme")], &SCOPES).await;
     let config = format!(
         "{packs}\n[auth.oauth]\nissuer = \"{}\"\nresource = \"{{resource}}\"\norg_claim = \"org\"\n\
-         leeway_secs = 5\njwks_refetch_secs = 1\n\
+         leeway_secs = 5\njwks_refetch_secs = 1\n{oauth}\n\
          [auth.oauth.scopes]\n\"tools:hello\" = [\"hello.*\"]\n\"tools:run\" = [\"run\"]\n\
          \"tools:code\" = [\"exec_py.*\", \"exec_ts.*\"]\n",
         provider.issuer
@@ -367,6 +372,25 @@ async fn a_key_rotation_at_the_provider_is_followed_without_restart() {
         "a key no longer published is refused"
     );
     assert_eq!(whoami(second).await, 401);
+}
+
+#[tokio::test]
+async fn a_key_the_provider_stops_publishing_is_dropped_on_schedule() {
+    let (provider, host, resource) = start_with(&hello_section(""), "jwks_refresh_secs = 1").await;
+    let token = provider.token(&ada(), EVERY_SCOPE, &resource).await;
+    let whoami = || raw_call(&host, Some(&token), "hello.whoami", json!({}));
+    assert_eq!(whoami().await.0, 200);
+    provider.rotate(false).await;
+    // No token names the new key: only the schedule fetches the keys again.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let (status, _, body) = whoami().await;
+    assert_eq!(status, 401, "{body}");
+    assert!(
+        host.stderr()
+            .contains("refused an access token: it is signed by a key the issuer does not publish"),
+        "{}",
+        host.stderr()
+    );
 }
 
 /// A token's header, as sent (base64url): it names the key.
