@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use self::{approval::RawApproval, packs::RawPack, paths::resolve};
 pub use self::{
     approval::{Approval, CallPattern, MAX_REMEMBER, Remember, Rule},
-    oauth::{ALGORITHMS, OAuthConfig},
+    oauth::OAuthConfig,
     packs::{Library, PackConfig, PackSource},
     search::SearchConfig,
     server::{AuthConfig, Expose, HttpConfig, ServerConfig, TokenConfig},

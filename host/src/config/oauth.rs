@@ -13,7 +13,7 @@ use crate::error::{ConfigCode, ConfigProblem};
 /// Signature algorithms a token may use: asymmetric only. HMAC would need
 /// the issuer's secret here, and a verifier that accepts it can be fooled
 /// with a token "signed" with the issuer's public key.
-pub const ALGORITHMS: [&str; 9] = [
+const ALGORITHMS: [&str; 9] = [
     "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA",
 ];
 
