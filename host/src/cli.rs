@@ -62,12 +62,17 @@ pub enum Command {
     /// List the loaded packs, their functions and signatures.
     Packs,
     /// Make a bearer token for HTTP and print its `[[auth.tokens]]` entry.
+    ///
+    /// Static tokens suit scripts and CI. For people, `[auth.oauth]` lets
+    /// clients sign in at the team's identity provider instead (see the
+    /// book's "HTTP: a team's server").
     Token {
         /// What to do with tokens.
         #[command(subcommand)]
         action: TokenAction,
     },
-    /// Check the config and load every pack; exit 1 when a pack fails to load,
+    /// Check the config and load every pack (and fetch the OAuth issuer's
+    /// keys); exit 1 when a pack fails to load or the issuer cannot be used,
     /// 2 when the config itself is wrong.
     Check,
     /// Manage the MCP servers organisations registered for `remote_mcp`.
@@ -143,7 +148,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
             print_packs(&executor);
             ExitCode::SUCCESS
         }
-        Command::Check => check(&executor, &loaded, &errors),
+        Command::Check => check(&executor, &loaded, &errors).await,
     };
     shutdown::shutdown_packs(&executor).await;
     Ok(code)
@@ -221,7 +226,7 @@ fn print_packs(executor: &Executor) {
     }
 }
 
-fn check(executor: &Executor, loaded: &Loaded, errors: &[LoadError]) -> ExitCode {
+async fn check(executor: &Executor, loaded: &Loaded, errors: &[LoadError]) -> ExitCode {
     match &loaded.file {
         Some(file) => println!("config: {} (ok)", file.display()),
         None => println!(
@@ -254,12 +259,38 @@ fn check(executor: &Executor, loaded: &Loaded, errors: &[LoadError]) -> ExitCode
             );
         }
     }
+    let issuer_ok = match &loaded.config.auth.oauth {
+        Some(oauth) => check_issuer(oauth).await,
+        None => true,
+    };
     let helper = std::env::current_exe().unwrap_or_else(|_| "/proc/self/exe".into());
     println!("sandbox:\n{}", pack_sandbox::Report::probe(&helper));
-    if errors.is_empty() {
+    if !errors.is_empty() {
+        println!("{} pack(s) failed to load", errors.len());
+    }
+    if errors.is_empty() && issuer_ok {
         ExitCode::SUCCESS
     } else {
-        println!("{} pack(s) failed to load", errors.len());
         ExitCode::FAILURE
+    }
+}
+
+/// Whether `[auth.oauth]`'s issuer publishes metadata naming itself and a
+/// JWKS with keys packhost can check tokens with; says which.
+async fn check_issuer(oauth: &config::OAuthConfig) -> bool {
+    match crate::auth::oauth::Verifier::new(oauth).probe().await {
+        Ok(keys) => {
+            println!(
+                "ok    [auth.oauth] issuer {}: {} to check tokens for {}",
+                oauth.issuer,
+                count(keys, "signing key"),
+                oauth.accepted_audiences().join(", ")
+            );
+            true
+        }
+        Err(why) => {
+            println!("error [auth.oauth] {why}");
+            false
+        }
     }
 }

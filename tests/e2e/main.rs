@@ -23,6 +23,7 @@ mod loading;
 mod new_pack;
 mod notifications;
 mod npm_egress;
+mod oauth;
 mod official_clients;
 mod pack_offers;
 mod proj;

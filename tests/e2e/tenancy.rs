@@ -1,13 +1,19 @@
-//! Tenancy through the real binary over HTTP: bearer tokens of two
-//! organisations (`acme`: ada and bob; `evil`: eve). State belongs to whoever
-//! created it: another caller gets exactly what an unknown id gets, and
-//! listings and error messages never show the owner's ids. Limits count per
-//! owner; `share = "org"` lets one organisation share; a project named for
-//! one organisation is unknown to the others; a function outside a token's
-//! allow-list answers as one that does not exist.
+//! Tenancy through the real binary over HTTP: callers of two organisations
+//! (`acme`: ada and bob; `evil`: eve), each test run once with static
+//! bearer tokens and once with access tokens of a real OpenID provider
+//! (`[auth.oauth]`). State belongs to whoever created it: another caller
+//! gets exactly what an unknown id gets, and listings and error messages
+//! never show the owner's ids. Limits count per owner; `share = "org"` lets
+//! one organisation share; a project named for one organisation is unknown
+//! to the others; a function outside a caller's allow-list answers as one
+//! that does not exist.
 
 use packhost_tests::{
-    Recorder, error_code, hello_section, http::HttpHost, is_error, ok, structured, text,
+    Recorder, error_code, hello_section,
+    http::HttpHost,
+    is_error,
+    oauth::{self, Provider},
+    ok, structured, text,
 };
 use rmcp::{RoleClient, model::CallToolResult, service::RunningService};
 use serde_json::{Value, json};
@@ -17,28 +23,140 @@ use crate::http::{call, token};
 
 type Client = RunningService<RoleClient, Recorder>;
 
-/// A host on `config` with a token each for ada and bob of `acme` and eve
-/// of `evil`.
+/// How callers sign in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SignIn {
+    /// Static tokens (`[[auth.tokens]]`).
+    Tokens,
+    /// Access tokens of a real OpenID provider (`[auth.oauth]`).
+    OAuth,
+}
+
+/// Each test once per way of signing in: `tenancy::<test>::{tokens,oauth}`.
+macro_rules! with_each_sign_in {
+    ($($test:ident),* $(,)?) => {$(
+        mod $test {
+            #[tokio::test]
+            async fn tokens() {
+                super::$test(super::SignIn::Tokens).await
+            }
+
+            #[tokio::test]
+            async fn oauth() {
+                super::$test(super::SignIn::OAuth).await
+            }
+        }
+    )*};
+}
+
+with_each_sign_in!(
+    jupyter_sessions_of_one_organisation_are_unknown_to_another,
+    jupyter_limits_count_per_owner_and_for_the_host,
+    exec_ts_notebooks_of_one_organisation_are_unknown_to_another_across_restarts,
+    share_org_lets_one_organisation_share_its_sessions,
+    a_project_named_for_one_organisation_is_unknown_to_the_others,
+    a_function_outside_the_allow_list_answers_as_one_that_does_not_exist,
+);
+
+/// A host on `config` and its callers signed in as `sign_in` says.
+struct SignedIn {
+    host: HttpHost,
+    /// The OpenID provider, while the host needs it.
+    _provider: Option<Provider>,
+    /// Each caller's bearer token, in the order they were asked for.
+    tokens: Vec<String>,
+}
+
+/// A host on `config` with a bearer token for each of `callers` (user,
+/// organisation, the tools they may call; `None`: all). With OAuth a scope
+/// per tool pattern grants them: `tool:<pattern>`.
+async fn sign_in(
+    sign_in: SignIn,
+    config: &str,
+    callers: &[(&str, &str, Option<&[&str]>)],
+) -> SignedIn {
+    if sign_in == SignIn::Tokens {
+        let mut config = config.to_owned();
+        let mut tokens = Vec::new();
+        for (user, org, tools) in callers {
+            let (token, entry) = token(user, org, tools.unwrap_or_default());
+            config = format!("{config}\n{entry}\n");
+            tokens.push(token);
+        }
+        let host = HttpHost::start(&config, &[]).await;
+        return SignedIn {
+            host,
+            _provider: None,
+            tokens,
+        };
+    }
+    let scopes_of = |tools: Option<&[&str]>| -> Vec<String> {
+        tools.map_or_else(
+            || vec!["tool:*".to_owned()],
+            |tools| tools.iter().map(|tool| format!("tool:{tool}")).collect(),
+        )
+    };
+    let clients: Vec<oauth::Client> = callers
+        .iter()
+        .map(|(user, org, tools)| oauth::Client::new(user, org, &scopes_of(*tools).join(" ")))
+        .collect();
+    let mut scopes: Vec<String> = callers
+        .iter()
+        .flat_map(|(_, _, tools)| scopes_of(*tools))
+        .collect();
+    scopes.sort();
+    scopes.dedup();
+    let table: String = scopes
+        .iter()
+        .map(|scope| format!("{scope:?} = [{:?}]\n", scope.trim_start_matches("tool:")))
+        .collect();
+    let provider = Provider::start(
+        &clients,
+        &scopes.iter().map(String::as_str).collect::<Vec<_>>(),
+    )
+    .await;
+    let config = format!(
+        "{config}\n[auth.oauth]\nissuer = \"{}\"\nresource = \"{{resource}}\"\norg_claim = \"org\"\n\
+         [auth.oauth.scopes]\n{table}",
+        provider.issuer
+    );
+    let (host, resource) = oauth::start_host(&config).await;
+    let mut tokens = Vec::new();
+    for client in &clients {
+        tokens.push(provider.token(client, &client.scope, &resource).await);
+    }
+    SignedIn {
+        host,
+        _provider: Some(provider),
+        tokens,
+    }
+}
+
+/// A host on `config` with ada and bob of `acme` and eve of `evil` signed
+/// in, each allowed every tool.
 struct Tenants {
     /// Runs until the test ends.
-    _host: HttpHost,
+    _signed_in: SignedIn,
     ada: Client,
     bob: Client,
     eve: Client,
 }
 
 impl Tenants {
-    async fn start(config: &str) -> Self {
-        let (ada, ada_entry) = token("ada", "acme", &[]);
-        let (bob, bob_entry) = token("bob", "acme", &[]);
-        let (eve, eve_entry) = token("eve", "evil", &[]);
-        let config = format!("{config}\n{ada_entry}\n{bob_entry}\n{eve_entry}\n");
-        let host = HttpHost::start(&config, &[]).await;
+    async fn start(config: &str, how: SignIn) -> Self {
+        let callers = [
+            ("ada", "acme", None),
+            ("bob", "acme", None),
+            ("eve", "evil", None),
+        ];
+        let signed_in = sign_in(how, config, &callers).await;
+        let host = &signed_in.host;
+        let [ada, bob, eve] = [0, 1, 2].map(|i| signed_in.tokens[i].clone());
         Self {
             ada: host.client(Some(&ada)).await.expect("connect"),
             bob: host.client(Some(&bob)).await.expect("connect"),
             eve: host.client(Some(&eve)).await.expect("connect"),
-            _host: host,
+            _signed_in: signed_in,
         }
     }
 }
@@ -91,9 +209,8 @@ fn as_unknown(
     }
 }
 
-#[tokio::test]
-async fn jupyter_sessions_of_one_organisation_are_unknown_to_another() {
-    let t = Tenants::start(&jupyter("")).await;
+async fn jupyter_sessions_of_one_organisation_are_unknown_to_another(how: SignIn) {
+    let t = Tenants::start(&jupyter(""), how).await;
     let plain = ok(&call(&t.ada, "jupyter.session_create", json!({})).await);
     let notebook = ok(&call(
         &t.ada,
@@ -168,9 +285,12 @@ async fn jupyter_sessions_of_one_organisation_are_unknown_to_another() {
     );
 }
 
-#[tokio::test]
-async fn jupyter_limits_count_per_owner_and_for_the_host() {
-    let t = Tenants::start(&jupyter(", max_sessions = 2, max_sessions_per_owner = 1")).await;
+async fn jupyter_limits_count_per_owner_and_for_the_host(how: SignIn) {
+    let t = Tenants::start(
+        &jupyter(", max_sessions = 2, max_sessions_per_owner = 1"),
+        how,
+    )
+    .await;
     let mine = ok(&call(&t.ada, "jupyter.session_create", json!({})).await);
     let mine = id(&mine, "session_id");
     let refused = call(&t.ada, "jupyter.session_create", json!({})).await;
@@ -227,10 +347,9 @@ fn notebook_calls(session: &str, cell: &str) -> Vec<(&'static str, Value)> {
     ]
 }
 
-#[tokio::test]
-async fn exec_ts_notebooks_of_one_organisation_are_unknown_to_another_across_restarts() {
+async fn exec_ts_notebooks_of_one_organisation_are_unknown_to_another_across_restarts(how: SignIn) {
     let notebooks = TempDir::new().unwrap();
-    let t = Tenants::start(&exec_ts(&notebooks, "")).await;
+    let t = Tenants::start(&exec_ts(&notebooks, ""), how).await;
     let created = ok(&call(
         &t.ada,
         "exec_ts.session_create",
@@ -264,7 +383,7 @@ async fn exec_ts_notebooks_of_one_organisation_are_unknown_to_another_across_res
     notebook_intact(&t, &session, &cell).await;
     // The owner is on disk: a new host over the same notebooks knows it.
     drop(t);
-    let t = Tenants::start(&exec_ts(&notebooks, "")).await;
+    let t = Tenants::start(&exec_ts(&notebooks, ""), how).await;
     notebook_attacks(&t, &session, &cell, &secrets).await;
     notebook_intact(&t, &session, &cell).await;
 }
@@ -309,11 +428,10 @@ async fn notebook_intact(t: &Tenants, session: &str, cell: &str) {
     assert_eq!(listed["sessions"].as_array().unwrap().len(), 2, "{listed}");
 }
 
-#[tokio::test]
-async fn share_org_lets_one_organisation_share_its_sessions() {
+async fn share_org_lets_one_organisation_share_its_sessions(how: SignIn) {
     let notebooks = TempDir::new().unwrap();
     let config = jupyter(", share = \"org\"") + &exec_ts(&notebooks, ", share = \"org\"");
-    let t = Tenants::start(&config).await;
+    let t = Tenants::start(&config, how).await;
     let kernel = ok(&call(&t.ada, "jupyter.session_create", json!({})).await);
     let kernel = id(&kernel, "session_id");
     let run = |code: &str| json!({"session_id": kernel, "code": code});
@@ -351,8 +469,7 @@ async fn share_org_lets_one_organisation_share_its_sessions() {
     }
 }
 
-#[tokio::test]
-async fn a_project_named_for_one_organisation_is_unknown_to_the_others() {
+async fn a_project_named_for_one_organisation_is_unknown_to_the_others(how: SignIn) {
     let (open, books) = (TempDir::new().unwrap(), TempDir::new().unwrap());
     std::fs::write(books.path().join("ledger.txt"), "acme-secret\n").unwrap();
     let config = format!(
@@ -361,7 +478,7 @@ async fn a_project_named_for_one_organisation_is_unknown_to_the_others() {
         open.path().display().to_string(),
         books.path().display().to_string(),
     );
-    let t = Tenants::start(&config).await;
+    let t = Tenants::start(&config, how).await;
     let names = |list: &Value| -> Vec<String> {
         let projects = list["projects"].as_array().unwrap().iter();
         projects
@@ -463,8 +580,7 @@ fn rename(text: &str, from: &str, to: &str) -> String {
 /// Every door (`tools/call`, `run`, Python, a pack calling back, describe)
 /// answers a name outside the token's list byte for byte as one that exists
 /// nowhere, but for the name asked, and names nothing outside the list.
-#[tokio::test]
-async fn a_function_outside_the_allow_list_answers_as_one_that_does_not_exist() {
+async fn a_function_outside_the_allow_list_answers_as_one_that_does_not_exist(how: SignIn) {
     // Eve may call `run`, `exec_py.run` and three `hello` functions (`hi` is
     // an alias to one), not `proj`, `pl` (an alias to it) or `hello.whoami`;
     // bob the same without `exec_py.run` (so `pl()` is no call of Python's).
@@ -477,11 +593,16 @@ async fn a_function_outside_the_allow_list_answers_as_one_that_does_not_exist() 
         hello_section("")
     );
     let allowed = ["run", "hello.greet", "hello.echo", "hello.call"];
-    let (eve, eve_entry) = token("eve", "acme", &[&allowed[..], &["exec_py.run"]].concat());
-    let (bob, bob_entry) = token("bob", "acme", &allowed);
-    let host = HttpHost::start(&format!("{config}\n{eve_entry}\n{bob_entry}\n"), &[]).await;
-    let eve = host.client(Some(&eve)).await.expect("connect");
-    let bob = host.client(Some(&bob)).await.expect("connect");
+    let with_python = [&allowed[..], &["exec_py.run"]].concat();
+    let callers = [
+        ("eve", "acme", Some(&with_python[..])),
+        ("bob", "acme", Some(&allowed[..])),
+    ];
+    let signed_in = sign_in(how, &config, &callers).await;
+    let host = &signed_in.host;
+    let (eve_token, bob_token) = (&signed_in.tokens[0], &signed_in.tokens[1]);
+    let eve = host.client(Some(eve_token)).await.expect("connect");
+    let bob = host.client(Some(bob_token)).await.expect("connect");
     let tool = |name: &str| (name.to_owned(), json!({}));
     let run = |command: &str| ("run".to_owned(), json!({ "command": command }));
     let python = |code: &str| ("exec_py.run".to_owned(), json!({ "code": code }));
@@ -547,6 +668,11 @@ async fn a_function_outside_the_allow_list_answers_as_one_that_does_not_exist() 
         .flat_map(|who| cases.iter().map(move |case| (who, case)));
     for ((who, client), ((name, args), (unknown_name, unknown_args), hidden, stand_in)) in each {
         let asked = format!("{who}: {name} {args}");
+        if how == SignIn::OAuth && who == "bob" && name == "exec_py.run" {
+            // Another caller's scope allows `exec_py.run`: bob is told to
+            // step up (403, below), the same whatever the code.
+            continue;
+        }
         let hidden_answer = call(client, name, args.clone()).await;
         let unknown_answer = call(client, unknown_name, unknown_args.clone()).await;
         assert!(
@@ -583,4 +709,17 @@ async fn a_function_outside_the_allow_list_answers_as_one_that_does_not_exist() 
         assert!(!description.contains("$listing"), "{description}");
     }
     assert!(leaks.is_empty(), "{}", leaks.join("\n\n"));
+    if how == SignIn::OAuth {
+        for code in ["proj.lst()", "zzzz.lst()"] {
+            let params = json!({"name": "exec_py.run", "arguments": {"code": code},
+                "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {}}});
+            let answer = host.stateless_call(Some(bob_token), &params).await;
+            assert_eq!(
+                answer[0]["error"]["message"],
+                "this call needs scope `tool:exec_py.run`: ask the authorization server for it",
+                "{code}: {answer:?}"
+            );
+        }
+    }
 }

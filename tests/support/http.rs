@@ -53,9 +53,15 @@ impl HttpHost {
     /// Start in `dir`, which holds `packs.toml`, with `env` added to the
     /// host's (otherwise cleared) environment.
     pub async fn start_in(dir: TempDir, args: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::start_at(dir, "127.0.0.1:0", args, env).await
+    }
+
+    /// [`Self::start_in`] on address `addr` (a config that names the
+    /// host's own URL needs its port before it starts).
+    pub async fn start_at(dir: TempDir, addr: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
         let log = dir.path().join("stderr.log");
         let child = packhost_command(dir.path())
-            .args(["serve", "--http", "127.0.0.1:0"])
+            .args(["serve", "--http", addr])
             .args(args)
             .envs(env.iter().copied())
             .stdin(Stdio::null())

@@ -17,6 +17,7 @@ pub mod bystander;
 pub mod downstream;
 pub mod http;
 pub mod jupyter;
+pub mod oauth;
 pub mod official;
 pub mod schemas;
 

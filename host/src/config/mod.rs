@@ -9,6 +9,7 @@
 
 mod approval;
 mod env;
+mod oauth;
 mod packs;
 mod paths;
 mod rules;
@@ -29,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use self::{approval::RawApproval, packs::RawPack, paths::resolve};
 pub use self::{
     approval::{Approval, CallPattern, MAX_REMEMBER, Remember, Rule},
+    oauth::OAuthConfig,
     packs::{Library, PackConfig, PackSource},
     search::SearchConfig,
     server::{AuthConfig, Expose, HttpConfig, ServerConfig, TokenConfig},

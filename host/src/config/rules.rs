@@ -84,6 +84,9 @@ impl RawConfig {
                 );
             }
         }
+        if let Some(oauth) = &self.auth.oauth {
+            problems.extend(oauth.problems());
+        }
         for (key, value, example) in [
             ("code_pack", &self.server.code_pack, "exec_py"),
             ("typescript_pack", &self.server.typescript_pack, "exec_ts"),

@@ -49,6 +49,17 @@ pub struct AuthConfig {
     /// Bearer tokens, by their SHA-256 (`packhost token new` makes one).
     #[serde(default)]
     pub tokens: Vec<TokenConfig>,
+    /// Access tokens of an OAuth 2.1 authorization server, beside the
+    /// static tokens.
+    #[serde(default)]
+    pub oauth: Option<super::OAuthConfig>,
+}
+
+impl AuthConfig {
+    /// Whether HTTP callers must authenticate.
+    pub fn is_required(&self) -> bool {
+        !self.tokens.is_empty() || self.oauth.is_some()
+    }
 }
 
 /// `[[auth.tokens]]`: one bearer token and who it stands for.

@@ -1,9 +1,11 @@
 //! `packhost serve --http ADDR`: MCP over streamable HTTP at `/mcp` (rmcp's
 //! server transport under axum), bearer tokens → identity, sessions bound
 //! to their opener ([`sessions`]), bodies checked as JSON-RPC ([`jsonrpc`]),
+//! OAuth's protected resource metadata and challenges ([`bearer`]),
 //! `/healthz`, `/metrics` (the caller's organisation's), a cap on sessions,
 //! and a graceful stop on SIGTERM.
 
+mod bearer;
 mod jsonrpc;
 mod sessions;
 
@@ -27,8 +29,13 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use self::sessions::{ANYONE, Principal, Sessions};
 use crate::{
-    auth::Tokens, config::Config, executor::Executor, exit::Error, identity::Identity,
-    mcp::PackhostServer, shutdown,
+    auth::{Authenticated, Authenticator},
+    config::Config,
+    executor::Executor,
+    exit::Error,
+    identity::Identity,
+    mcp::PackhostServer,
+    shutdown,
 };
 
 /// The header naming a request's session.
@@ -38,8 +45,8 @@ const SESSION_HEADER: &str = "mcp-session-id";
 #[derive(Clone)]
 struct AppState {
     executor: Arc<Executor>,
-    tokens: Arc<Tokens>,
-    /// `[identity]`: who calls when no token is configured.
+    auth: Arc<Authenticator>,
+    /// `[identity]`: who calls when no authentication is configured.
     anonymous: Identity,
     sessions: Arc<Sessions>,
     max_sessions: usize,
@@ -60,12 +67,12 @@ pub async fn serve(
     addr: SocketAddr,
     insecure: bool,
 ) -> Result<(), Error> {
-    let tokens = Arc::new(Tokens::new(&config.auth));
-    if !addr.ip().is_loopback() && tokens.is_empty() && !insecure {
+    let auth = Arc::new(Authenticator::new(&config.auth));
+    if !addr.ip().is_loopback() && auth.is_open() && !insecure {
         return Err(format!(
             "refusing to serve on {addr} without authentication: add [[auth.tokens]] to the \
-             config (`packhost token new --user U --org O` prints one), bind a loopback address, \
-             or pass --insecure"
+             config (`packhost token new --user U --org O` prints one) or [auth.oauth], bind a \
+             loopback address, or pass --insecure"
         )
         .into());
     }
@@ -108,14 +115,14 @@ pub async fn serve(
         transport,
     );
     let sessions = Arc::new(Sessions::new(sessions));
-    let auth = if tokens.is_empty() {
-        "none"
-    } else {
-        "bearer tokens"
-    };
+    let described = auth.describe();
+    if let Some(oauth) = auth.oauth() {
+        oauth.start();
+    }
+    let metadata = bearer::metadata_routes(auth.oauth());
     let state = AppState {
         executor: Arc::clone(executor),
-        tokens,
+        auth,
         anonymous: config.identity.clone(),
         sessions,
         max_sessions: http.max_sessions,
@@ -129,9 +136,10 @@ pub async fn serve(
         .layer(middleware::from_fn_with_state(state.clone(), guard));
     let app = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
+        .merge(metadata)
         .merge(guarded)
         .with_state(state);
-    tracing::info!("serving MCP at http://{bound}/mcp (auth: {auth})");
+    tracing::info!("serving MCP at http://{bound}/mcp (auth: {described})");
     let grace = Duration::from_secs(http.shutdown_grace_secs);
     let executor = Arc::clone(executor);
     // Responses go out in several small writes (headers, SSE event, end of
@@ -159,23 +167,27 @@ pub async fn serve(
     Ok(())
 }
 
-/// Authenticate (when tokens are configured), keep each session to its
-/// opener, check POSTed bodies, and cap new sessions.
+/// Authenticate (when tokens or OAuth are configured), keep each session
+/// to its opener, check POSTed bodies, and cap new sessions.
 async fn guard(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
-    let (principal, org) = if state.tokens.is_empty() {
-        (ANYONE, state.anonymous.org.clone())
+    let (principal, org, scopes) = if state.auth.is_open() {
+        (ANYONE, state.anonymous.org.clone(), None)
     } else {
-        let token = request
+        let authorization = request
             .headers()
             .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        let Some((digest, identity)) = token.and_then(|t| state.tokens.identify(t.trim())) else {
-            return unauthorized(token.is_some());
+            .and_then(|v| v.to_str().ok());
+        let Authenticated {
+            identity,
+            principal,
+            scopes,
+        } = match state.auth.authenticate(authorization).await {
+            Ok(caller) => caller,
+            Err(refusal) => return bearer::unauthorized(state.auth.oauth(), refusal),
         };
         let org = identity.org.clone();
-        request.extensions_mut().insert(identity.clone());
-        (*digest, org)
+        request.extensions_mut().insert(identity);
+        (principal, org, scopes)
     };
     let session = request
         .headers()
@@ -187,7 +199,14 @@ async fn guard(State(state): State<AppState>, mut request: Request, next: Next) 
         return sessions::unknown();
     }
     match *request.method() {
-        Method::POST => post(&state, request, next, session.is_none(), principal, &org).await,
+        Method::POST => {
+            let sender = Sender {
+                principal,
+                org: &org,
+                scopes: scopes.as_deref(),
+            };
+            post(&state, request, next, session.is_none(), sender).await
+        }
         Method::DELETE => {
             let response = next.run(request).await;
             match session {
@@ -204,16 +223,25 @@ async fn guard(State(state): State<AppState>, mut request: Request, next: Next) 
     }
 }
 
-/// A POST: its body checked, a new session counted against the cap and
-/// recorded as `principal`'s (of `org`), and an SSE answer counted until it
-/// is written whole.
+/// Who sends a POST: the principal sessions are bound to, their
+/// organisation, and the scopes of their access token (`None` for a static
+/// token or none).
+struct Sender<'a> {
+    principal: Principal,
+    org: &'a str,
+    scopes: Option<&'a [String]>,
+}
+
+/// A POST: its body checked, a tool the caller's scopes do not allow
+/// refused with 403 (OAuth), a new session counted against the cap and
+/// recorded as the caller's, and an SSE answer counted until it is written
+/// whole.
 async fn post(
     state: &AppState,
     request: Request,
     next: Next,
     opens_session: bool,
-    principal: Principal,
-    org: &str,
+    sender: Sender<'_>,
 ) -> Response {
     let (parts, body) = request.into_parts();
     let Ok(body) = axum::body::to_bytes(body, state.max_request_bytes).await else {
@@ -225,6 +253,12 @@ async fn post(
     };
     let revision = parts.headers.get("mcp-protocol-version");
     if let Some(refused) = jsonrpc::check(&body, revision.and_then(|v| v.to_str().ok())) {
+        return refused;
+    }
+    if let (Some(oauth), Some(granted)) = (state.auth.oauth(), sender.scopes)
+        && let Some(identity) = parts.extensions.get::<Identity>()
+        && let Some(refused) = bearer::scope_check(oauth, &state.executor, identity, granted, &body)
+    {
         return refused;
     }
     let request = Request::from_parts(parts, Body::from(body));
@@ -243,7 +277,10 @@ async fn post(
         && let Some(id) = response.headers().get(SESSION_HEADER)
         && let Ok(id) = id.to_str()
     {
-        state.sessions.opened(id, principal, org).await;
+        state
+            .sessions
+            .opened(id, sender.principal, sender.org)
+            .await;
     }
     let streamed = response
         .headers()
@@ -259,20 +296,6 @@ async fn post(
         chunk
     });
     Response::from_parts(parts, Body::from_stream(body))
-}
-
-fn unauthorized(had_token: bool) -> Response {
-    let message = if had_token {
-        "the bearer token is not valid"
-    } else {
-        "missing bearer token: send `Authorization: Bearer <token>`"
-    };
-    let mut response = json_error(StatusCode::UNAUTHORIZED, message);
-    response.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        header::HeaderValue::from_static("Bearer realm=\"packhost\""),
-    );
-    response
 }
 
 /// A JSON-RPC error body (no id: the request was not read).

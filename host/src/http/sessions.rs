@@ -1,7 +1,7 @@
 //! The session guard: an HTTP session belongs to the caller that opened
 //! it. Every later request naming it (POST, GET and its resumption, DELETE,
 //! a JSON-RPC response to the server's question) must come from the same
-//! principal (bearer token), or it is answered exactly as a session that
+//! principal (the same static token, or the same OAuth user), or it is answered exactly as a session that
 //! does not exist: a session id is never authentication, and a refusal
 //! tells a stranger nothing an unknown id would not.
 
@@ -17,8 +17,9 @@ use axum::{
 };
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 
-/// Who a request comes from: the digest of its bearer token (the same for
-/// every request of a server without tokens).
+/// Who a request comes from: the digest of its static token, or its OAuth
+/// user's (`auth::Authenticated::principal`); the same for every request of
+/// a server without authentication.
 pub(super) type Principal = [u8; 32];
 
 /// The principal of a server without tokens: everyone is the one local

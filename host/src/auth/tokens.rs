@@ -1,5 +1,5 @@
-//! Bearer tokens → who is calling. Tokens are stored as SHA-256 digests and
-//! compared in constant time.
+//! Static bearer tokens (`[[auth.tokens]]`) → who is calling. Tokens are
+//! stored as SHA-256 digests and compared in constant time.
 
 use std::sync::Arc;
 
@@ -101,6 +101,7 @@ mod tests {
                 sha256: hex(&sha256(&token)),
                 tools: Some(vec!["proj.*".into()]),
             }],
+            oauth: None,
         };
         let tokens = Tokens::new(&config);
         let (digest, who) = tokens.identify(&token).expect("known token");

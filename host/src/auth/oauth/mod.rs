@@ -1,0 +1,242 @@
+//! packhost as an OAuth 2.1 resource server (`[auth.oauth]`): a JWT access
+//! token is checked against the issuer's keys ([`keys`]): an accepted
+//! asymmetric algorithm, its signature, `iss`, `aud` (RFC 8707: tokens
+//! bound to this server), `exp` and `nbf` with a small leeway. Its claims
+//! then name the caller, and its scopes grant the allow-list. The protected
+//! resource metadata (RFC 9728) and the `WWW-Authenticate` challenges tell
+//! clients where to get a token and which scope a call needs.
+
+mod keys;
+
+use std::{collections::BTreeSet, fmt, str::FromStr, sync::Arc};
+
+use jsonwebtoken::{Algorithm, Validation, errors::ErrorKind};
+use serde_json::{Map, Value, json};
+
+use self::keys::Keys;
+use super::{Authenticated, sha256};
+use crate::{
+    config::OAuthConfig,
+    identity::{Identity, ToolFilter},
+};
+
+/// Why an access token was refused: for the log (it never holds the token)
+/// and for `packhost check`; the caller only hears "not valid".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection(String);
+
+impl Rejection {
+    pub(super) fn new(why: impl Into<String>) -> Self {
+        Self(why.into())
+    }
+}
+
+impl fmt::Display for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Checks access tokens of one issuer for this resource.
+pub struct Verifier {
+    config: OAuthConfig,
+    algorithms: Vec<Algorithm>,
+    /// Everything but the algorithm, which is the token's (once accepted).
+    validation: Validation,
+    keys: Arc<Keys>,
+}
+
+impl Verifier {
+    /// From a checked `[auth.oauth]`.
+    pub fn new(config: &OAuthConfig) -> Self {
+        let algorithms = config
+            .algorithms
+            .iter()
+            .filter_map(|alg| Algorithm::from_str(alg).ok())
+            .collect();
+        let mut validation = Validation::new(Algorithm::RS256);
+        validation.set_issuer(&[&config.issuer]);
+        validation.set_audience(&config.accepted_audiences());
+        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        validation.leeway = config.leeway_secs;
+        validation.validate_nbf = true;
+        Self {
+            algorithms,
+            validation,
+            keys: Keys::new(config),
+            config: config.clone(),
+        }
+    }
+
+    /// The issuer whose tokens are accepted.
+    pub fn issuer(&self) -> &str {
+        &self.config.issuer
+    }
+
+    /// Keep the issuer's keys fresh in the background from now on (in a
+    /// tokio runtime).
+    pub fn start(&self) {
+        Keys::refresh_on_schedule(&self.keys);
+    }
+
+    /// Who `token` stands for, or why it is refused.
+    pub async fn verify(&self, token: &str) -> Result<Authenticated, Rejection> {
+        let header = jsonwebtoken::decode_header(token).map_err(|e| {
+            Rejection::new(match e.kind() {
+                ErrorKind::Json(_) => "its header names no algorithm packhost knows (`none`?)",
+                _ => "not a JWT",
+            })
+        })?;
+        if !self.algorithms.contains(&header.alg) {
+            return Err(Rejection::new(format!(
+                "signed with {:?}, which `auth.oauth.algorithms` does not accept",
+                header.alg
+            )));
+        }
+        let key = self.keys.key(header.kid.as_deref(), header.alg).await?;
+        let mut validation = self.validation.clone();
+        validation.algorithms = vec![header.alg];
+        let claims = jsonwebtoken::decode::<Map<String, Value>>(token, &key, &validation)
+            .map_err(|e| Rejection::new(reason(e.kind())))?
+            .claims;
+        self.caller(&claims)
+    }
+
+    /// The caller `claims` name, with the tools their scopes allow.
+    fn caller(&self, claims: &Map<String, Value>) -> Result<Authenticated, Rejection> {
+        let text = |claim: &str| {
+            claims
+                .get(claim)
+                .and_then(Value::as_str)
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned)
+                .ok_or_else(|| Rejection::new(format!("it has no `{claim}` claim (a string)")))
+        };
+        let user = text(&self.config.user_claim)?;
+        let org = match (&self.config.org, &self.config.org_claim) {
+            (Some(org), _) => org.clone(),
+            (None, Some(claim)) => text(claim)?,
+            (None, None) => unreachable!("the config check asks for one of them"),
+        };
+        let scopes = granted(claims.get(&self.config.scope_claim));
+        let allowed = (!self.config.scopes.is_empty()).then(|| {
+            let tools = scopes
+                .iter()
+                .filter_map(|scope| self.config.scopes.get(scope))
+                .flatten()
+                .cloned()
+                .collect();
+            Arc::new(ToolFilter::new(tools))
+        });
+        Ok(Authenticated {
+            principal: sha256(&format!("oauth\n{org}\n{user}")),
+            identity: Identity { user, org, allowed },
+            scopes: Some(scopes),
+        })
+    }
+
+    /// The scope to ask for besides `granted` so that `tool` may be
+    /// called: the first configured scope that allows it, judged by its
+    /// name alone (whether the tool exists is not told). `None` when no
+    /// scope would.
+    pub fn scope_for(&self, tool: &str) -> Option<&str> {
+        self.config
+            .scopes
+            .iter()
+            .find(|(_, tools)| ToolFilter::new(tools.to_vec()).allows(tool))
+            .map(|(scope, _)| scope.as_str())
+    }
+
+    /// Where the protected resource metadata is: `/.well-known/
+    /// oauth-protected-resource` inserted before the resource URI's path
+    /// (RFC 9728 §3.1).
+    pub fn metadata_url(&self) -> String {
+        let resource = url::Url::parse(&self.config.resource).expect("checked at load");
+        let path = resource.path().trim_end_matches('/');
+        let mut url = resource.clone();
+        url.set_path(&format!("/.well-known/oauth-protected-resource{path}"));
+        url.to_string()
+    }
+
+    /// The protected resource metadata (RFC 9728): this resource, its
+    /// authorization server, and the scopes it knows.
+    pub fn metadata(&self) -> Value {
+        let mut metadata = json!({
+            "resource": self.config.resource,
+            "authorization_servers": [self.config.issuer],
+            "bearer_methods_supported": ["header"],
+            "resource_name": "packhost",
+        });
+        if !self.config.scopes.is_empty() {
+            metadata["scopes_supported"] = json!(self.config.scopes.keys().collect::<Vec<_>>());
+        }
+        metadata
+    }
+
+    /// The `WWW-Authenticate` value of a 401: where the metadata is, and
+    /// `invalid_token` when a token was sent.
+    pub fn unauthorized_challenge(&self, had_token: bool) -> String {
+        let mut challenge = format!("Bearer resource_metadata=\"{}\"", self.metadata_url());
+        if had_token {
+            challenge.push_str(
+                ", error=\"invalid_token\", error_description=\"the access token is not valid\"",
+            );
+        }
+        challenge
+    }
+
+    /// The `WWW-Authenticate` value of a 403 for a caller granted
+    /// `granted` that needs `scope` too: the scopes to ask for (the ones
+    /// held are kept, so stepping up loses nothing).
+    pub fn insufficient_scope_challenge(&self, granted: &[String], scope: &str) -> String {
+        let mut scopes: BTreeSet<&str> = granted.iter().map(String::as_str).collect();
+        scopes.insert(scope);
+        let scopes: Vec<&str> = scopes.into_iter().collect();
+        format!(
+            "Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{}\", \
+             error_description=\"this call needs scope {scope}\"",
+            scopes.join(" "),
+            self.metadata_url()
+        )
+    }
+
+    /// Fetch the issuer's metadata and keys now: what `packhost check`
+    /// reports.
+    pub async fn probe(&self) -> Result<usize, Rejection> {
+        self.keys.fetch_now().await
+    }
+}
+
+/// The scopes a claim grants: space-separated (`scope`, RFC 9068) or a list
+/// (`scp`, `roles`, `groups`).
+fn granted(claim: Option<&Value>) -> Vec<String> {
+    match claim {
+        Some(Value::String(text)) => text.split_whitespace().map(str::to_owned).collect(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A checked token's fault, in words.
+fn reason(kind: &ErrorKind) -> String {
+    match kind {
+        ErrorKind::InvalidSignature => "its signature does not verify with the issuer's key".into(),
+        ErrorKind::ExpiredSignature => "it has expired".into(),
+        ErrorKind::ImmatureSignature => "it is not valid yet (`nbf`)".into(),
+        ErrorKind::InvalidIssuer => "it was issued by another issuer".into(),
+        ErrorKind::InvalidAudience => {
+            "its audience is not this resource (`auth.oauth.audiences`)".into()
+        }
+        ErrorKind::InvalidAlgorithm => "its algorithm does not fit the issuer's key".into(),
+        ErrorKind::MissingRequiredClaim(claim) => format!("it has no `{claim}` claim"),
+        ErrorKind::InvalidClaimFormat(claim) => format!("its `{claim}` claim is malformed"),
+        _ => "it is malformed".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests;
