@@ -56,19 +56,14 @@ async fn raw_call(
     name: &str,
     arguments: Value,
 ) -> (u16, String, String) {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": name, "arguments": arguments,
-            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {}}}});
-    let mut request = host
-        .post(body.to_string())
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", name);
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    let response = request.send().await.expect("POST");
+    let params = json!({"name": name, "arguments": arguments,
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}});
+    let response = host
+        .stateless_request(token, &params)
+        .send()
+        .await
+        .expect("POST");
     let status = response.status().as_u16();
     let challenge = response
         .headers()

@@ -8,15 +8,9 @@
 // whenever it is present, on error results too.
 
 import { openSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 
-const sdk = process.env.PACKHOST_TEST_MCP_SDK;
-if (!sdk) {
-  console.error('PACKHOST_TEST_MCP_SDK is not set: `./dev test` installs the SDK and sets it');
-  process.exit(2);
-}
-const load = (path) => import(pathToFileURL(join(sdk, 'dist/esm', path)).href);
+import { load } from './sdk.mjs';
+
 const { Client } = await load('client/index.js');
 const { StdioClientTransport } = await load('client/stdio.js');
 const { StreamableHTTPClientTransport } = await load('client/streamableHttp.js');

@@ -95,23 +95,30 @@ impl HttpHost {
             .body(body)
     }
 
+    /// The POST of a stateless (2026-07-28) `tools/call` with `params`, as
+    /// `token`'s caller when given, ready to send.
+    pub fn stateless_request(&self, token: Option<&str>, params: &Value) -> reqwest::RequestBuilder {
+        let name = params["name"].as_str().unwrap_or_default();
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+        let request = self
+            .post(body.to_string())
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", name);
+        match token {
+            Some(token) => request.bearer_auth(token),
+            None => request,
+        }
+    }
+
     /// A stateless (2026-07-28) `tools/call` with `params` (their `_meta`
     /// must say the protocol version and client capabilities), as
     /// `token`'s caller when given: every JSON-RPC message of the answer in
     /// order, the response last (one message for a JSON answer, the
     /// stream's for SSE).
     pub async fn stateless_call(&self, token: Option<&str>, params: &Value) -> Vec<Value> {
-        let name = params["name"].as_str().unwrap_or_default();
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-        let mut request = self
-            .post(body.to_string())
-            .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", "tools/call")
-            .header("mcp-name", name);
-        if let Some(token) = token {
-            request = request.bearer_auth(token);
-        }
-        let text = request
+        let text = self
+            .stateless_request(token, params)
             .send()
             .await
             .expect("POST")
