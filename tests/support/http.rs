@@ -97,7 +97,11 @@ impl HttpHost {
 
     /// The POST of a stateless (2026-07-28) `tools/call` with `params`, as
     /// `token`'s caller when given, ready to send.
-    pub fn stateless_request(&self, token: Option<&str>, params: &Value) -> reqwest::RequestBuilder {
+    pub fn stateless_request(
+        &self,
+        token: Option<&str>,
+        params: &Value,
+    ) -> reqwest::RequestBuilder {
         let name = params["name"].as_str().unwrap_or_default();
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
         let request = self
