@@ -1,6 +1,8 @@
 //! `packhost-bench-http`: `proj.list` over streamable HTTP with 1, 16 and 64
 //! concurrent clients (p50, p99, calls/s), beside the same load on one stdio
-//! connection in the same run.
+//! connection in the same run; and signed in with an OAuth access token of a
+//! real OpenID provider beside a static token (`PACKHOST_TEST_OIDC_PROVIDER`,
+//! which `./dev bench` sets).
 //!
 //! The clients share the machine's 2 cores with the host, so the figures
 //! that count come from a lean client (one kept-alive HTTP/1.1 connection,
@@ -21,8 +23,9 @@ use hyper::{Request, client::conn::http1::SendRequest, header::HeaderValue};
 use packhost_tests::{
     TestHost,
     bench::{Row, arg, ms, percentile, print_table},
-    http::HttpHost,
+    http::{HttpHost, token},
     is_error,
+    oauth::{self, Provider},
 };
 use rmcp::{RoleClient, model::CallToolRequestParams, service::RunningService};
 
@@ -57,12 +60,14 @@ impl Caller for Arc<RmcpClient> {
 struct LeanClient {
     sender: SendRequest<Full<Bytes>>,
     host: HeaderValue,
+    /// `Bearer <token>`, when the host asks who calls.
+    authorization: Option<HeaderValue>,
     session: Option<HeaderValue>,
     next_id: u64,
 }
 
 impl LeanClient {
-    async fn connect(base: &str) -> Self {
+    async fn connect(base: &str, token: Option<&str>) -> Self {
         let authority = base.trim_start_matches("http://");
         let tcp = tokio::net::TcpStream::connect(authority)
             .await
@@ -76,6 +81,8 @@ impl LeanClient {
         let mut client = Self {
             sender,
             host: HeaderValue::from_str(authority).expect("authority"),
+            authorization: token
+                .map(|token| HeaderValue::from_str(&format!("Bearer {token}")).expect("a token")),
             session: None,
             next_id: 0,
         };
@@ -97,6 +104,9 @@ impl LeanClient {
             .header("mcp-protocol-version", "2025-11-25");
         if let Some(session) = &self.session {
             request = request.header("mcp-session-id", session);
+        }
+        if let Some(authorization) = &self.authorization {
+            request = request.header("authorization", authorization);
         }
         request.body(Full::new(Bytes::from(body))).expect("request")
     }
@@ -220,30 +230,44 @@ fn row(
     }
 }
 
-/// Run `clients` on the host: a row with latencies, throughput and the CPU
-/// each side spent per call.
-async fn measure<C: Caller>(
-    http: &HttpHost,
-    clients: Vec<C>,
-    calls: usize,
-    name: String,
-    target: &str,
-    reference: &str,
-) -> Row {
+/// One load: every latency, the wall time and the CPU each side spent.
+struct Measured {
+    samples: Vec<Duration>,
+    wall: Duration,
+    cpu: CpuCost,
+}
+
+impl Measured {
+    fn rate(&self) -> f64 {
+        self.samples.len() as f64 / self.wall.as_secs_f64()
+    }
+
+    fn p50(&self) -> Duration {
+        percentile(&self.samples, 0.5)
+    }
+
+    fn row(&self, name: String, target: &str, reference: &str) -> Row {
+        row(name, &self.samples, self.wall, &self.cpu, target, reference)
+    }
+}
+
+/// Run `clients` on the host.
+async fn measure<C: Caller>(http: &HttpHost, clients: Vec<C>, calls: usize) -> Measured {
     let (host_before, client_before) = (cpu_time(http.child.id()), cpu_time(std::process::id()));
     let (samples, wall) = load(clients, calls).await;
     let cpu = CpuCost {
         host: cpu_time(http.child.id()) - host_before,
         client: cpu_time(std::process::id()) - client_before,
     };
-    row(name, &samples, wall, &cpu, target, reference)
+    Measured { samples, wall, cpu }
 }
 
-/// `clients` lean clients connected to `http`, one call each made.
-async fn lean_clients(http: &HttpHost, clients: usize) -> Vec<LeanClient> {
+/// `clients` lean clients connected to `http` (as `token`'s caller when
+/// given), one call each made.
+async fn lean_clients(http: &HttpHost, clients: usize, token: Option<&str>) -> Vec<LeanClient> {
     let mut connected = Vec::new();
     for _ in 0..clients {
-        connected.push(LeanClient::connect(&http.base).await);
+        connected.push(LeanClient::connect(&http.base, token).await);
     }
     connected[0].list().await; // warm-up
     connected
@@ -268,51 +292,72 @@ async fn main() {
             ms(percentile(&reference, 0.99))
         );
         let name = format!("{clients} client(s) × {calls} calls");
-        let lean = lean_clients(&sessions, clients).await;
-        with_sessions.push(
-            measure(
-                &sessions,
-                lean,
-                calls,
-                format!("HTTP, {name}"),
-                target,
-                &stdio_text,
-            )
-            .await,
-        );
-        let lean = lean_clients(&stateless, clients).await;
-        without_sessions.push(
-            measure(
-                &stateless,
-                lean,
-                calls,
-                format!("HTTP, `sessions = false`, {name}"),
-                target,
-                &stdio_text,
-            )
-            .await,
-        );
+        let lean = lean_clients(&sessions, clients, None).await;
+        with_sessions.push(measure(&sessions, lean, calls).await.row(
+            format!("HTTP, {name}"),
+            target,
+            &stdio_text,
+        ));
+        let lean = lean_clients(&stateless, clients, None).await;
+        without_sessions.push(measure(&stateless, lean, calls).await.row(
+            format!("HTTP, `sessions = false`, {name}"),
+            target,
+            &stdio_text,
+        ));
         let mut rmcp = Vec::new();
         for _ in 0..clients {
             rmcp.push(Arc::new(sessions.client(None).await.expect("connect")));
         }
         rmcp[0].list().await; // warm-up
-        rmcp_rows.push(
-            measure(
-                &sessions,
-                rmcp,
-                calls,
-                format!("HTTP with rmcp's client, {name}"),
-                "-",
-                "-",
-            )
-            .await,
-        );
+        rmcp_rows.push(measure(&sessions, rmcp, calls).await.row(
+            format!("HTTP with rmcp's client, {name}"),
+            "-",
+            "-",
+        ));
     }
     with_sessions.extend(without_sessions);
     with_sessions.extend(rmcp_rows);
+    with_sessions.extend(signed_in(calls).await);
     print_table(
         &format!("HTTP benchmark: proj.list, {calls} calls per client"),
         &with_sessions,
     );
+}
+
+/// The same load signed in on one host that accepts both, with a static
+/// token and with an access token of a real OpenID provider (oidc-provider,
+/// as the OAuth tests start it): what checking an access token's signature
+/// and claims adds (issue #38: within 10%).
+async fn signed_in(calls: usize) -> Vec<Row> {
+    let client = oauth::Client::new("bench", "acme", "tools:proj");
+    let provider = Provider::start(std::slice::from_ref(&client), &["tools:proj"]).await;
+    let (static_token, entry) = token("bench", "acme", &["proj.*"]);
+    let config = format!(
+        "{}{entry}\n[auth.oauth]\nissuer = \"{}\"\nresource = \"{{resource}}\"\norg_claim = \"org\"\n\
+         [auth.oauth.scopes]\n\"tools:proj\" = [\"proj.*\"]\n",
+        config(),
+        provider.issuer
+    );
+    let (host, resource) = oauth::start_host(&config).await;
+    let access = provider.token(&client, "tools:proj", &resource).await;
+    let mut rows = Vec::new();
+    for clients in [1, 16] {
+        let name = format!("{clients} client(s) × {calls} calls");
+        let lean = lean_clients(&host, clients, Some(&static_token)).await;
+        let with_static = measure(&host, lean, calls).await;
+        let lean = lean_clients(&host, clients, Some(&access)).await;
+        let with_oauth = measure(&host, lean, calls).await;
+        let mut row = with_oauth.row(
+            format!("HTTP, an OAuth access token, {name}"),
+            "≥ 0.9× static token calls/s",
+            &format!(
+                "static token: p50 {} · {:.0} calls/s",
+                ms(with_static.p50()),
+                with_static.rate()
+            ),
+        );
+        row.ratio = format!("{:.2}x", with_oauth.rate() / with_static.rate());
+        rows.push(row);
+    }
+    rows
 }

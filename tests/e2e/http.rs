@@ -12,39 +12,7 @@ use packhost_tests::{
 };
 use serde_json::{Value, json};
 
-/// `ph_` + 64 hex digits and its SHA-256, made with `packhost token new`.
-pub(crate) fn token(user: &str, org: &str, tools: &[&str]) -> (String, String) {
-    let mut args = vec!["token", "new", "--user", user, "--org", org];
-    for tool in tools {
-        args.extend(["--tool", tool]);
-    }
-    let output = packhost_cli("", &args);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let token = stdout
-        .split("it is not stored): ")
-        .nth(1)
-        .unwrap()
-        .lines()
-        .next()
-        .unwrap()
-        .to_owned();
-    let entry = stdout
-        .split_once("add to packs.toml:\n")
-        .unwrap()
-        .1
-        .trim()
-        .to_owned();
-    assert!(
-        !entry.contains(&token),
-        "the config line must not hold the token"
-    );
-    (token, entry)
-}
+pub(crate) use packhost_tests::http::token;
 
 pub(crate) async fn call(
     client: &rmcp::service::RunningService<rmcp::RoleClient, packhost_tests::Recorder>,

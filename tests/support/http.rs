@@ -17,7 +17,7 @@ use rmcp::{
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use crate::{Recorder, packhost_command};
+use crate::{Recorder, packhost_cli, packhost_command};
 
 /// An HTTP client for packhost. It keeps connections alive: packhost sets
 /// TCP_NODELAY, so a reused connection does not wait ~40 ms on delayed ACK
@@ -431,4 +431,38 @@ async fn wait_for_address(log: &Path) -> String {
         "packhost never said where it listens:\n{}",
         std::fs::read_to_string(log).unwrap_or_default()
     );
+}
+
+/// `ph_` + 64 hex digits and its SHA-256, made with `packhost token new`.
+pub fn token(user: &str, org: &str, tools: &[&str]) -> (String, String) {
+    let mut args = vec!["token", "new", "--user", user, "--org", org];
+    for tool in tools {
+        args.extend(["--tool", tool]);
+    }
+    let output = packhost_cli("", &args);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let token = stdout
+        .split("it is not stored): ")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned();
+    let entry = stdout
+        .split_once("add to packs.toml:\n")
+        .unwrap()
+        .1
+        .trim()
+        .to_owned();
+    assert!(
+        !entry.contains(&token),
+        "the config line must not hold the token"
+    );
+    (token, entry)
 }
