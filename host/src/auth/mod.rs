@@ -11,6 +11,7 @@ pub use self::tokens::{Tokens, hex, new_token, sha256};
 use crate::{config::AuthConfig, identity::Identity};
 
 /// A caller a bearer token vouched for.
+#[derive(Clone)]
 pub struct Authenticated {
     /// Who they are and what they may call.
     pub identity: Identity,

@@ -127,6 +127,13 @@ impl Keys {
         self.find(kid, alg)?.ok_or_else(unknown)
     }
 
+    /// Whether `key` is still one of the issuer's (not withdrawn by a
+    /// fetch since it was found).
+    pub(super) fn publishes(&self, key: &Arc<DecodingKey>) -> bool {
+        let known = self.known.read().unwrap_or_else(|e| e.into_inner());
+        known.iter().any(|known| Arc::ptr_eq(&known.key, key))
+    }
+
     /// A known key named `kid` (or the only one, for a token that names
     /// none) that fits `alg`.
     fn find(

@@ -7,13 +7,14 @@
 //! clients where to get a token and which scope a call needs.
 
 mod keys;
+mod verified;
 
 use std::{collections::BTreeSet, fmt, str::FromStr, sync::Arc};
 
 use jsonwebtoken::{Algorithm, Validation, errors::ErrorKind};
 use serde_json::{Map, Value, json};
 
-use self::keys::Keys;
+use self::{keys::Keys, verified::Verified};
 use super::{Authenticated, sha256};
 use crate::{
     config::OAuthConfig,
@@ -44,6 +45,7 @@ pub struct Verifier {
     /// Everything but the algorithm, which is the token's (once accepted).
     validation: Validation,
     keys: Arc<Keys>,
+    verified: Verified,
 }
 
 impl Verifier {
@@ -64,6 +66,7 @@ impl Verifier {
             algorithms,
             validation,
             keys: Keys::new(config),
+            verified: Verified::default(),
             config: config.clone(),
         }
     }
@@ -81,6 +84,13 @@ impl Verifier {
 
     /// Who `token` stands for, or why it is refused.
     pub async fn verify(&self, token: &str) -> Result<Authenticated, Rejection> {
+        let (digest, now) = (sha256(token), unix_now());
+        if let Some(caller) = self
+            .verified
+            .get(&digest, now, |key| self.keys.publishes(key))
+        {
+            return Ok(caller);
+        }
         let header = jsonwebtoken::decode_header(token).map_err(|e| {
             Rejection::new(match e.kind() {
                 ErrorKind::Json(_) => "its header names no algorithm packhost knows (`none`?)",
@@ -99,7 +109,14 @@ impl Verifier {
         let claims = jsonwebtoken::decode::<Map<String, Value>>(token, &key, &validation)
             .map_err(|e| Rejection::new(reason(e.kind())))?
             .claims;
-        self.caller(&claims)
+        let caller = self.caller(&claims)?;
+        // `exp` is a required claim, checked above.
+        if let Some(exp) = claims.get("exp").and_then(Value::as_u64) {
+            let refused_from = exp.saturating_add(self.config.leeway_secs);
+            self.verified
+                .keep(digest, caller.clone(), key, refused_from, now);
+        }
+        Ok(caller)
     }
 
     /// The caller `claims` name, with the tools their scopes allow.
@@ -205,6 +222,13 @@ impl Verifier {
     pub async fn probe(&self) -> Result<usize, Rejection> {
         self.keys.fetch_now().await
     }
+}
+
+/// Seconds since the epoch, as `exp` counts them.
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs())
 }
 
 /// The scopes a claim grants: space-separated (`scope`, RFC 9068) or a list
