@@ -4,8 +4,8 @@
 //! as one caller sees it ([`Visible`]).
 
 use std::{
-    collections::{BTreeMap, BTreeSet},
-    sync::{Arc, OnceLock},
+    collections::{BTreeMap, BTreeSet, VecDeque},
+    sync::{Arc, Mutex, OnceLock},
     time::Duration,
 };
 
@@ -26,7 +26,7 @@ use super::RUN_TOOL;
 use crate::{
     backend::{Backend, LoadedPack},
     error::{CallError, Known},
-    identity::Identity,
+    identity::{Identity, ToolFilter},
     render::signature,
     tool_name::ToolName,
 };
@@ -182,6 +182,13 @@ impl Offers {
     }
 }
 
+/// What a caller's catalog is cut by: its allow-list and its organisation
+/// (the projects it may see); nothing else of the caller.
+type Narrowing = (Option<ToolFilter>, String);
+
+/// How many cut catalogs a registry keeps as JSON.
+const NARROWED_KEPT: usize = 16;
+
 /// The packs and what code mode can reach. Replaced whole when a server
 /// pack's tools become known, so a call works on one consistent snapshot.
 pub(super) struct Registry {
@@ -189,6 +196,9 @@ pub(super) struct Registry {
     pub(super) catalog: Arc<Catalog>,
     /// `catalog` as JSON, for callers that may use every tool.
     pub(super) catalog_json: Arc<str>,
+    /// `catalog` cut for a caller, as JSON, by what it was cut by: a code
+    /// call asks for it every time.
+    narrowed_json: Mutex<VecDeque<(Narrowing, Arc<str>)>>,
     /// The packs whose functions and prompts go by their own names.
     pub(super) unprefixed: BTreeSet<String>,
     /// Such a function's own name -> `pack.function`.
@@ -225,6 +235,7 @@ impl Registry {
             packs,
             catalog: Arc::default(),
             catalog_json: Arc::from(""),
+            narrowed_json: Mutex::default(),
             unprefixed: config.unprefixed.clone(),
             bare,
         };
@@ -235,6 +246,19 @@ impl Registry {
             .into();
         registry.catalog = Arc::new(catalog);
         registry
+    }
+
+    /// The catalog cut by `narrowing` as JSON: kept, else `write`n and kept
+    /// (the most recent few).
+    fn narrowed_json(&self, narrowing: Narrowing, write: impl FnOnce() -> String) -> Arc<str> {
+        let mut kept = self.narrowed_json.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, json)) = kept.iter().find(|(cut, _)| *cut == narrowing) {
+            return Arc::clone(json);
+        }
+        let json: Arc<str> = write().into();
+        kept.push_front((narrowing, Arc::clone(&json)));
+        kept.truncate(NARROWED_KEPT);
+        json
     }
 
     /// What clients call function (or prompt) `name` of pack `pack`:
@@ -459,21 +483,33 @@ impl<'a> Visible<'a> {
 
     /// [`Self::catalog`] as JSON, for a library pack.
     pub(super) fn catalog_json(&self, config: &CatalogConfig) -> RString {
-        match self.narrowed(config) {
-            None => RString::from(&*self.registry.catalog_json),
-            Some(catalog) => serde_json::to_string(&catalog)
-                .expect("a catalog is serialisable")
-                .into(),
+        if !self.is_narrowed(config) {
+            return RString::from(&*self.registry.catalog_json);
         }
+        let narrowing = (
+            self.identity.allowed.as_deref().cloned(),
+            self.identity.org.clone(),
+        );
+        let json = self.registry.narrowed_json(narrowing, || {
+            serde_json::to_string(&self.cut(config)).expect("a catalog is serialisable")
+        });
+        RString::from(&*json)
+    }
+
+    /// Whether the caller sees less than the whole catalog: it has an
+    /// allow-list, or some projects are for some organisations only.
+    fn is_narrowed(&self, config: &CatalogConfig) -> bool {
+        self.identity.allowed.is_some() || config.projects.values().any(|p| p.orgs.is_some())
     }
 
     /// The whole catalog cut to what the caller sees; `None` when it sees
     /// all of it.
     fn narrowed(&self, config: &CatalogConfig) -> Option<Catalog> {
-        let restricted = config.projects.values().any(|p| p.orgs.is_some());
-        if self.identity.allowed.is_none() && !restricted {
-            return None;
-        }
+        self.is_narrowed(config).then(|| self.cut(config))
+    }
+
+    /// The whole catalog cut to what the caller sees.
+    fn cut(&self, config: &CatalogConfig) -> Catalog {
         let mut catalog = Catalog::clone(&self.registry.catalog);
         catalog
             .tools
@@ -494,7 +530,7 @@ impl<'a> Visible<'a> {
                 .get(name)
                 .is_some_and(|p| p.visible_to(&self.identity.org))
         });
-        Some(catalog)
+        catalog
     }
 }
 
