@@ -153,19 +153,13 @@ async fn metrics_show_a_caller_its_own_organisations_calls_only() {
     let ada = host.client(Some(&tenants.ada)).await.expect("connect");
     let greeted = crate::http::call(&ada, "hello.greet", json!({"name": "Lovelace"})).await;
     assert!(!packhost_tests::is_error(&greeted));
-    let metrics = |token: &str| {
-        let request = packhost_tests::http::web_client()
-            .get(format!("{}/metrics", host.base))
-            .bearer_auth(token);
-        async move { request.send().await.unwrap().text().await.unwrap() }
-    };
-    let own = metrics(&tenants.bob).await;
+    let own = host.metrics(Some(&tenants.bob)).await;
     assert!(
         own.contains("packhost_calls_total{tool=\"hello.greet\",outcome=\"ok\"} 1"),
         "{own}"
     );
     assert!(own.contains("packhost_sessions 1\n"), "{own}");
-    let other = metrics(&tenants.eve).await;
+    let other = host.metrics(Some(&tenants.eve)).await;
     assert!(!other.contains("hello.greet"), "{other}");
     assert!(other.contains("packhost_sessions 0\n"), "{other}");
 }

@@ -375,7 +375,11 @@ async fn cancelling_mid_call_leaves_no_process() {
     let running = packhost_tests::schemas::call_tool(&client, params);
     // Both calls under way: the code's and the nested hello.sleep.
     let started = async {
-        while !host.metrics().await.contains("packhost_calls_running 2") {
+        while !host
+            .metrics(None)
+            .await
+            .contains("packhost_calls_running 2")
+        {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     };

@@ -194,7 +194,7 @@ async fn metrics_count_calls_by_tool_and_outcome() {
     let client = host.client(None).await.unwrap();
     call(&client, "hello.greet", json!({"name": "m"})).await;
     call(&client, "hello.greet", json!({})).await;
-    let metrics = host.metrics().await;
+    let metrics = host.metrics(None).await;
     assert!(
         metrics.contains("packhost_calls_total{tool=\"hello.greet\",outcome=\"ok\"} 1"),
         "{metrics}"
@@ -225,7 +225,11 @@ async fn sigterm_lets_running_calls_finish() {
     // Terminated once the call is surely under way (a loaded machine can
     // take a while to deliver it).
     for _ in 0..400 {
-        if host.metrics().await.contains("packhost_calls_running 1") {
+        if host
+            .metrics(None)
+            .await
+            .contains("packhost_calls_running 1")
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
@@ -271,7 +275,7 @@ async fn sessions_are_capped() {
     assert!(!is_error(
         &call(&first, "hello.greet", json!({"name": "s"})).await
     ));
-    let metrics = host.metrics().await;
+    let metrics = host.metrics(None).await;
     assert!(metrics.contains("packhost_sessions 1"), "{metrics}");
 }
 

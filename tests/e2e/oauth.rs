@@ -294,7 +294,7 @@ async fn tokens_that_are_not_valid_here_are_refused_with_the_challenge_and_run_n
     let valid = provider.forge(json!({}), good.clone(), "provider").await;
     let calls = |metrics: &str| metrics.contains("packhost_calls_total{tool=\"hello.whoami\"");
     assert!(
-        !calls(&metrics(&host, &valid).await),
+        !calls(&host.metrics(Some(&valid)).await),
         "a refused token ran a call"
     );
     let (status, _, body) = raw_call(&host, Some(&valid), "hello.whoami", json!({})).await;
@@ -304,7 +304,7 @@ async fn tokens_that_are_not_valid_here_are_refused_with_the_challenge_and_run_n
         "acme",
         "{body}"
     );
-    assert!(calls(&metrics(&host, &valid).await));
+    assert!(calls(&host.metrics(Some(&valid)).await));
     let issued = provider.token(&ada(), EVERY_SCOPE, &resource).await;
     let (status, _, body) = raw_call(&host, Some(&issued), "hello.whoami", json!({})).await;
     assert_eq!(status, 200, "the provider's own token: {body}");
@@ -317,20 +317,6 @@ async fn tokens_that_are_not_valid_here_are_refused_with_the_challenge_and_run_n
             "the log holds the token {what}"
         );
     }
-}
-
-/// The host's `/metrics` as `token`'s caller.
-async fn metrics(host: &HttpHost, token: &str) -> String {
-    web_client()
-        .get(format!("{}/metrics", host.base))
-        .bearer_auth(token)
-        .send()
-        .await
-        .and_then(|r| r.error_for_status())
-        .expect("GET /metrics")
-        .text()
-        .await
-        .unwrap()
 }
 
 #[tokio::test]

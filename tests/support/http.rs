@@ -191,10 +191,14 @@ impl HttpHost {
         StreamableHttpClientTransport::with_client(web_client(), config)
     }
 
-    /// The text of `/metrics`.
-    pub async fn metrics(&self) -> String {
-        web_client()
-            .get(format!("{}/metrics", self.base))
+    /// The text of `/metrics`, as `token`'s caller when given.
+    pub async fn metrics(&self, token: Option<&str>) -> String {
+        let request = web_client().get(format!("{}/metrics", self.base));
+        let request = match token {
+            Some(token) => request.bearer_auth(token),
+            None => request,
+        };
+        request
             .send()
             .await
             .and_then(|response| response.error_for_status())

@@ -39,22 +39,29 @@ static RECENT: Mutex<VecDeque<(String, Arc<SharedCatalog>)>> = Mutex::new(VecDeq
 /// The catalog `text` says, parsed now or earlier (a text that does not
 /// parse is an empty catalog, as from a host too old to send one).
 pub(crate) fn shared(text: &str) -> Arc<SharedCatalog> {
-    if let Some(found) = take(text) {
+    if let Some(found) = take(&mut lock(), text) {
         return found;
     }
+    // Parsed outside the lock; a call that parsed the same text meanwhile
+    // keeps its own.
     let parsed = Arc::new(SharedCatalog {
         catalog: serde_json::from_str(text).unwrap_or_default(),
         bindings: OnceLock::new(),
     });
     let mut recent = lock();
+    if let Some(found) = take(&mut recent, text) {
+        return found;
+    }
     recent.push_front((text.to_owned(), Arc::clone(&parsed)));
     recent.truncate(KEPT);
     parsed
 }
 
 /// The kept catalog of `text`, moved to the front.
-fn take(text: &str) -> Option<Arc<SharedCatalog>> {
-    let mut recent = lock();
+fn take(
+    recent: &mut VecDeque<(String, Arc<SharedCatalog>)>,
+    text: &str,
+) -> Option<Arc<SharedCatalog>> {
     let at = recent.iter().position(|(kept, _)| kept == text)?;
     let entry = recent.remove(at)?;
     let found = Arc::clone(&entry.1);
