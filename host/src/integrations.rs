@@ -59,6 +59,26 @@ enum Action {
         /// The environment variable holding `--auth-header`'s value.
         #[arg(long, value_name = "VAR", requires = "auth_header")]
         auth_value_env: Option<String>,
+        /// Each user signs in to the server with their own account (OAuth,
+        /// in their browser, the first time they call it) and calls it as
+        /// themselves.
+        #[arg(
+            long,
+            requires = "url",
+            conflicts_with_all = ["bearer_token_env", "auth_header"]
+        )]
+        per_user: bool,
+        /// With `--per-user`: packhost's client id at the server's
+        /// authorization server (default: packhost registers itself there).
+        #[arg(long, value_name = "ID", requires = "per_user")]
+        oauth_client_id: Option<String>,
+        /// The environment variable holding that client's secret.
+        #[arg(long, value_name = "VAR", requires = "oauth_client_id")]
+        oauth_client_secret_env: Option<String>,
+        /// With `--per-user`: the scopes to ask for (default: those the
+        /// server's metadata lists).
+        #[arg(long, value_name = "SCOPES", requires = "per_user")]
+        oauth_scope: Option<String>,
         /// Time limit of one call to this server.
         #[arg(long)]
         timeout_ms: Option<u64>,
@@ -114,6 +134,21 @@ enum Action {
         /// The integration's id.
         id: String,
     },
+    /// Forget users' sign-ins to an integration that acts per user: every
+    /// user's, or `--user`'s. They are asked to sign in again.
+    Revoke {
+        /// The organisation.
+        #[arg(long)]
+        org: String,
+        /// Only this user's.
+        #[arg(long)]
+        user: Option<String>,
+        /// The integration's id.
+        id: String,
+    },
+    /// Print a new key to seal users' tokens with, for the host's
+    /// environment (`PACKHOST_CREDENTIALS_KEY`); never put it in the config.
+    NewKey,
 }
 
 fn pair(text: &str) -> Result<(String, String), String> {
@@ -167,6 +202,10 @@ impl IntegrationsCommand {
             let pack = config.packs.get(integrations_store::PACK);
             integrations_store::database_in(pack.and_then(|pack| pack.library()).map(|l| &l.config))
         });
+        if let Action::NewKey = self.action {
+            println!("{}", upstream_oauth::Key::generate());
+            return Ok(ExitCode::SUCCESS);
+        }
         let store = integrations_store::open(&database).await?;
         match self.action {
             Action::Add {
@@ -178,6 +217,10 @@ impl IntegrationsCommand {
                 bearer_token_env,
                 auth_header,
                 auth_value_env,
+                per_user,
+                oauth_client_id,
+                oauth_client_secret_env,
+                oauth_scope,
                 timeout_ms,
                 read,
                 write,
@@ -208,6 +251,14 @@ impl IntegrationsCommand {
                     }
                 };
                 let auth = match (bearer_token_env, auth_header, auth_value_env) {
+                    _ if per_user => Some(Auth::PerUser {
+                        client_id: oauth_client_id,
+                        client_secret: oauth_client_secret_env
+                            .as_deref()
+                            .map(secret_from)
+                            .transpose()?,
+                        scope: oauth_scope,
+                    }),
                     (Some(var), _, _) => Some(Auth::Bearer {
                         token: secret_from(&var)?,
                     }),
@@ -277,6 +328,15 @@ impl IntegrationsCommand {
                 store.remove(&org, &id).await?;
                 println!("removed {id}");
             }
+            Action::Revoke { org, user, id } => {
+                let integration = store.get(&id).await?.filter(|i| i.organization_id == org);
+                if integration.is_none() {
+                    return Err(format!("organisation `{org}` has no integration `{id}`").into());
+                }
+                let removed = store.remove_credentials(&org, &id, user.as_deref()).await?;
+                println!("revoked {removed} sign-in(s) to {id}");
+            }
+            Action::NewKey => unreachable!("answered before the database is opened"),
         }
         Ok(ExitCode::SUCCESS)
     }

@@ -6,6 +6,7 @@
 //! and a graceful stop on SIGTERM.
 
 mod bearer;
+mod callback;
 mod jsonrpc;
 mod sessions;
 
@@ -136,6 +137,10 @@ pub async fn serve(
         .layer(middleware::from_fn_with_state(state.clone(), guard));
     let app = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
+        .route(
+            upstream_oauth::CALLBACK_PATH,
+            get(callback::returned).with_state(callback::Callback::new(config)),
+        )
         .merge(metadata)
         .merge(guarded)
         .with_state(state);

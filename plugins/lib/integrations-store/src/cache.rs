@@ -18,7 +18,10 @@ use std::{
     time::{Duration, SystemTime},
 };
 
-use crate::{Integration, IntegrationRepository, NewIntegration, StoreError};
+use crate::{
+    Authorization, CredentialKey, CredentialRepository, Integration, IntegrationRepository,
+    NewIntegration, StoreError,
+};
 
 /// How long the files must have been still before their status is trusted:
 /// well above the coarsest timestamp granularity of Linux file systems.
@@ -142,6 +145,40 @@ impl<R: IntegrationRepository> IntegrationRepository for Cached<R> {
 
     async fn remove(&self, organization_id: &str, id: &str) -> Result<(), StoreError> {
         self.inner.remove(organization_id, id).await
+    }
+}
+
+/// Credentials are read once per call at most: never kept.
+#[async_trait::async_trait]
+impl<R: CredentialRepository> CredentialRepository for Cached<R> {
+    async fn credential(&self, key: CredentialKey<'_>) -> Result<Option<String>, StoreError> {
+        self.inner.credential(key).await
+    }
+
+    async fn put_credential(&self, key: CredentialKey<'_>, sealed: &str) -> Result<(), StoreError> {
+        self.inner.put_credential(key, sealed).await
+    }
+
+    async fn remove_credentials(
+        &self,
+        organization_id: &str,
+        integration_id: &str,
+        user_id: Option<&str>,
+    ) -> Result<u64, StoreError> {
+        self.inner
+            .remove_credentials(organization_id, integration_id, user_id)
+            .await
+    }
+
+    async fn begin_authorization(&self, authorization: &Authorization) -> Result<(), StoreError> {
+        self.inner.begin_authorization(authorization).await
+    }
+
+    async fn take_authorization(
+        &self,
+        state_digest: &str,
+    ) -> Result<Option<Authorization>, StoreError> {
+        self.inner.take_authorization(state_digest).await
     }
 }
 

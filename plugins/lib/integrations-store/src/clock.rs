@@ -13,6 +13,13 @@ pub(crate) fn now() -> String {
     rfc3339(since_epoch.as_secs(), since_epoch.subsec_micros())
 }
 
+/// Now in whole seconds since the Unix epoch.
+pub(crate) fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs() as i64)
+}
+
 /// `secs` after the Unix epoch plus `micros`, as RFC 3339 UTC.
 pub(crate) fn rfc3339(secs: u64, micros: u32) -> String {
     let (days, secs_of_day) = (secs / 86_400, secs % 86_400);

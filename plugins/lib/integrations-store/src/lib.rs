@@ -31,8 +31,10 @@
 //!
 //! The design:
 //!
-//! - One object-safe trait, [`IntegrationRepository`], used as
-//!   `Arc<dyn IntegrationRepository>`; [`open`] picks the backend from the
+//! - Object-safe traits, [`IntegrationRepository`] and
+//!   [`CredentialRepository`] (each user's credentials to the integrations
+//!   that act per user), used together as `Arc<dyn Store>`; [`open`] picks
+//!   the backend from the
 //!   database string: a `postgres://` URL is PostgreSQL, anything else a
 //!   SQLite file (created with its directories on first use; the default is
 //!   [`default_database`]).
@@ -51,6 +53,7 @@
 
 mod cache;
 mod clock;
+mod credentials;
 mod error;
 mod model;
 mod sql;
@@ -65,6 +68,7 @@ use std::{
     sync::Arc,
 };
 
+pub use credentials::{Authorization, CredentialKey, CredentialRepository};
 pub use error::StoreError;
 pub use model::{Auth, Integration, NewIntegration, Sandbox, Transport};
 pub use pack_sandbox::Mode;
@@ -106,6 +110,12 @@ pub trait IntegrationRepository: Send + Sync {
     async fn remove(&self, organization_id: &str, id: &str) -> Result<(), StoreError>;
 }
 
+/// The integrations and their users' credentials, in one database:
+/// what [`open`] gives.
+pub trait Store: IntegrationRepository + CredentialRepository {}
+
+impl<T: IntegrationRepository + CredentialRepository> Store for T {}
+
 /// Opens (creating and migrating on first use) the integrations database.
 ///
 /// `postgres://…` or `postgresql://…` is a PostgreSQL URL; anything else is
@@ -116,7 +126,7 @@ pub trait IntegrationRepository: Send + Sync {
 /// URL's password. A SQLite file's lookups by id are answered from memory
 /// while the file is unchanged (any process's write is seen at once); a
 /// PostgreSQL database is asked every time.
-pub async fn open(database: &str) -> Result<Arc<dyn IntegrationRepository>, StoreError> {
+pub async fn open(database: &str) -> Result<Arc<dyn Store>, StoreError> {
     if database.starts_with("postgres://") || database.starts_with("postgresql://") {
         return Ok(Arc::new(PostgresRepository::connect(database).await?));
     }

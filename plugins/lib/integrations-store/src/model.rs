@@ -74,7 +74,7 @@ pub struct Sandbox {
 
 /// The credentials sent to an integration, stored server-side and never
 /// listed. Serialized with a `type` tag: `{"type": "bearer", "token": …}`,
-/// `{"type": "header", "name": …, "value": …}`.
+/// `{"type": "header", "name": …, "value": …}`, `{"type": "per_user"}`.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Auth {
@@ -90,14 +90,31 @@ pub enum Auth {
         /// The header's value (secret).
         value: String,
     },
+    /// Each user signs in at the server's authorization server (OAuth 2.1,
+    /// authorization code with PKCE) the first time they call it, and is
+    /// then `Authorization: Bearer` with their own token
+    /// ([`CredentialRepository`](crate::CredentialRepository)). HTTP only.
+    PerUser {
+        /// packhost's client id there; `None`: packhost registers itself
+        /// (RFC 7591) at each sign-in.
+        #[serde(default)]
+        client_id: Option<String>,
+        /// That client's secret (secret), when it is a confidential one.
+        #[serde(default)]
+        client_secret: Option<String>,
+        /// The scopes to ask for; `None`: those the server's metadata lists.
+        #[serde(default)]
+        scope: Option<String>,
+    },
 }
 
 impl Auth {
-    /// What listings show: `bearer` or `header:<name>`.
+    /// What listings show: `bearer`, `header:<name>` or `per_user`.
     pub fn label(&self) -> String {
         match self {
             Auth::Bearer { .. } => "bearer".to_owned(),
             Auth::Header { name, .. } => format!("header:{name}"),
+            Auth::PerUser { .. } => "per_user".to_owned(),
         }
     }
 }
@@ -231,6 +248,16 @@ impl fmt::Debug for Auth {
                 .debug_struct("Header")
                 .field("name", name)
                 .field("value", &HIDDEN)
+                .finish(),
+            Auth::PerUser {
+                client_id,
+                client_secret,
+                scope,
+            } => f
+                .debug_struct("PerUser")
+                .field("client_id", client_id)
+                .field("client_secret", &client_secret.as_ref().map(|_| HIDDEN))
+                .field("scope", scope)
                 .finish(),
         }
     }

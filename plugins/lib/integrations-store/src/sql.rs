@@ -43,6 +43,11 @@ const SQLITE_MIGRATIONS: Migrations = &[
         "sandbox",
         include_str!("../migrations/sqlite/0002_sandbox.sql"),
     ),
+    (
+        4,
+        "credentials",
+        include_str!("../migrations/sqlite/0004_credentials.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: Migrations = &[
     (
@@ -54,6 +59,11 @@ const POSTGRES_MIGRATIONS: Migrations = &[
         2,
         "sandbox",
         include_str!("../migrations/postgres/0002_sandbox.sql"),
+    ),
+    (
+        4,
+        "credentials",
+        include_str!("../migrations/postgres/0004_credentials.sql"),
     ),
 ];
 
@@ -80,6 +90,8 @@ const SET_ENABLED: &str = concat!(
     columns!()
 );
 const REMOVE: &str = "DELETE FROM integrations WHERE organization_id = $1 AND id = $2";
+const REMOVE_CREDENTIALS: &str =
+    "DELETE FROM credentials WHERE organization_id = $1 AND integration_id = $2";
 
 /// One row of `integrations`, as stored.
 struct Columns {
@@ -196,7 +208,7 @@ impl Columns {
         let auth = match self.auth {
             Some(text) => Some(
                 serde_json::from_str::<Auth>(&text)
-                    .map_err(|_| corrupt("auth", &"not a bearer or header auth"))?,
+                    .map_err(|_| corrupt("auth", &"not a bearer, header or per-user auth"))?,
             ),
             None => None,
         };
@@ -235,7 +247,7 @@ macro_rules! repository {
         $(#[$doc])*
         #[derive(Debug, Clone)]
         pub struct $name {
-            pool: $pool,
+            pub(crate) pool: $pool,
         }
 
         impl $name {
@@ -363,6 +375,14 @@ macro_rules! repository {
                 if removed == 0 {
                     return Err(not_found(organization_id, id));
                 }
+                // Its users' tokens go with it: a later integration of the
+                // same id (ids are random) must never find them.
+                sqlx::query(REMOVE_CREDENTIALS)
+                    .bind(organization_id)
+                    .bind(id)
+                    .execute(&self.pool)
+                    .await
+                    .map_err(|e| failed(&format!("remove the credentials of `{id}`"), e))?;
                 Ok(())
             }
         }

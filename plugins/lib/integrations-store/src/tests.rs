@@ -562,6 +562,95 @@ async fn another_connections_writes_are_seen_at_once(database: String) {
     );
 }
 
+async fn credentials_are_per_user_and_go_with_their_integration(database: String) {
+    let store = open(&database).await.unwrap();
+    let id = store.add(http("acme", "tracker")).await.unwrap().id;
+    let key = |user| CredentialKey {
+        organization_id: "acme",
+        user_id: user,
+        integration_id: &id,
+    };
+    store
+        .put_credential(key("ada"), "sealed-ada-1")
+        .await
+        .unwrap();
+    store
+        .put_credential(key("ada"), "sealed-ada-2")
+        .await
+        .unwrap();
+    store
+        .put_credential(key("bob"), "sealed-bob")
+        .await
+        .unwrap();
+    assert_eq!(
+        store.credential(key("ada")).await.unwrap().as_deref(),
+        Some("sealed-ada-2")
+    );
+    assert_eq!(store.credential(key("eve")).await.unwrap(), None);
+    let other_org = CredentialKey {
+        organization_id: "globex",
+        ..key("ada")
+    };
+    assert_eq!(store.credential(other_org).await.unwrap(), None);
+
+    assert_eq!(
+        store
+            .remove_credentials("acme", &id, Some("ada"))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(store.credential(key("ada")).await.unwrap(), None);
+    assert_eq!(
+        store.credential(key("bob")).await.unwrap().as_deref(),
+        Some("sealed-bob")
+    );
+    assert_eq!(
+        store.remove_credentials("globex", &id, None).await.unwrap(),
+        0
+    );
+
+    store
+        .put_credential(key("ada"), "sealed-ada-3")
+        .await
+        .unwrap();
+    store.remove("acme", &id).await.unwrap();
+    assert_eq!(store.credential(key("ada")).await.unwrap(), None);
+    assert_eq!(store.credential(key("bob")).await.unwrap(), None);
+}
+
+async fn a_sign_in_is_taken_once_and_never_after_it_expires(database: String) {
+    let store = open(&database).await.unwrap();
+    let now = clock::unix_now();
+    let sign_in = |digest: &str, expires_at| Authorization {
+        state_digest: digest.to_owned(),
+        organization_id: "acme".into(),
+        user_id: "ada".into(),
+        integration_id: "int_0123456789abcdef".into(),
+        sealed: "sealed".into(),
+        expires_at,
+    };
+    store
+        .begin_authorization(&sign_in("live", now + 600))
+        .await
+        .unwrap();
+    store
+        .begin_authorization(&sign_in("stale", now - 1))
+        .await
+        .unwrap();
+    assert_eq!(store.take_authorization("stale").await.unwrap(), None);
+    assert_eq!(
+        store.take_authorization("live").await.unwrap(),
+        Some(sign_in("live", now + 600))
+    );
+    assert_eq!(
+        store.take_authorization("live").await.unwrap(),
+        None,
+        "a replay"
+    );
+    assert_eq!(store.take_authorization("unknown").await.unwrap(), None);
+}
+
 /// Runs each case on both backends: `sqlite::<case>`, `postgres::<case>`.
 macro_rules! on_both_backends {
     ($($case:ident),* $(,)?) => {
@@ -592,6 +681,8 @@ on_both_backends!(
     summary_hides_secrets,
     reopening_keeps_data,
     another_connections_writes_are_seen_at_once,
+    credentials_are_per_user_and_go_with_their_integration,
+    a_sign_in_is_taken_once_and_never_after_it_expires,
 );
 
 // ---------------------------------------------------------------------------

@@ -156,6 +156,34 @@ fn auth(auth: &Auth, transport: &Transport) -> Result<(), StoreError> {
             }
             name
         }
+        Auth::PerUser {
+            client_id,
+            client_secret,
+            scope,
+        } => {
+            if !matches!(transport, Transport::Http { .. }) {
+                return invalid(
+                    "per-user auth signs users in through the browser to an HTTP server; \
+                     a stdio integration takes `env` values instead"
+                        .to_owned(),
+                );
+            }
+            if client_secret.is_some() && client_id.is_none() {
+                return invalid(
+                    "a client secret needs its client id; give both, or neither to let \
+                     packhost register itself"
+                        .to_owned(),
+                );
+            }
+            for (what, value) in [("client id", client_id), ("scope", scope)] {
+                if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
+                    return invalid(format!(
+                        "the {what} must not be empty; leave it out instead"
+                    ));
+                }
+            }
+            "Authorization"
+        }
     };
     if let Transport::Http { headers, .. } = transport
         && headers.keys().any(|h| h.eq_ignore_ascii_case(header))

@@ -74,6 +74,12 @@ impl Pool {
         pool
     }
 
+    /// The HTTP client of every connection, with its address rules: for
+    /// other requests to the same servers' hosts (their sign-in).
+    pub fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
     /// Call `tool` with `arguments` on the server at `endpoint` (connection
     /// `key`), waiting at most `timeout` for the answer; the server's
     /// questions, logs and progress meanwhile go to `relay`. A tool that

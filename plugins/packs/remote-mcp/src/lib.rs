@@ -36,7 +36,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use integrations_store::{Auth, Integration, IntegrationRepository, Transport};
+use integrations_store::{Auth, Integration, Store, Transport};
 use mcp_downstream::{
     Confinement, DownstreamError, Endpoint, Event, JsonObject, Level, Limits, Mode, Pool,
     PoolSettings,
@@ -48,10 +48,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 
-use crate::{relay::CallerRelay, uris::Uris, watch::Watchers};
+use crate::{relay::CallerRelay, sign_in::SignInSettings, uris::Uris, watch::Watchers};
 
 mod offers;
 mod relay;
+mod sign_in;
 mod uris;
 mod watch;
 
@@ -101,6 +102,11 @@ pub struct Config {
     /// The bounds of each stdio integration's server.
     #[serde(default)]
     pub limits: Limits,
+    /// The URL clients reach this packhost at (`https://packhost.example.com`):
+    /// users who sign in to an integration that acts per user come back to
+    /// its `/oauth/callback`. Without it such integrations cannot be used.
+    #[serde(default)]
+    pub public_url: Option<String>,
 }
 
 fn default_connect_timeout_ms() -> u64 {
@@ -123,7 +129,7 @@ fn default_max_connections() -> usize {
 /// not keep the host from starting.
 pub struct State {
     database: String,
-    store: OnceCell<Arc<dyn IntegrationRepository>>,
+    store: OnceCell<Arc<dyn Store>>,
     pool: OnceCell<Arc<Pool>>,
     settings: PoolSettings,
     call_timeout: Duration,
@@ -136,6 +142,10 @@ pub struct State {
     uris: Uris,
     /// The resources callers follow.
     watchers: Arc<Watchers>,
+    /// Per-user integrations: where sign-ins come back, the sealing key.
+    sign_in: SignInSettings,
+    /// Users' tokens to them, once first needed.
+    credentials: OnceCell<Arc<upstream_oauth::Credentials>>,
 }
 
 impl State {
@@ -149,6 +159,7 @@ impl State {
         if let Some(warning) = warning {
             host.log(LogLevel::Warn, &warning);
         }
+        let sign_in = SignInSettings::new(config.public_url.as_deref())?;
         let log_host = host.clone();
         let watchers = Arc::new(Watchers::default());
         let updated = Arc::clone(&watchers);
@@ -188,10 +199,12 @@ impl State {
             host,
             uris: Uris::default(),
             watchers,
+            sign_in,
+            credentials: OnceCell::new(),
         })
     }
 
-    async fn store(&self) -> Result<&Arc<dyn IntegrationRepository>, PackError> {
+    async fn store(&self) -> Result<&Arc<dyn Store>, PackError> {
         // Opened on a task of its own: sqlx's connect future is Send only
         // for concrete lifetimes, which the pack's handlers cannot name.
         let database = self.database.clone();
@@ -244,8 +257,16 @@ impl State {
 
 impl State {
     /// [`endpoint`], warning once per integration whose own rule turns off
-    /// the sandbox the pack has on.
+    /// the sandbox the pack has on. An integration that acts per user has
+    /// no endpoint shared by its callers: [`State::endpoint_for`].
     fn endpoint(&self, integration: &Integration) -> Result<Endpoint, PackError> {
+        if sign_in::per_user(integration) {
+            return Err(PackError::invalid_argument(format!(
+                "integration `{}` acts as each user: it is reached by each caller with their own \
+                 sign-in, never for everyone",
+                integration.name
+            )));
+        }
         if let Transport::Stdio { sandbox, .. } = &integration.transport
             && sandbox.mode == Mode::Off
             && self.confinement.mode != Mode::Off
@@ -266,6 +287,33 @@ impl State {
         }
         endpoint(integration, &self.confinement)
     }
+
+    /// How the caller of `ctx` reaches `integration`: with their own token
+    /// when it acts per user (asking them to sign in when they have none).
+    async fn endpoint_for(
+        &self,
+        ctx: &Context,
+        integration: &Integration,
+    ) -> Result<Endpoint, PackError> {
+        if !sign_in::per_user(integration) {
+            return self.endpoint(integration);
+        }
+        let token = sign_in::bearer(self, ctx, integration).await?;
+        let mut endpoint = endpoint(integration, &self.confinement)?;
+        if let Endpoint::Http { headers, .. } = &mut endpoint {
+            headers.insert("Authorization".to_owned(), format!("Bearer {token}"));
+        }
+        Ok(endpoint)
+    }
+}
+
+/// The connection `integration` is listed on for the caller of `ctx`: the
+/// integration's own, or the caller's when it acts per user.
+fn listing_lane(integration: &Integration, ctx: &Context) -> String {
+    if sign_in::per_user(integration) {
+        return offers::caller_lane(integration, ctx);
+    }
+    integration.id.clone()
 }
 
 fn database_error(e: integrations_store::StoreError) -> PackError {
@@ -330,7 +378,8 @@ fn endpoint(integration: &Integration, pack: &Confinement) -> Result<Endpoint, P
                 Some(Auth::Header { name, value }) => {
                     headers.insert(name.clone(), value.clone());
                 }
-                None => {}
+                // The caller's own token, added by `State::endpoint_for`.
+                Some(Auth::PerUser { .. }) | None => {}
             }
             Endpoint::Http {
                 url: url.clone(),
@@ -438,7 +487,7 @@ async fn execute(
         .await
         .call_tool(
             &offers::caller_lane(&integration, ctx),
-            &state.endpoint(&integration)?,
+            &state.endpoint_for(ctx, &integration).await?,
             &args.tool_name,
             args.parameters.clone().unwrap_or_default(),
             offers::time_limit(state, &integration),
@@ -510,8 +559,8 @@ async fn list_tools(
         .pool()
         .await
         .list_tools(
-            &integration.id,
-            &state.endpoint(&integration)?,
+            &listing_lane(&integration, &ctx),
+            &state.endpoint_for(&ctx, &integration).await?,
             state.call_timeout,
         )
         .await
@@ -531,6 +580,39 @@ async fn list_tools(
             })
             .collect(),
     })
+}
+
+/// Arguments of `remote_mcp.sign_out`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SignOutArgs {
+    /// The integration's id.
+    pub integration_id: String,
+}
+
+/// What signing out did.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SignedOut {
+    /// Whether you had a sign-in there, now forgotten.
+    pub signed_out: bool,
+}
+
+async fn sign_out(
+    state: Arc<State>,
+    args: SignOutArgs,
+    ctx: Context,
+) -> Result<SignedOut, PackError> {
+    let org = organisation(&ctx)?;
+    let integration = state.integration(&org, &args.integration_id).await?;
+    if !sign_in::per_user(&integration) {
+        return Err(PackError::invalid_argument(format!(
+            "integration `{}` does not act per user: nobody signs in to it",
+            integration.name
+        )));
+    }
+    let signed_out = sign_in::sign_out(&state, &ctx, &integration).await?;
+    Ok(SignedOut { signed_out })
 }
 
 /// The caller's organisation's integrations.
@@ -595,6 +677,18 @@ fn remote_mcp() -> PackDef<State> {
         )
         .title("List integrations")
         .read_only()
+        .closed_world(),
+    )
+    .function_with(
+        Function::new(
+            "sign_out",
+            "Forget your own sign-in to an integration that acts as each user; your next call \
+             there asks you to sign in again.",
+            sign_out,
+        )
+        .title("Sign out of an integration")
+        .destructive()
+        .idempotent()
         .closed_world(),
     )
     .serve_offers(offers::serve)

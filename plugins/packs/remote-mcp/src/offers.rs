@@ -194,7 +194,10 @@ async fn prompt_named(
     });
     for integration in candidates {
         let own = &name[integration.name.len() + 1..];
-        let endpoint = state.endpoint(&integration)?;
+        // One that acts per user lists nothing for everyone.
+        let Ok(endpoint) = state.endpoint(&integration) else {
+            continue;
+        };
         let timeout = time_limit(state, &integration);
         let pool = state.pool().await;
         let prompts = pool.list(&integration.id, &endpoint, timeout, protocol::PROMPTS_LIST);
@@ -218,7 +221,7 @@ async fn request(
     method: &str,
     params: Value,
 ) -> Result<Value, PackError> {
-    let endpoint = state.endpoint(integration)?;
+    let endpoint = state.endpoint_for(ctx, integration).await?;
     let relay = Arc::new(CallerRelay(ctx.clone()));
     let pool = state.pool().await;
     let key = caller_lane(integration, ctx);
@@ -236,7 +239,7 @@ async fn follow(
     integration: &Integration,
     uri: &str,
 ) -> Result<Value, PackError> {
-    let endpoint = state.endpoint(integration)?;
+    let endpoint = state.endpoint_for(ctx, integration).await?;
     let key = caller_lane(integration, ctx);
     let timeout = time_limit(state, integration);
     let pool = Arc::clone(state.pool().await);

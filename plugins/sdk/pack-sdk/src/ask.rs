@@ -29,6 +29,17 @@ impl Question {
         }
     }
 
+    /// Send the user to `url` (MCP's URL-mode elicitation), for what must
+    /// not pass through the client, such as signing in elsewhere; `id` is
+    /// its `elicitationId`. The answer says whether the user agreed to go,
+    /// not what happened there.
+    pub fn elicit_url(message: &str, url: &str, id: &str) -> Self {
+        Self {
+            method: "elicitation/create",
+            params: json!({"mode": "url", "message": message, "url": url, "elicitationId": id}),
+        }
+    }
+
     /// Ask the client's model: MCP's `sampling/createMessage` params
     /// (`messages`, `maxTokens`, optionally `systemPrompt`,
     /// `modelPreferences`...).
@@ -133,6 +144,20 @@ impl Context {
         let key = self.keys().next("elicit");
         let answer = self.one(key, Question::elicit(message, schema)).await?;
         decode(answer, "an elicitation result (`action`, `content`)")
+    }
+
+    /// Send the user to `url` (see [`Question::elicit_url`]).
+    pub async fn elicit_url(
+        &self,
+        message: &str,
+        url: &str,
+        id: &str,
+    ) -> Result<Elicited, PackError> {
+        let key = self.keys().next("elicit");
+        let answer = self
+            .one(key, Question::elicit_url(message, url, id))
+            .await?;
+        decode(answer, "an elicitation result (`action`)")
     }
 
     /// Ask the client's model (see [`Question::sample`]); the answer is
