@@ -26,6 +26,7 @@ mod npm_egress;
 mod oauth;
 mod official_clients;
 mod pack_offers;
+mod per_user;
 mod proj;
 mod prompts;
 mod readme;

@@ -10,7 +10,10 @@
 //   node provider.mjs SPEC.json   (PACKHOST_TEST_OIDC_PROVIDER: its package dir)
 //
 // SPEC: {"clients": [{"client_id", "client_secret", "org", "scope"}],
-//        "users": {"login": "org"}, "scopes": ["..."]}
+//        "users": {"login": "org"}, "scopes": ["..."],
+//        "access_ttl": seconds (300), "refresh_ttl": seconds (86400)}
+// Clients that may refresh get a refresh token with every code, which
+// stays the same when used (no rotation), until refresh_ttl.
 // Prints one line, {"issuer": "http://127.0.0.1:PORT"}, once it listens.
 //
 // Beside the provider's own endpoints, two for the tests, under /test/:
@@ -66,6 +69,9 @@ function build(issuer) {
     })),
     jwks: { keys },
     scopes: ['openid', ...spec.scopes],
+    ttl: { RefreshToken: spec.refresh_ttl ?? 86400 },
+    issueRefreshToken: async (ctx, client) => client.grantTypeAllowed('refresh_token'),
+    rotateRefreshToken: false,
     features: {
       devInteractions: { enabled: true },
       registration: { enabled: true },
@@ -76,7 +82,7 @@ function build(issuer) {
         useGrantedResource: () => true,
         getResourceServerInfo: () => ({
           scope: spec.scopes.join(' '),
-          accessTokenTTL: 300,
+          accessTokenTTL: spec.access_ttl ?? 300,
           accessTokenFormat: 'jwt',
           jwt: { sign: { alg: 'RS256' } },
         }),

@@ -18,6 +18,7 @@
 
 import { readFileSync } from 'node:fs';
 
+import { browse } from '../oauth/browser.mjs';
 import { load } from './sdk.mjs';
 
 const { Client } = await load('client/index.js');
@@ -59,43 +60,6 @@ class Recording extends ClientCredentialsProvider {
   discoveryState() { return this.discovered; }
 }
 
-/** The browser: from the authorization URL through the provider's sign-in
- * and consent pages to the redirect, whose code it returns. */
-async function browse(start, login) {
-  const cookies = new Map();
-  let url = new URL(start);
-  let form;
-  for (let step = 0; step < 20; step += 1) {
-    const headers = { cookie: [...cookies].map(([k, v]) => `${k}=${v}`).join('; ') };
-    const response = form
-      ? await fetch(url, { method: 'POST', redirect: 'manual', headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form) })
-      : await fetch(url, { redirect: 'manual', headers });
-    form = undefined;
-    for (const cookie of response.headers.getSetCookie()) {
-      const [pair] = cookie.split(';');
-      const at = pair.indexOf('=');
-      cookies.set(pair.slice(0, at), pair.slice(at + 1));
-    }
-    const location = response.headers.get('location');
-    if (location) {
-      url = new URL(location, url);
-      if (url.href.startsWith(REDIRECT)) {
-        const code = url.searchParams.get('code');
-        if (!code) throw new Error(`no code in ${url}`);
-        return code;
-      }
-      continue;
-    }
-    const page = await response.text();
-    const action = page.match(/<form[^>]*action="([^"]+)"/)?.[1];
-    const prompt = page.match(/name="prompt" value="(\w+)"/)?.[1];
-    if (!action || !prompt) throw new Error(`unexpected page ${url} (${response.status}): ${page.slice(0, 500)}`);
-    url = new URL(action, url);
-    form = prompt === 'login' ? { prompt, login, password: 'any' } : { prompt };
-  }
-  throw new Error('too many steps to the redirect');
-}
-
 const provider = spec.flow === 'authorization_code'
   ? new Interactive()
   : new Recording({
@@ -118,7 +82,10 @@ try {
   // The SDK sent the user to the authorization page: sign in there, then
   // hand the code to the transport, which exchanges it, and connect again.
   const transport = new StreamableHTTPClientTransport(new URL(spec.url), { authProvider: provider });
-  await transport.finishAuth(await browse(provider.authorizationUrl, spec.login));
+  const back = new URL(await browse(provider.authorizationUrl, spec.login, REDIRECT));
+  const code = back.searchParams.get('code');
+  if (!code) throw new Error(`no code in ${back}`);
+  await transport.finishAuth(code);
   ({ client } = await connect());
 }
 const { authorizationServerUrl, resourceMetadata, authorizationServerMetadata } = provider.discovered;

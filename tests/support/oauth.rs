@@ -64,8 +64,7 @@ impl Provider {
         users: &[(&str, &str)],
         scopes: &[&str],
     ) -> Self {
-        let dir = TempDir::new().expect("temp dir");
-        let spec = json!({
+        Self::launch(json!({
             "clients": clients.iter().map(|c| json!({
                 "client_id": c.client_id,
                 "client_secret": c.secret(),
@@ -74,7 +73,29 @@ impl Provider {
             })).collect::<Vec<_>>(),
             "users": users.iter().copied().collect::<std::collections::BTreeMap<_, _>>(),
             "scopes": scopes,
-        });
+        }))
+        .await
+    }
+
+    /// One where `users` (login, organisation) sign in, and whose access
+    /// and refresh tokens last `access_ttl` and `refresh_ttl` seconds.
+    pub async fn for_users(
+        users: &[(&str, &str)],
+        scopes: &[&str],
+        (access_ttl, refresh_ttl): (u64, u64),
+    ) -> Self {
+        Self::launch(json!({
+            "clients": [],
+            "users": users.iter().copied().collect::<std::collections::BTreeMap<_, _>>(),
+            "scopes": scopes,
+            "access_ttl": access_ttl,
+            "refresh_ttl": refresh_ttl,
+        }))
+        .await
+    }
+
+    async fn launch(spec: Value) -> Self {
+        let dir = TempDir::new().expect("temp dir");
         let spec_path = dir.path().join("provider.json");
         std::fs::write(&spec_path, spec.to_string()).expect("write the provider's spec");
         let mut child = tokio::process::Command::new("node")
@@ -163,6 +184,86 @@ impl Provider {
             .await
             .expect("JSON")
     }
+}
+
+/// What [`Upstream`] recorded of one call: who, with which token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpstreamCall {
+    /// The token's `sub`.
+    pub sub: String,
+    /// The whole token.
+    pub token: String,
+}
+
+/// An MCP server that acts as each user (`tests/oauth/upstream.mjs`): it
+/// takes the provider's tokens for itself only, and records every call.
+pub struct Upstream {
+    _child: tokio::process::Child,
+    /// Its MCP endpoint.
+    pub url: String,
+    calls: tokio::sync::mpsc::UnboundedReceiver<UpstreamCall>,
+}
+
+impl Upstream {
+    /// Start one whose users sign in at `issuer`.
+    pub async fn start(issuer: &str) -> Self {
+        let mut child = tokio::process::Command::new("node")
+            .arg(script("oauth/upstream.mjs"))
+            .arg(issuer)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start node");
+        let mut lines = BufReader::new(child.stdout.take().expect("its stdout")).lines();
+        let first = tokio::time::timeout(std::time::Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("the upstream started within 30 s")
+            .expect("read its first line")
+            .expect("a first line");
+        let line: Value = serde_json::from_str(&first).expect("its address as JSON");
+        let (sender, calls) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                let call: Value = serde_json::from_str(&line).expect("a call as JSON");
+                let text = |name: &str| call[name].as_str().expect(name).to_owned();
+                let _ = sender.send(UpstreamCall {
+                    sub: text("sub"),
+                    token: text("token"),
+                });
+            }
+        });
+        Self {
+            _child: child,
+            url: line["url"].as_str().expect("url").to_owned(),
+            calls,
+        }
+    }
+
+    /// The calls it recorded since the last look.
+    pub fn calls(&mut self) -> Vec<UpstreamCall> {
+        std::iter::from_fn(|| self.calls.try_recv().ok()).collect()
+    }
+}
+
+/// `login` signs in at the authorization page `url` (as a browser would):
+/// the URL the provider sends the browser back to, under `back`.
+pub async fn sign_in(url: &str, login: &str, back: &str) -> String {
+    let output = tokio::process::Command::new("node")
+        .arg(script("oauth/browser.mjs"))
+        .args([url, login, back])
+        .output()
+        .await
+        .expect("run node");
+    assert!(
+        output.status.success(),
+        "signing in failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout)
+        .expect("UTF-8")
+        .trim()
+        .to_owned()
 }
 
 /// Now, in seconds since the epoch (for `exp`, `nbf`, `iat`).

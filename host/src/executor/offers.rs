@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use pack_api::{
     PromptSpec, ResourceSpec, TemplateSpec,
-    protocol::{COMPLETE, PROMPTS_GET, RESOURCES_READ},
+    protocol::{COMPLETE, PROMPTS_GET, RESOURCES_READ, SIGN_IN_RETURNED},
     uri_template,
 };
 use serde_json::{Value, json};
@@ -123,6 +123,38 @@ impl Executor {
             Some(pack) => Some(self.call_reserved(pack, COMPLETE, request, caller).await),
             None => self.complete_caller(&visible, &request, caller).await,
         }
+    }
+
+    /// Hand pack `pack` the query a user's browser came back with from
+    /// signing in elsewhere (`SIGN_IN_RETURNED`): the page to show, or
+    /// `None` when no such pack takes sign-ins. The browser carries no
+    /// token: the pack is called by nobody, and the query alone must say
+    /// whose sign-in it finishes.
+    pub async fn sign_in_returned(
+        self: &Arc<Self>,
+        pack: &str,
+        query: &str,
+    ) -> Option<Result<Value, Failure>> {
+        let registry = self.registry();
+        let pack = registry.packs.get(pack)?;
+        let takes = pack
+            .reserved
+            .iter()
+            .any(|f| f.spec.name == SIGN_IN_RETURNED);
+        if !takes {
+            return None;
+        }
+        let nobody = Identity {
+            user: String::new(),
+            org: String::new(),
+            allowed: None,
+        };
+        let caller = Caller::new(nobody, "sign-in");
+        let query = json!({ "query": query });
+        Some(
+            self.call_reserved(pack, SIGN_IN_RETURNED, query, &caller)
+                .await,
+        )
     }
 
     /// Call reserved name `name` of `pack` as a call of one of its functions.

@@ -16,7 +16,7 @@ use pack_api::{
     projects::Project,
     protocol::{
         COMPLETE, PROMPTS_GET, PROMPTS_LIST, RESOURCES_LIST, RESOURCES_READ, RESOURCES_SUBSCRIBE,
-        TEMPLATES_LIST,
+        SIGN_IN_RETURNED, TEMPLATES_LIST,
     },
 };
 use packhost_command::Snippet;
@@ -120,7 +120,12 @@ impl PackEntry {
         let follows = per_caller || matches!(loaded.backend, Backend::Server(_));
         let reserved = if !offers.is_empty() || per_caller {
             let any_object = serde_json::json!({"type": "object"});
-            let lists = [PROMPTS_LIST, RESOURCES_LIST, TEMPLATES_LIST];
+            let lists = [
+                PROMPTS_LIST,
+                RESOURCES_LIST,
+                TEMPLATES_LIST,
+                SIGN_IN_RETURNED,
+            ];
             let lists = lists.iter().filter(|_| per_caller);
             let subscribe = [RESOURCES_SUBSCRIBE];
             let subscribe = subscribe.iter().filter(|_| follows);

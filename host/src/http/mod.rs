@@ -137,10 +137,7 @@ pub async fn serve(
         .layer(middleware::from_fn_with_state(state.clone(), guard));
     let app = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
-        .route(
-            upstream_oauth::CALLBACK_PATH,
-            get(callback::returned).with_state(callback::Callback::new(config)),
-        )
+        .route("/oauth/callback/{pack}", get(callback::returned))
         .merge(metadata)
         .merge(guarded)
         .with_state(state);

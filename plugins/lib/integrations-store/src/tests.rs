@@ -651,6 +651,46 @@ async fn a_sign_in_is_taken_once_and_never_after_it_expires(database: String) {
     assert_eq!(store.take_authorization("unknown").await.unwrap(), None);
 }
 
+/// The callback (one process) takes the sign-in and stores the token; the
+/// call (another) waits for it.
+async fn what_one_connection_takes_and_stores_another_sees(database: String) {
+    let (call, callback) = (
+        open(&database).await.unwrap(),
+        open(&database).await.unwrap(),
+    );
+    let id = call.add(http("acme", "tracker")).await.unwrap().id;
+    let who = CredentialKey {
+        organization_id: "acme",
+        user_id: "ada",
+        integration_id: &id,
+    };
+    // The call looks its integration up first, as `remote_mcp` does.
+    assert!(call.get(&id).await.unwrap().is_some());
+    call.begin_authorization(&Authorization {
+        state_digest: "digest".into(),
+        organization_id: "acme".into(),
+        user_id: "ada".into(),
+        integration_id: who.integration_id.into(),
+        sealed: "sealed".into(),
+        expires_at: clock::unix_now() + 600,
+    })
+    .await
+    .unwrap();
+    assert!(
+        callback
+            .take_authorization("digest")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    callback.put_credential(who, "token").await.unwrap();
+    assert_eq!(call.take_authorization("digest").await.unwrap(), None);
+    assert_eq!(
+        call.credential(who).await.unwrap().as_deref(),
+        Some("token")
+    );
+}
+
 /// Runs each case on both backends: `sqlite::<case>`, `postgres::<case>`.
 macro_rules! on_both_backends {
     ($($case:ident),* $(,)?) => {
@@ -683,6 +723,7 @@ on_both_backends!(
     another_connections_writes_are_seen_at_once,
     credentials_are_per_user_and_go_with_their_integration,
     a_sign_in_is_taken_once_and_never_after_it_expires,
+    what_one_connection_takes_and_stores_another_sees,
 );
 
 // ---------------------------------------------------------------------------

@@ -2,10 +2,13 @@
 //! whose auth is `per_user`), so the server acts as that user and no other.
 //!
 //! Who it is for: the `remote_mcp` pack, which asks for a user's token
-//! before each call ([`Credentials::bearer`]) and starts a sign-in when
-//! there is none ([`Credentials::begin`]: the URL the user is sent to), and
-//! the host, whose callback endpoint finishes it ([`Credentials::finish`])
-//! when the authorization server sends the user's browser back.
+//! before each call ([`Credentials::bearer`]), starts a sign-in when there
+//! is none ([`Credentials::begin`]: the URL the user is sent to), and
+//! finishes it ([`Credentials::finish`]) when the authorization server
+//! sends the user's browser back to the host's callback endpoint, which
+//! hands the query to the pack (one process, one SQLite library on the
+//! database file: two copies in one process would not see each other's
+//! writes).
 //!
 //! - OAuth 2.1 authorization code with PKCE (S256), the resource named
 //!   (RFC 8707); endpoints discovered from the server's protected resource
@@ -44,8 +47,9 @@ pub use crate::{
 /// How long a user has to finish a sign-in once they were sent to it.
 pub const SIGN_IN_LIFETIME: Duration = Duration::from_secs(600);
 
-/// The path of packhost's callback endpoint, under its public URL: where
-/// the authorization server sends the user's browser back.
+/// The path of packhost's callback endpoint, under its public URL and
+/// before `/<pack>`: where the authorization server sends the user's
+/// browser back, and the host hands the query to that pack.
 pub const CALLBACK_PATH: &str = "/oauth/callback";
 
 /// What went wrong. Each holds one sentence that never contains a secret.
@@ -83,18 +87,8 @@ impl From<integrations_store::StoreError> for OAuthError {
     }
 }
 
-/// An HTTP client for sign-ins made outside a connection pool (packhost's
-/// callback endpoint): no redirects followed, time-limited.
-pub fn http_client() -> reqwest::Client {
-    // reqwest is built without a default TLS crypto provider (see
-    // `mcp-downstream`); an `Err` means one is installed already.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .connect_timeout(Duration::from_secs(10))
-        .build()
-        .expect("an HTTP client without TLS options builds")
-}
+/// Whose tokens: (organisation, user, integration).
+type Owner = (String, String, String);
 
 /// Users' credentials to the integrations that act per user.
 pub struct Credentials {
@@ -103,7 +97,7 @@ pub struct Credentials {
     http: reqwest::Client,
     /// One refresh at a time per user and integration: a refresh token
     /// that rotates is good once.
-    refreshing: Mutex<HashMap<(String, String, String), Arc<tokio::sync::Mutex<()>>>>,
+    refreshing: Mutex<HashMap<Owner, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl Credentials {

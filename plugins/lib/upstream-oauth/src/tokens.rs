@@ -13,8 +13,9 @@ use serde_json::Value;
 
 use crate::{Credentials, OAuthError, http};
 
-/// A token this close to its expiry is refreshed first: a call may take a
-/// while to reach the server.
+/// A token this close to its expiry is refreshed first (a call may take a
+/// while to reach the server), or a quarter of its lifetime when that is
+/// shorter.
 const REFRESH_AHEAD_SECS: i64 = 60;
 
 /// What a sign-in got, with what refreshing it needs.
@@ -22,7 +23,9 @@ const REFRESH_AHEAD_SECS: i64 = 60;
 pub(crate) struct Grant {
     access_token: String,
     refresh_token: Option<String>,
-    /// Seconds since the Unix epoch; `None` when the server did not say.
+    /// Seconds since the Unix epoch.
+    issued_at: i64,
+    /// Same; `None` when the server did not say.
     expires_at: Option<i64>,
     token_endpoint: String,
     client_id: String,
@@ -77,13 +80,15 @@ impl Grant {
             .iter()
             .find(|(name, _)| *name == "resource")
             .map_or(String::new(), |(_, value)| (*value).to_owned());
+        let issued_at = unix_now();
         Ok(Grant {
             access_token,
             refresh_token: text("refresh_token").or(previous),
+            issued_at,
             expires_at: answer
                 .get("expires_in")
                 .and_then(Value::as_i64)
-                .map(|secs| unix_now() + secs),
+                .map(|secs| issued_at + secs),
             token_endpoint: token_endpoint.to_owned(),
             client_id,
             client_secret,
@@ -92,8 +97,10 @@ impl Grant {
     }
 
     fn fresh(&self) -> bool {
-        self.expires_at
-            .is_none_or(|at| at - REFRESH_AHEAD_SECS > unix_now())
+        self.expires_at.is_none_or(|at| {
+            let ahead = REFRESH_AHEAD_SECS.min((at - self.issued_at) / 4);
+            at - ahead > unix_now()
+        })
     }
 }
 

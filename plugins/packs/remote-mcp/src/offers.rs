@@ -24,6 +24,11 @@ pub(crate) async fn serve(
     params: Value,
     ctx: Context,
 ) -> Result<Value, PackError> {
+    // Nobody calls it: the browser has no token.
+    if method == protocol::SIGN_IN_RETURNED {
+        let query = params["query"].as_str().unwrap_or_default();
+        return crate::sign_in::returned(&state, query).await;
+    }
     let org = organisation(&ctx)?;
     match method.as_str() {
         protocol::PROMPTS_LIST => {

@@ -6,7 +6,7 @@
 use std::{sync::Arc, time::Duration};
 
 use integrations_store::{Auth, CredentialKey, Integration};
-use pack_sdk::{Context, PackError, codes};
+use pack_sdk::{Context, LogLevel, PackError, Value, codes, json};
 use tokio::time::Instant;
 use upstream_oauth::{CALLBACK_PATH, Credentials, Key, OAuthError, SIGN_IN_LIFETIME, Upstream};
 
@@ -17,8 +17,8 @@ const POLL: Duration = Duration::from_millis(250);
 
 /// What per-user sign-in needs from the pack's config and environment.
 pub(crate) struct SignInSettings {
-    /// Where users' browsers come back: the public URL and
-    /// [`CALLBACK_PATH`]; `None` without `public_url`.
+    /// Where users' browsers come back: the public URL, [`CALLBACK_PATH`]
+    /// and this pack's name; `None` without `public_url`.
     pub(crate) callback: Option<String>,
     /// The key tokens are sealed with, or why there is none.
     pub(crate) key: Result<Key, String>,
@@ -37,7 +37,11 @@ impl SignInSettings {
                          such as `https://packhost.example.com`"
                     ))
                 })?;
-                Ok::<_, PackError>(format!("{}{CALLBACK_PATH}", base.trim_end_matches('/')))
+                let base = base.trim_end_matches('/');
+                Ok::<_, PackError>(format!(
+                    "{base}{CALLBACK_PATH}/{}",
+                    integrations_store::PACK
+                ))
             })
             .transpose()?;
         let key = match Key::from_env() {
@@ -198,3 +202,55 @@ pub(crate) async fn sign_out(
         .await
         .map_err(|e| oauth_failed(integration, e))
 }
+
+/// A user's browser came back from signing in (the host's
+/// `/oauth/callback/remote_mcp`, with the query it got): the sign-in it
+/// names is finished, and the call waiting for it goes on. Any state that
+/// names no sign-in under way gets the same page.
+pub(crate) async fn returned(state: &State, query: &str) -> Result<Value, PackError> {
+    let mut returned = std::collections::HashMap::new();
+    for (name, value) in url::form_urlencoded::parse(query.as_bytes()) {
+        returned.insert(name.into_owned(), value.into_owned());
+    }
+    let page = |status: u16, title: &str, text: &str| {
+        Ok(json!({"status": status, "title": title, "text": text}))
+    };
+    let (Some(sign_in), Some(code)) = (returned.get("state"), returned.get("code")) else {
+        return match returned.get("error") {
+            Some(error) => page(
+                400,
+                "Not signed in",
+                &format!("The sign-in was not completed: the authorization server said `{error}`."),
+            ),
+            None => page(400, "Not signed in", NOT_VALID),
+        };
+    };
+    let credentials = state.credentials().await?;
+    match credentials.finish(sign_in, code).await {
+        Ok(finished) => {
+            state.host.log(
+                LogLevel::Info,
+                &format!(
+                    "user `{}` of `{}` signed in to integration `{}`",
+                    finished.user_id, finished.organization_id, finished.integration_id
+                ),
+            );
+            page(
+                200,
+                "Signed in",
+                "You are signed in. Close this window and go back to your client: your call goes on.",
+            )
+        }
+        Err(OAuthError::UnknownSignIn) => page(400, "Not signed in", NOT_VALID),
+        Err(e) => {
+            state.host.log(
+                LogLevel::Warn,
+                &format!("a sign-in to an integration failed: {e}"),
+            );
+            page(502, "Not signed in", &e.to_string())
+        }
+    }
+}
+
+const NOT_VALID: &str = "This sign-in link is not valid: it expired or was used already. Call \
+                         the tool again for a new one.";

@@ -81,6 +81,14 @@ pub const TEMPLATES_LIST: &str = "resources/templates/list";
 /// arguments `{"uri"}` (see the module doc).
 pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
 
+/// Pack, a user's browser came back from signing in elsewhere to the
+/// host's `/oauth/callback/<pack>`: arguments `{"query"}` (the URL's query,
+/// as sent: `state`, `code` or `error`); the result is the page to show,
+/// `{"status", "title", "text"}` (an HTTP status and plain text). The call
+/// has no caller: the browser carries no token, so the query alone must
+/// say whose sign-in it finishes.
+pub const SIGN_IN_RETURNED: &str = "sign-in/returned";
+
 /// Host, I follow the URI of this [`RESOURCES_SUBSCRIBE`] call now:
 /// arguments `{}`; the result is `{}`. The client's subscribe succeeds.
 pub const SUBSCRIBED: &str = "resources/subscribed";

@@ -8,7 +8,7 @@ use pack_api::{
     PromptSpec, ResourceSpec, TemplateSpec, codes,
     protocol::{
         COMPLETE, PROMPTS_GET, PROMPTS_LIST, RESOURCES_LIST, RESOURCES_READ, RESOURCES_SUBSCRIBE,
-        TEMPLATES_LIST,
+        SIGN_IN_RETURNED, TEMPLATES_LIST,
     },
     uri_template,
 };
@@ -125,6 +125,7 @@ impl<S: Send + Sync + 'static> Offers<S> {
                 RESOURCES_LIST,
                 TEMPLATES_LIST,
                 RESOURCES_SUBSCRIBE,
+                SIGN_IN_RETURNED,
             ] {
                 let serve = Arc::clone(serve);
                 let handler: Handler<S> =

@@ -29,7 +29,10 @@ impl<S: Send + Sync + 'static> PackDef<S> {
     /// - `resources/subscribe` (params `{"uri"}`): refuse an unknown URI at
     ///   once, call [`Context::subscribed`] once following it, then
     ///   [`Context::resource_updated`] at each change, and keep running: the
-    ///   host drops the call when the caller unsubscribes.
+    ///   host drops the call when the caller unsubscribes;
+    /// - `sign-in/returned` (params `{"query"}`, no caller): a user's browser
+    ///   came back from signing in elsewhere for one of its calls
+    ///   (`pack_api::protocol::SIGN_IN_RETURNED`); answer the page to show.
     ///
     /// ```
     /// # use std::sync::Arc;
