@@ -25,7 +25,7 @@ use std::{
 
 use packhost_tests::{
     bench::{Row, arg, ms, percentile, print_table, ratio},
-    downstream::integrations,
+    downstream::{free_port, integrations},
     http::{HttpHost, token, web_client},
     oauth::{Client, Provider, Upstream, sign_in},
 };
@@ -39,20 +39,9 @@ const KEY: &str = "cGVyLXVzZXItdGVzdC1rZXktMzItYnl0ZXMtbG9uZyE";
 
 /// The params of a 2026-07-28 `execute_tool` of `whoami` on `integration`.
 fn whoami(integration: &str, answers: Option<(Value, &str)>) -> Value {
-    let mut params = json!({
-        "name": "remote_mcp.execute_tool",
-        "arguments": {"integrationId": integration, "toolName": "whoami"},
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientInfo": {"name": "bench-per-user", "version": "1"},
-            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"url": {}}},
-        },
-    });
-    if let Some((answers, state)) = answers {
-        params["inputResponses"] = answers;
-        params["requestState"] = json!(state);
-    }
-    params
+    let arguments = json!({"integrationId": integration, "toolName": "whoami"});
+    let urls = json!({"elicitation": {"url": {}}});
+    HttpHost::stateless_params("remote_mcp.execute_tool", arguments, urls, answers)
 }
 
 /// One call as `token`'s caller: its result, checked to come from `sub`.
@@ -82,10 +71,7 @@ async fn main() {
     let upstream = Upstream::start(&provider.issuer).await;
     let shared_token = provider.token(&shared, "tracker", &upstream.url).await;
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port")
-        .port();
+    let port = free_port();
     let base = format!("http://127.0.0.1:{port}");
     let dir = TempDir::new().unwrap();
     let database = dir.path().join("integrations.db").display().to_string();

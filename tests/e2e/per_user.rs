@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use packhost_tests::{
-    downstream::integrations,
+    downstream::{free_port, integrations},
     http::{Events, HttpHost, RawSession, token, web_client},
     oauth::{Provider, Upstream, sign_in},
 };
@@ -40,10 +40,7 @@ async fn setup(lifetimes: (u64, u64)) -> Setup {
     let provider =
         Provider::for_users(&[("ada", "acme"), ("bob", "acme")], &["tracker"], lifetimes).await;
     let upstream = Upstream::start(&provider.issuer).await;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port")
-        .port();
+    let port = free_port();
     let base = format!("http://127.0.0.1:{port}");
     let dir = TempDir::new().unwrap();
     let database = dir.path().join("integrations.db").display().to_string();
@@ -96,19 +93,8 @@ impl Setup {
         arguments: Value,
         retry: Option<(Value, &str)>,
     ) -> Value {
-        let mut params = json!({
-            "name": tool,
-            "arguments": arguments,
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientInfo": {"name": "per-user-test", "version": "1"},
-                "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"url": {}}},
-            },
-        });
-        if let Some((answers, state)) = retry {
-            params["inputResponses"] = answers;
-            params["requestState"] = json!(state);
-        }
+        let urls = json!({"elicitation": {"url": {}}});
+        let params = HttpHost::stateless_params(tool, arguments, urls, retry);
         let messages = self.host.stateless_call(Some(token), &params).await;
         let last = messages.last().cloned().expect("a response");
         last.get("result")

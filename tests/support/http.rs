@@ -95,6 +95,31 @@ impl HttpHost {
             .body(body)
     }
 
+    /// The params of a stateless (2026-07-28) `tools/call` of `name` with
+    /// `arguments`, from a client declaring `capabilities`; `retry`: the
+    /// answers (`inputResponses`) and `requestState` of a retry.
+    pub fn stateless_params(
+        name: &str,
+        arguments: Value,
+        capabilities: Value,
+        retry: Option<(Value, &str)>,
+    ) -> Value {
+        let mut params = json!({
+            "name": name,
+            "arguments": arguments,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": {"name": "packhost-tests", "version": "1"},
+                "io.modelcontextprotocol/clientCapabilities": capabilities,
+            },
+        });
+        if let Some((answers, state)) = retry {
+            params["inputResponses"] = answers;
+            params["requestState"] = json!(state);
+        }
+        params
+    }
+
     /// The POST of a stateless (2026-07-28) `tools/call` with `params`, as
     /// `token`'s caller when given, ready to send.
     pub fn stateless_request(

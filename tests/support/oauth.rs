@@ -277,10 +277,7 @@ pub fn now() -> i64 {
 /// A packhost on `config` (which names `[auth.oauth]` with
 /// `resource = "{resource}"`, filled in here) at a free loopback port.
 pub async fn start_host(config: &str) -> (HttpHost, String) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port")
-        .port();
+    let port = crate::downstream::free_port();
     let addr = format!("127.0.0.1:{port}");
     let resource = format!("http://{addr}/mcp");
     let dir = TempDir::new().expect("temp dir");
