@@ -327,8 +327,9 @@ async fn an_expired_token_is_refreshed_and_an_expired_refresh_asks_again() {
     // Access tokens last 2 s, refresh tokens 8 s.
     let mut setup = setup((2, 8)).await;
     let ada = setup.ada.clone();
-    let signed_in = std::time::Instant::now();
     let first = setup.sign_in_stateless(&ada, "ada").await;
+    // Her tokens were issued before now.
+    let signed_in = std::time::Instant::now();
     assert_eq!(answered(&first), "ada", "{first}\n{}", setup.host.stderr());
 
     tokio::time::sleep(Duration::from_secs(3)).await;
