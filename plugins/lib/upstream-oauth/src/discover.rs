@@ -180,3 +180,24 @@ pub(crate) async fn register(
         ))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_well_known_document_is_looked_for_under_the_path_then_the_origin() {
+        let at = |url: &str| well_known(&Url::parse(url).unwrap(), "oauth-protected-resource");
+        assert_eq!(
+            at("https://tracker.example.com/mcp/"),
+            [
+                "https://tracker.example.com/.well-known/oauth-protected-resource/mcp",
+                "https://tracker.example.com/.well-known/oauth-protected-resource",
+            ]
+        );
+        assert_eq!(
+            at("http://127.0.0.1:8080"),
+            ["http://127.0.0.1:8080/.well-known/oauth-protected-resource"]
+        );
+    }
+}
