@@ -77,6 +77,9 @@ pub enum Command {
     Check,
     /// Manage the MCP servers organisations registered for `remote_mcp`.
     Integrations(crate::integrations::IntegrationsCommand),
+    /// Read the audit trail (`[audit]`): calls, approvals, refused sign-ins
+    /// and credential events, one JSON object a line, oldest first.
+    Audit(crate::audit::cli::AuditCommand),
     /// Start something new: `packhost new pack NAME` writes a pack crate.
     New {
         /// What to create.
@@ -113,8 +116,10 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
     if let Some(file) = &loaded.file {
         tracing::debug!(file = %file.display(), "config");
     }
-    if let Command::Integrations(command) = cli.command {
-        return command.run(&loaded.config).await;
+    match cli.command {
+        Command::Integrations(command) => return command.run(&loaded.config).await,
+        Command::Audit(command) => return command.run(&loaded.config).await,
+        _ => {}
     }
     let searcher = search::searcher(&loaded.config.search)?;
     let (mut packs, errors) = loader::load_all(&loaded.config);
@@ -140,7 +145,10 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
             ExitCode::SUCCESS
         }
         Command::Serve { http: None, .. } => serve(&executor, &loaded).await?,
-        Command::Token { .. } | Command::New { .. } | Command::Integrations(_) => {
+        Command::Token { .. }
+        | Command::New { .. }
+        | Command::Integrations(_)
+        | Command::Audit(_) => {
             unreachable!("handled before loading the packs")
         }
         Command::Call { command } => call(&executor, &loaded, &command).await,
@@ -151,6 +159,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Check => check(&executor, &loaded, &errors).await,
     };
     shutdown::shutdown_packs(&executor).await;
+    executor.audit().flush().await;
     Ok(code)
 }
 

@@ -160,13 +160,17 @@ fn secret_from(var: &str) -> Result<String, Error> {
     std::env::var(var).map_err(|_| format!("environment variable `{var}` is not set").into())
 }
 
+/// The integrations' database `config` names: `database` in
+/// `[packs.remote_mcp] config`, else the default.
+pub fn database_of(config: &Config) -> String {
+    let pack = config.packs.get(integrations_store::PACK);
+    integrations_store::database_in(pack.and_then(|pack| pack.library()).map(|l| &l.config))
+}
+
 impl IntegrationsCommand {
     /// Run it against the database `config` names (or `--database`).
     pub async fn run(self, config: &Config) -> Result<ExitCode, Error> {
-        let database = self.database.unwrap_or_else(|| {
-            let pack = config.packs.get(integrations_store::PACK);
-            integrations_store::database_in(pack.and_then(|pack| pack.library()).map(|l| &l.config))
-        });
+        let database = self.database.unwrap_or_else(|| database_of(config));
         let store = integrations_store::open(&database).await?;
         match self.action {
             Action::Add {

@@ -180,6 +180,7 @@ fn caller(org: &str, user: &str, session: SessionId, client: Option<Arc<FakeClie
         user: user.to_owned(),
         org: org.to_owned(),
         allowed: None,
+        admin: false,
     };
     Caller {
         ask: client.map(|client| client as Arc<dyn Ask>),

@@ -8,6 +8,7 @@
 //! `approval`: the calls that ask the user first).
 
 mod approval;
+mod audit;
 mod env;
 mod oauth;
 mod packs;
@@ -30,6 +31,7 @@ use serde::{Deserialize, Serialize};
 use self::{approval::RawApproval, packs::RawPack, paths::resolve};
 pub use self::{
     approval::{Approval, CallPattern, MAX_REMEMBER, Remember, Rule},
+    audit::AuditConfig,
     oauth::OAuthConfig,
     packs::{Library, PackConfig, PackSource},
     search::SearchConfig,
@@ -80,6 +82,9 @@ pub struct Config<P = PackConfig, A = Approval> {
     /// `[approval.<rule>]`: the calls that ask the user first.
     #[serde(default)]
     pub approval: A,
+    /// `[audit]`: the audit trail; absent, nothing is recorded.
+    #[serde(default)]
+    pub audit: Option<AuditConfig>,
 }
 
 /// The sections as written, before they are checked and parsed.
@@ -99,6 +104,7 @@ impl<P, A: Default> Default for Config<P, A> {
             results: crate::results::ResultsConfig::default(),
             search: SearchConfig::default(),
             approval: A::default(),
+            audit: None,
         }
     }
 }

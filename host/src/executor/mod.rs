@@ -29,6 +29,7 @@ use self::{
 };
 use crate::{
     approval::Approvals,
+    audit::{Audit, Event, Who},
     backend::{Backend, LoadedPack},
     config::Config,
     error::CallError,
@@ -87,6 +88,8 @@ pub struct Executor {
     metrics: Metrics,
     /// `[approval]`: the calls that ask the user first.
     approvals: Approvals,
+    /// `[audit]`: every call recorded.
+    audit: Audit,
     /// Packs call back on their own threads; host work is spawned here.
     runtime: tokio::runtime::Handle,
 }
@@ -96,7 +99,12 @@ impl Executor {
     /// must run inside the host's runtime.
     pub fn new(mut loaded: Vec<LoadedPack>, config: &Config, searcher: Arc<Searcher>) -> Arc<Self> {
         let results = Results::new(config.results.clone());
-        loaded.push(LoadedPack::builtin(Arc::clone(&results), searcher));
+        let audit = Audit::start(config);
+        loaded.push(LoadedPack::builtin(
+            Arc::clone(&results),
+            searcher,
+            audit.clone(),
+        ));
         let packs = loaded
             .into_iter()
             .map(|loaded| {
@@ -124,7 +132,8 @@ impl Executor {
             offered: watch::Sender::new(0),
             catalog_config,
             metrics: Metrics::default(),
-            approvals: Approvals::new(config.approval.clone()),
+            approvals: Approvals::new(config.approval.clone(), audit.clone()),
+            audit,
             front: Front {
                 aliases: config.aliases.clone(),
                 snippets: config.snippets.clone(),
@@ -301,6 +310,11 @@ impl Executor {
         &self.metrics
     }
 
+    /// The audit trail.
+    pub fn audit(&self) -> &Audit {
+        &self.audit
+    }
+
     /// How many calls are under way, every organisation's.
     pub fn running(&self) -> usize {
         self.metrics.running_in_all()
@@ -460,6 +474,22 @@ impl Executor {
         let code = outcome.as_ref().err().map_or("ok", Failure::code);
         self.metrics
             .record(&caller.identity.org, &tool, code, elapsed);
+        self.audit.record(|| {
+            let who = Who {
+                org: caller.identity.org.clone(),
+                user: caller.identity.user.clone(),
+            };
+            let qualified = ToolName::new(&pack.loaded.name, &function.spec.name).to_string();
+            Event::call(
+                &who,
+                &qualified,
+                code,
+                elapsed_ms,
+                &caller.request_id,
+                caller.depth,
+                caller.parent.as_deref(),
+            )
+        });
         match &outcome {
             Ok(_) => tracing::info!(elapsed_ms, outcome = code, "call done"),
             Err(_) => tracing::info!(elapsed_ms, outcome = code, "call failed"),
@@ -500,6 +530,7 @@ impl Executor {
         let scoped = Caller {
             cancel: token.clone(),
             deadline: Some(deadline),
+            parent: Some(qualified.clone()),
             ..caller.clone()
         };
         let call = self.start(pack, function, tool, args, scoped)?;
