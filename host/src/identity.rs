@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::tool_name::{HOST_ADMIN_FUNCTIONS, HOST_PACK, ToolName};
+use crate::tool_name::{HOST_PACK, ToolName, is_admin_function};
 
 /// A caller: the identity packs see, and the tools it may use.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -42,12 +42,12 @@ impl Default for Identity {
 impl Identity {
     /// Whether this caller may use `tool` (`pack.function` or `run`). The
     /// host's own `packhost` functions are everyone's (they only show what
-    /// the caller may call), but for the admin's ([`HOST_ADMIN_FUNCTIONS`]),
+    /// the caller may call), but for the admin's ([`is_admin_function`]),
     /// which are an admin's only, whatever the allow-list says.
     pub fn may_call(&self, tool: &str) -> bool {
         match ToolName::parse(tool) {
             Some(name) if name.pack == HOST_PACK => {
-                self.admin || !HOST_ADMIN_FUNCTIONS.contains(&name.function.as_str())
+                self.admin || !is_admin_function(&name.pack, &name.function)
             }
             _ => self
                 .allowed

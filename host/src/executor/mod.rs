@@ -152,7 +152,7 @@ impl Executor {
 
     /// Every tool of every pack, whoever may call it.
     pub fn whole_catalog(&self) -> Arc<Catalog> {
-        Arc::clone(&self.registry().catalog)
+        Arc::clone(&self.registry().admin_catalog)
     }
 
     /// The registry as `identity` sees it: every name a caller gives is
