@@ -1,7 +1,7 @@
 //! The audit trail (`[audit]`) through the real binary over HTTP: calls (a
 //! direct `tools/call`, `run` with a Python block and each pack function
 //! it called), an approval asked and answered (its arguments masked), and
-//! refused sign-ins (static tokens here, OAuth ones in [`oauth`]), each
+//! refused sign-ins (static tokens and OAuth access tokens), each
 //! under its own organisation, on SQLite and PostgreSQL; `packhost audit`
 //! filters them; over MCP an organisation's admin reads their own
 //! organisation's events only, and anyone else cannot read at all.
@@ -9,7 +9,11 @@
 use std::{process::Output, time::Duration};
 
 use packhost_tests::{
-    downstream::postgres_database, hello_section, http::HttpHost, packhost_command,
+    downstream::postgres_database,
+    hello_section,
+    http::HttpHost,
+    oauth::{Client, Provider, now, start_host},
+    packhost_command,
 };
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -513,4 +517,114 @@ fn error_code_of(answer: &Value) -> String {
         .as_str()
         .unwrap_or_else(|| panic!("no error code: {answer}"))
         .to_owned()
+}
+
+/// With `[auth.oauth]`: a refused access token the issuer signed (expired)
+/// is filed under the organisation it names, one it did not sign is
+/// host-level; `auth.oauth.admin_scope` makes an admin, who reads their own
+/// organisation's events only (the refusal among them).
+#[tokio::test]
+async fn oauth_refusals_are_filed_by_the_issuers_word_and_oauth_admins_read_their_own() {
+    let clients = [
+        Client::new("ada", "acme", "tools:hello audit:read"),
+        Client::new("eve", "evil", "tools:hello audit:read"),
+    ];
+    let provider = Provider::start(&clients, &["tools:hello", "audit:read"]).await;
+    let trail = TempDir::new().unwrap();
+    let database = trail.path().join("audit.db").display().to_string();
+    let config = format!(
+        "{hello}\n[audit]\ndatabase = {database:?}\n\n\
+         [auth.oauth]\nissuer = \"{issuer}\"\nresource = \"{{resource}}\"\norg_claim = \"org\"\n\
+         admin_scope = \"audit:read\"\n\n[auth.oauth.scopes]\n\"tools:hello\" = [\"hello.*\"]\n",
+        hello = hello_section(""),
+        issuer = provider.issuer,
+    );
+    let (host, resource) = start_host(&config).await;
+    let setup = Setup {
+        host,
+        database,
+        ada: provider
+            .token(&clients[0], "tools:hello audit:read", &resource)
+            .await,
+        bob: provider.token(&clients[0], "tools:hello", &resource).await,
+        gus: provider
+            .token(&clients[1], "tools:hello audit:read", &resource)
+            .await,
+    };
+    for token in [&setup.ada, &setup.gus] {
+        let answer = setup
+            .call(Some(token), "hello.whoami", json!({}), None)
+            .await;
+        assert_eq!(answer["result"]["isError"], false, "{answer}");
+    }
+    let now = now();
+    let expired = json!({"iss": provider.issuer, "aud": resource, "sub": "ada", "org": "acme",
+        "client_id": "ada", "scope": "tools:hello", "iat": now - 900, "exp": now - 60,
+        "jti": format!("audit-{now}")});
+    let refused = [
+        provider.forge(json!({}), expired.clone(), "provider").await,
+        provider.forge(json!({}), expired, "foreign").await,
+    ];
+    for token in &refused {
+        let answer = setup
+            .host
+            .stateless_request(Some(token), &json!({}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 401);
+    }
+    let events = setup
+        .once(|events| {
+            events
+                .iter()
+                .filter(|e| field(e, "kind") == "sign_in_refused")
+                .count()
+                >= 2
+        })
+        .await;
+    let text = serde_json::to_string(&events).unwrap();
+    for token in refused.iter().chain([&setup.ada, &setup.gus]) {
+        assert!(!text.contains(token.as_str()), "a token reached the trail");
+    }
+    let refusals: Vec<(Value, Value, &str)> = events
+        .iter()
+        .filter(|e| field(e, "kind") == "sign_in_refused")
+        .map(|e| (e["org"].clone(), e["user"].clone(), field(e, "outcome")))
+        .collect();
+    assert_eq!(
+        refusals,
+        [
+            (json!("acme"), json!("ada"), "expired"),
+            (Value::Null, Value::Null, "bad_signature"),
+        ]
+    );
+    // Ada, admin by her scope: acme's events, her refused token among them.
+    let answer = read_over_mcp(&setup, &setup.ada, json!({})).await;
+    let events = answer["result"]["structuredContent"]["events"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let seen: Vec<(&str, &str)> = events
+        .iter()
+        .map(|e| (field(e, "kind"), field(e, "outcome")))
+        .collect();
+    assert_eq!(
+        seen,
+        [("call", "ok"), ("sign_in_refused", "expired")],
+        "{answer}"
+    );
+    assert!(events.iter().all(|e| e["org"] == "acme"), "{answer}");
+    // Eve, evil's admin: her call only.
+    let answer = read_over_mcp(&setup, &setup.gus, json!({})).await;
+    let events = answer["result"]["structuredContent"]["events"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let users: Vec<&str> = events.iter().map(|e| field(e, "user")).collect();
+    assert_eq!(users, ["eve"], "{answer}");
+    // Ada's token without the admin scope reads nothing.
+    let answer = read_over_mcp(&setup, &setup.bob, json!({})).await;
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert_eq!(error_code_of(&answer), "UNKNOWN_FUNCTION", "{answer}");
 }
