@@ -2,9 +2,10 @@
 //! events in the integrations' database (a SQLite file or PostgreSQL).
 //!
 //! Who it is for: the host, which records every call, approval, refused
-//! sign-in and upstream credential event through a background writer (never
-//! on the call path), and reads them for `packhost audit` and for an
-//! organisation's admin over MCP.
+//! sign-in and upstream credential event through a [`Recorder`] (a bounded
+//! queue and a background writer: never on the call path), and reads them
+//! for `packhost audit` and for an organisation's admin over MCP; and code
+//! elsewhere in the process that must record too (upstream credentials).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), integrations_store::StoreError> {
@@ -27,6 +28,8 @@
 //!   string is read as `integrations_store::open` reads it.
 //! - One object-safe trait, [`AuditLog`]: insert a batch, query with a
 //!   [`Filter`], prune by [`Retention`]. Both backends run the same SQL.
+//! - [`Recorder`] over it never waits: a full queue drops the event and
+//!   counts it, and the writer logs the count.
 //! - An event's organisation is `None` for host-level events (a sign-in
 //!   refused before any organisation was known): [`Scope::Org`] never
 //!   reads them, only [`Scope::Host`] and [`Scope::All`] (the host's CLI).
@@ -36,6 +39,7 @@
 
 mod event;
 mod filter;
+mod recorder;
 mod sql;
 pub mod time;
 
@@ -47,6 +51,7 @@ use std::{sync::Arc, time::SystemTime};
 pub use event::{CredentialAction, Event, Kind, Who};
 pub use filter::{DEFAULT_LIMIT, Filter, FilterText, MAX_LIMIT, Naming, Scope};
 pub use integrations_store::StoreError;
+pub use recorder::{Options, Recorder};
 pub use sql::{PostgresLog, SqliteLog};
 
 /// How long events are kept.
