@@ -133,7 +133,8 @@ impl Setup {
     }
 
     /// What the test does as each user: ada calls `hello.whoami`, runs the
-    /// Python block and approves the call it asks about; gus calls
+    /// Python block and approves the call it asks about, and calls a
+    /// function that does not exist; gus calls
     /// `hello.whoami`; someone sends an unknown token, someone none.
     async fn act(&self) {
         let whoami = self
@@ -161,6 +162,10 @@ impl Setup {
             "{done}\n{}",
             self.host.stderr()
         );
+        let unknown = self
+            .call(Some(&self.ada), "hello.nope", json!({}), None)
+            .await;
+        assert_eq!(unknown["result"]["isError"], true, "{unknown}");
         let globex = self
             .call(Some(&self.gus), "hello.whoami", json!({}), None)
             .await;
@@ -196,6 +201,7 @@ fn complete(events: &[Value]) -> bool {
         && calls("exec_py.run") >= 1
         && calls("hello.greet") >= 1
         && calls("hello.echo") >= 1
+        && calls("hello.nope") >= 1
         && !of(events, "approval", "hello.echo").is_empty()
         && events
             .iter()
@@ -254,6 +260,16 @@ async fn calls_approvals_and_refusals_are_recorded_each_under_its_organisation(
             json!({"depth": 1, "parent": "exec_py.run"})
         );
     }
+
+    // A call refused before any function started: no duration.
+    let unknown = of(&events, "call", "hello.nope");
+    assert_eq!(unknown.len(), 1, "{unknown:?}");
+    assert_eq!(field(unknown[0], "outcome"), "UNKNOWN_FUNCTION");
+    assert_eq!(
+        (field(unknown[0], "org"), field(unknown[0], "user")),
+        ("acme", "ada")
+    );
+    assert!(unknown[0]["duration_ms"].is_null(), "{:?}", unknown[0]);
 
     // The approval asked and its answer, the secret masked.
     let approval = of(&events, "approval", "hello.echo");
@@ -323,7 +339,13 @@ fn filters_read_that_trail(setup: &Setup, all: &[Value]) {
     hello.sort();
     assert_eq!(
         hello,
-        ["hello.echo", "hello.greet", "hello.whoami", "hello.whoami"]
+        [
+            "hello.echo",
+            "hello.greet",
+            "hello.nope",
+            "hello.whoami",
+            "hello.whoami"
+        ]
     );
     assert_eq!(
         tools(&["--tool", "hello.echo", "--kind", "approval"]),

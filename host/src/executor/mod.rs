@@ -362,11 +362,14 @@ impl Executor {
                 _ => None,
             };
             let Some(command) = command else {
-                return Err(CallError::RunArguments { got: args }.into());
+                let failure = CallError::RunArguments { got: args }.into();
+                return Err(self.refused(caller, RUN_TOOL, failure));
             };
             return self.run_command(command, caller).await;
         }
-        let (pack, function) = visible.resolve(name)?;
+        let (pack, function) = visible
+            .resolve(name)
+            .map_err(|e| self.refused(caller, name, e.into()))?;
         self.dispatch(pack, function, args, caller).await
     }
 
@@ -378,8 +381,11 @@ impl Executor {
         caller: &Caller,
     ) -> Result<Output, Failure> {
         let visible = self.visible(&caller.identity);
-        let (pack, function) = visible.resolve(&call.target)?;
-        let args = bind(function, call)?;
+        let target = call.target.clone();
+        let (pack, function, args) = visible
+            .resolve(&call.target)
+            .and_then(|(pack, function)| Ok((pack, function, bind(function, call)?)))
+            .map_err(|e| self.refused(caller, &target, e.into()))?;
         self.dispatch(pack, function, args, caller).await
     }
 
@@ -396,6 +402,20 @@ impl Executor {
         caller: &Caller,
     ) -> Result<Output, Failure> {
         let visible = self.visible(&caller.identity);
+        let planned = self
+            .planned(&visible, command)
+            .map_err(|failure| self.refused(caller, RUN_TOOL, failure))?;
+        match planned {
+            Planned::Call(call) => self.call_bound(call, caller).await,
+            Planned::Code(pack, function, args) => {
+                self.dispatch(pack, function, args, caller).await
+            }
+        }
+    }
+
+    /// What `command` comes to for the caller `visible` is for: a call to
+    /// bind, or a code pack's function and its arguments.
+    fn planned<'v>(&self, visible: &'v Visible<'_>, command: &str) -> Result<Planned<'v>, Failure> {
         let plan = self
             .front
             .interpret_with(
@@ -405,7 +425,7 @@ impl Executor {
             )
             .map_err(CallError::Command)?;
         match plan {
-            Plan::Call(call) => self.call_bound(call, caller).await,
+            Plan::Call(call) => Ok(Planned::Call(call)),
             Plan::Code(code) => {
                 let Some(pack) = visible.pack(&self.code_pack) else {
                     let code_pack = self.code_pack.clone();
@@ -428,8 +448,7 @@ impl Executor {
                     .into());
                 };
                 let function = visible.function(pack, "run")?;
-                self.dispatch(pack, function, json!({ "code": code }), caller)
-                    .await
+                Ok(Planned::Code(pack, function, json!({ "code": code })))
             }
             Plan::Node(code, language) => {
                 let Some(pack) = visible.pack(&self.typescript_pack) else {
@@ -446,9 +465,25 @@ impl Executor {
                 };
                 let function = visible.function(pack, "execute")?;
                 let args = json!({ "code": code, "language": language });
-                self.dispatch(pack, function, args, caller).await
+                Ok(Planned::Code(pack, function, args))
             }
         }
+    }
+
+    /// `failure` of a call of `tool` (as the caller named it) refused before
+    /// any function started (an unknown name, a command that does not
+    /// parse, arguments that do not bind), recorded.
+    fn refused(&self, caller: &Caller, tool: &str, failure: Failure) -> Failure {
+        self.audit.record(|| {
+            let who = Who {
+                org: caller.identity.org.clone(),
+                user: caller.identity.user.clone(),
+            };
+            let (depth, parent) = (caller.depth, caller.parent.as_deref());
+            let request = &caller.request_id;
+            Event::call(&who, tool, failure.code(), None, request, depth, parent)
+        });
+        failure
     }
 
     async fn dispatch(
@@ -484,7 +519,7 @@ impl Executor {
                 &who,
                 &qualified,
                 code,
-                elapsed_ms,
+                Some(elapsed_ms),
                 &caller.request_id,
                 caller.depth,
                 caller.parent.as_deref(),
@@ -559,6 +594,13 @@ impl Executor {
             () = tokio::time::sleep_until(deadline.into()) => Err(out_of_time().into()),
         }
     }
+}
+
+/// What a `run` command comes to: a call to bind, or a code pack's
+/// function with its arguments.
+enum Planned<'v> {
+    Call(Call),
+    Code(&'v PackEntry, &'v Function, Value),
 }
 
 /// A call under way, whichever backend serves it.

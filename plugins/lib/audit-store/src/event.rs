@@ -146,21 +146,22 @@ impl Event {
     }
 
     /// `who` called `tool` in request `request_id`; it ended with
-    /// `outcome` (`ok` or an error code) after `duration_ms`. `depth` 0 is a
-    /// client's call; more is a call made from code or `run`, whose
-    /// `parent` tool made it.
+    /// `outcome` (`ok` or an error code) after `duration_ms`, or was refused
+    /// before any function started (`None`: an unknown name, a command that
+    /// does not parse). `depth` 0 is a client's call; more is a call made
+    /// from code, whose `parent` function made it.
     pub fn call(
         who: &Who,
         tool: &str,
         outcome: &str,
-        duration_ms: f64,
+        duration_ms: Option<f64>,
         request_id: &str,
         depth: u32,
         parent: Option<&str>,
     ) -> Self {
         let mut event = Event::new(Kind::Call, outcome).by(who);
         event.tool = Some(tool.to_owned());
-        event.duration_ms = Some(duration_ms);
+        event.duration_ms = duration_ms;
         event.request_id = Some(request_id.to_owned());
         event.detail = json!({ "depth": depth });
         if let Some(parent) = parent {

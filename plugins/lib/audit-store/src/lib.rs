@@ -13,7 +13,7 @@
 //!
 //! let log = audit_store::open("/tmp/integrations.db").await?;
 //! let ada = Who { org: "acme".into(), user: "ada".into() };
-//! log.insert(&[Event::call(&ada, "proj.list", "ok", 3.2, "7", 0, None)]).await?;
+//! log.insert(&[Event::call(&ada, "proj.list", "ok", Some(3.2), "7", 0, None)]).await?;
 //! for event in log.query(&Filter::new(Scope::Org("acme".into()))).await? {
 //!     println!("{}", serde_json::to_string(&event).unwrap());
 //! }

@@ -25,7 +25,7 @@ fn who(org: &str, user: &str) -> Who {
 
 /// A call event `seconds_ago` before now.
 fn call_at(org: &str, user: &str, tool: &str, seconds_ago: u64) -> Event {
-    let mut event = Event::call(&who(org, user), tool, "ok", 1.5, "r1", 0, None);
+    let mut event = Event::call(&who(org, user), tool, "ok", Some(1.5), "r1", 0, None);
     event.at = time::format(SystemTime::now() - Duration::from_secs(seconds_ago));
     event
 }
@@ -38,12 +38,12 @@ async fn every_kind_round_trips(database: String) {
     let log = open(&database).await.unwrap();
     let ada = who("acme", "ada");
     let events = vec![
-        Event::call(&ada, "exec_py.run", "ok", 12.5, "7", 0, None),
+        Event::call(&ada, "exec_py.run", "ok", Some(12.5), "7", 0, None),
         Event::call(
             &ada,
             "proj.list",
             "NOT_FOUND",
-            0.25,
+            None,
             "7",
             1,
             Some("exec_py.run"),

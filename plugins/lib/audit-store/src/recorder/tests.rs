@@ -14,7 +14,7 @@ fn event(tool: &str) -> Event {
         org: "acme".into(),
         user: "ada".into(),
     };
-    Event::call(&who, tool, "ok", 1.0, "1", 0, None)
+    Event::call(&who, tool, "ok", Some(1.0), "1", 0, None)
 }
 
 /// On a runtime of one thread the writer cannot run while the test does:
