@@ -500,6 +500,13 @@ async fn an_admin_reads_their_own_organisations_events_only_and_others_nothing()
         }
     };
     assert_eq!(from_code("audit").await, from_code("audix").await);
+    for (token, listed) in [(&setup.bob, false), (&setup.ada, true)] {
+        let client = setup.host.client(Some(token)).await.unwrap();
+        let tools = client.list_all_tools().await.unwrap();
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        assert_eq!(names.contains(&"packhost.audit"), listed, "{names:?}");
+        client.cancel().await.unwrap();
+    }
     let search = setup
         .call(
             Some(&setup.bob),
