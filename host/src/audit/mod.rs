@@ -63,6 +63,15 @@ impl Audit {
         }
     }
 
+    /// As [`Self::record`], for what anyone can cause without signing in
+    /// (a refused sign-in): only while half the queue is free, so that a
+    /// flood of them never crowds out signed-in callers' events.
+    pub fn record_if_room(&self, event: impl FnOnce() -> Event) {
+        if let Some(recorder) = &self.0 {
+            recorder.record_if_room(event());
+        }
+    }
+
     /// The events `filter` matches; `Err` says why they cannot be read.
     pub async fn query(&self, filter: &Filter) -> Result<Vec<Event>, String> {
         let Some(recorder) = &self.0 else {

@@ -186,7 +186,10 @@ async fn guard(State(state): State<AppState>, mut request: Request, next: Next) 
             Ok(caller) => caller,
             Err(refused) => {
                 let refusal = refused.refusal;
-                state.executor.audit().record(|| refused_sign_in(refused));
+                state
+                    .executor
+                    .audit()
+                    .record_if_room(|| refused_sign_in(refused));
                 return bearer::unauthorized(state.auth.oauth(), refusal);
             }
         };

@@ -111,6 +111,18 @@ impl Recorder {
         }
     }
 
+    /// Record `event` only while more than half the queue is free, else
+    /// drop it (counted): for what anyone can cause without signing in
+    /// (refused sign-ins), so that a flood of them takes half the queue at
+    /// most and never crowds out the events of callers who did.
+    pub fn record_if_room(&self, event: Event) {
+        if self.queue.capacity() * 2 > self.queue.max_capacity() {
+            self.record(event);
+        } else {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// Events dropped so far (queue full, or the database failed).
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)

@@ -33,6 +33,31 @@ async fn a_full_queue_drops_and_counts_and_never_waits() {
     assert_eq!(tools, ["proj.f0", "proj.f1"], "the first two, written");
 }
 
+#[tokio::test(flavor = "current_thread")]
+async fn what_anyone_can_cause_takes_half_the_queue_at_most() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = recorder(&dir.path().join("audit.db"), 4);
+    for n in 0..4 {
+        recorder.record_if_room(event(&format!("refused.{n}")));
+    }
+    assert_eq!(
+        recorder.dropped(),
+        2,
+        "the third found half the queue taken"
+    );
+    recorder.record(event("proj.list"));
+    recorder.record(event("proj.read"));
+    assert_eq!(
+        recorder.dropped(),
+        2,
+        "the other half is signed-in callers'"
+    );
+    recorder.flush().await;
+    let events = recorder.query(&Filter::new(Scope::All)).await.unwrap();
+    let tools: Vec<_> = events.iter().filter_map(|e| e.tool.as_deref()).collect();
+    assert_eq!(tools, ["refused.0", "refused.1", "proj.list", "proj.read"]);
+}
+
 #[tokio::test]
 async fn nothing_is_opened_before_the_first_event() {
     let dir = tempfile::tempdir().unwrap();
