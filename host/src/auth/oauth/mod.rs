@@ -35,11 +35,8 @@ pub struct Rejection {
 }
 
 impl Rejection {
-    pub(super) fn new(why: impl Into<String>) -> Self {
-        Self::because("invalid", why)
-    }
-
-    fn because(reason: &'static str, why: impl Into<String>) -> Self {
+    /// Refused for `reason` (a short code), said as `why`.
+    pub(super) fn because(reason: &'static str, why: impl Into<String>) -> Self {
         Self {
             why: why.into(),
             reason,
@@ -180,7 +177,10 @@ impl Verifier {
                 .and_then(Value::as_str)
                 .filter(|v| !v.is_empty())
                 .map(str::to_owned)
-                .ok_or_else(|| Rejection::new(format!("it has no `{claim}` claim (a string)")))
+                .ok_or_else(|| {
+                    let why = format!("it has no `{claim}` claim (a string)");
+                    Rejection::because("missing_claim", why)
+                })
         };
         let user = text(&self.config.user_claim)?;
         let org = match (&self.config.org, &self.config.org_claim) {
