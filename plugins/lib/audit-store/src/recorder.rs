@@ -21,8 +21,11 @@ use tokio::sync::{OnceCell, mpsc, oneshot};
 
 use crate::{AuditLog, Event, Filter, Retention, StoreError};
 
-/// Events written at once.
+/// Events written at once, in one transaction.
 const BATCH: usize = 256;
+/// How long the writer waits for more events after the first of a batch:
+/// under load, one transaction (one sync of the file) for many events.
+const GATHER: Duration = Duration::from_millis(20);
 /// The first pruning, after the start (off the start path), and then how
 /// often.
 const PRUNE_FIRST: Duration = Duration::from_secs(60);
@@ -148,6 +151,20 @@ impl Recorder {
     }
 }
 
+/// Add to `messages` what comes within [`GATHER`], up to [`BATCH`]; a
+/// flush is answered at once.
+async fn gather(receiver: &mut mpsc::Receiver<Message>, messages: &mut Vec<Message>) {
+    let until = tokio::time::Instant::now() + GATHER;
+    let flushing = |messages: &[Message]| messages.iter().any(|m| matches!(m, Message::Flush(_)));
+    while messages.len() < BATCH && !flushing(messages) {
+        let room = BATCH - messages.len();
+        match tokio::time::timeout_at(until, receiver.recv_many(messages, room)).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+    }
+}
+
 /// The one task that writes and prunes.
 struct Writer {
     store: Arc<Store>,
@@ -168,6 +185,7 @@ impl Writer {
                     if received == 0 {
                         return;
                     }
+                    gather(&mut receiver, &mut messages).await;
                     let mut flushes = Vec::new();
                     for message in messages.drain(..) {
                         match message {

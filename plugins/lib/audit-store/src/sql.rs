@@ -9,6 +9,7 @@ use sqlx::{
     postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions},
     sqlite::{
         SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
+        SqliteSynchronous,
     },
 };
 
@@ -250,10 +251,13 @@ impl SqliteLog {
         create_private(path).map_err(|e| {
             StoreError::Database(format!("cannot create SQLite database `{shown}`: {e}"))
         })?;
+        // In WAL mode NORMAL syncs at checkpoints, not at every commit: a
+        // power cut may lose the last batches, never corrupt the file.
         let options = SqliteConnectOptions::new()
             .filename(path)
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(SQLITE_BUSY_TIMEOUT);
         // One connection first: it fails at once with the real error.
         let first = SqliteConnection::connect_with(&options)
