@@ -381,11 +381,13 @@ impl Executor {
         caller: &Caller,
     ) -> Result<Output, Failure> {
         let visible = self.visible(&caller.identity);
-        let target = call.target.clone();
-        let (pack, function, args) = visible
+        let (pack, function) = visible
             .resolve(&call.target)
-            .and_then(|(pack, function)| Ok((pack, function, bind(function, call)?)))
-            .map_err(|e| self.refused(caller, &target, e.into()))?;
+            .map_err(|e| self.refused(caller, &call.target, e.into()))?;
+        let args = bind(function, call).map_err(|e| {
+            let qualified = ToolName::new(&pack.loaded.name, &function.spec.name);
+            self.refused(caller, &qualified.to_string(), e.into())
+        })?;
         self.dispatch(pack, function, args, caller).await
     }
 
