@@ -72,8 +72,9 @@ pub enum Command {
         action: TokenAction,
     },
     /// Check the config and load every pack (and fetch the OAuth issuer's
-    /// keys); exit 1 when a pack fails to load or the issuer cannot be used,
-    /// 2 when the config itself is wrong.
+    /// keys, open the audit trail's database); exit 1 when a pack fails to
+    /// load, the issuer cannot be used or the audit database opened, 2 when
+    /// the config itself is wrong.
     Check,
     /// Manage the MCP servers organisations registered for `remote_mcp`.
     Integrations(crate::integrations::IntegrationsCommand),
@@ -272,15 +273,40 @@ async fn check(executor: &Executor, loaded: &Loaded, errors: &[LoadError]) -> Ex
         Some(oauth) => check_issuer(oauth).await,
         None => true,
     };
+    let audit_ok = check_audit(&loaded.config).await;
     let helper = std::env::current_exe().unwrap_or_else(|_| "/proc/self/exe".into());
     println!("sandbox:\n{}", pack_sandbox::Report::probe(&helper));
     if !errors.is_empty() {
         println!("{} pack(s) failed to load", errors.len());
     }
-    if errors.is_empty() && issuer_ok {
+    if errors.is_empty() && issuer_ok && audit_ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+/// Whether the audit trail, when on, can be opened (and migrated) where
+/// `[audit]` says; says which.
+async fn check_audit(config: &config::Config) -> bool {
+    let Some(audit) = config.audit.as_ref().filter(|audit| audit.enabled) else {
+        return true;
+    };
+    let database = crate::audit::database(config);
+    let shown = integrations_store::redact(&database);
+    match audit_store::open(&database).await {
+        Ok(_) => {
+            println!(
+                "ok    [audit] records to {shown}, keeping {} days and at most {} events per \
+                 organisation",
+                audit.keep_days, audit.keep_per_org
+            );
+            true
+        }
+        Err(e) => {
+            println!("error [audit] {e}");
+            false
+        }
     }
 }
 

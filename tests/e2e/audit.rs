@@ -13,7 +13,7 @@ use packhost_tests::{
     hello_section,
     http::HttpHost,
     oauth::{Client, Provider, now, start_host},
-    packhost_command,
+    packhost_cli, packhost_command,
 };
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -656,4 +656,37 @@ async fn oauth_refusals_are_filed_by_the_issuers_word_and_oauth_admins_read_thei
     let answer = read_over_mcp(&setup, &setup.bob, json!({})).await;
     assert_eq!(answer["result"]["isError"], true, "{answer}");
     assert_eq!(error_code_of(&answer), "UNKNOWN_FUNCTION", "{answer}");
+}
+
+#[test]
+fn check_opens_the_audit_database_and_says_where_it_records() {
+    let dir = TempDir::new().unwrap();
+    let file = dir.path().join("trail/audit.db");
+    let output = packhost_cli(
+        &format!(
+            "[audit]\ndatabase = {:?}\nkeep_days = 30\n",
+            file.display().to_string()
+        ),
+        &["check"],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    let expected = format!(
+        "ok    [audit] records to {}, keeping 30 days and at most 1000000 events per organisation",
+        file.display()
+    );
+    assert!(stdout.contains(&expected), "{stdout}");
+    assert!(file.exists());
+    // A database it cannot reach: exit 1, said without the password.
+    let output = packhost_cli(
+        "[audit]\ndatabase = \"postgres://ada:hunter2@127.0.0.1:1/trail\"\n",
+        &["check"],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("error [audit] cannot connect to PostgreSQL database `postgres://ada:***@127.0.0.1:1/trail`"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("hunter2"), "{stdout}");
 }
