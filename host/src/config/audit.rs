@@ -16,8 +16,9 @@ const MAX_QUEUE: usize = 1_000_000;
 pub struct AuditConfig {
     /// `false` records nothing and keeps the section.
     pub enabled: bool,
-    /// The database (SQLite file or `postgres://` URL); default: the
-    /// integrations' (`database` of `[packs.remote_mcp] config`, else
+    /// The database (SQLite file, relative to the config file's folder, or
+    /// `postgres://` URL); default: the integrations' (`database` of
+    /// `[packs.remote_mcp] config`, else
     /// `~/.local/share/packhost/integrations.db`).
     pub database: Option<String>,
     /// Events older than this many days are deleted.

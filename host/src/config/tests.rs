@@ -579,6 +579,13 @@ fn the_audit_trail_is_kept_in_the_integrations_database_unless_audit_names_one()
     .unwrap()
     .config;
     assert_eq!(crate::audit::database(&own), "/var/audit.db");
+    let (dir, path) = file("[audit]\ndatabase = \"trail/audit.db\"\n");
+    let relative = load(Some(&path)).unwrap().config;
+    let beside = dir.path().join("trail/audit.db");
+    assert_eq!(
+        crate::audit::database(&relative),
+        beside.display().to_string()
+    );
     let off = load_text("[audit]\nenabled = false\n").unwrap().config;
     assert!(
         !crate::audit::Audit::start(&off).is_on(),
