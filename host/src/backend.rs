@@ -8,6 +8,7 @@ use catalog_search::Searcher;
 use pack_api::{Manifest, PackBox};
 
 use crate::{
+    audit::Audit,
     builtin::{self, Builtin},
     results::Results,
     server_pack::ServerPack,
@@ -49,13 +50,14 @@ impl Backend {
 }
 
 impl LoadedPack {
-    /// The `packhost` pack over the host's kept `results` and `searcher`.
-    pub fn builtin(results: Arc<Results>, searcher: Arc<Searcher>) -> Self {
+    /// The `packhost` pack over the host's kept `results`, `searcher` and
+    /// `audit` trail.
+    pub fn builtin(results: Arc<Results>, searcher: Arc<Searcher>, audit: Audit) -> Self {
         Self {
             name: builtin::PACK.to_owned(),
             origin: "built into the host".to_owned(),
             manifest: Builtin::manifest(),
-            backend: Backend::Host(Builtin::new(results, searcher)),
+            backend: Backend::Host(Builtin::new(results, searcher, audit)),
             timeout: Duration::from_secs(10),
         }
     }

@@ -72,11 +72,15 @@ pub enum Command {
         action: TokenAction,
     },
     /// Check the config and load every pack (and fetch the OAuth issuer's
-    /// keys); exit 1 when a pack fails to load or the issuer cannot be used,
-    /// 2 when the config itself is wrong.
+    /// keys, open the audit trail's database); exit 1 when a pack fails to
+    /// load, the issuer cannot be used or the audit database opened, 2 when
+    /// the config itself is wrong.
     Check,
     /// Manage the MCP servers organisations registered for `remote_mcp`.
     Integrations(crate::integrations::IntegrationsCommand),
+    /// Read the audit trail (`[audit]`): calls, approvals, refused sign-ins
+    /// and credential events, one JSON object a line, oldest first.
+    Audit(crate::audit::cli::AuditCommand),
     /// Start something new: `packhost new pack NAME` writes a pack crate.
     New {
         /// What to create.
@@ -113,8 +117,10 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
     if let Some(file) = &loaded.file {
         tracing::debug!(file = %file.display(), "config");
     }
-    if let Command::Integrations(command) = cli.command {
-        return command.run(&loaded.config).await;
+    match cli.command {
+        Command::Integrations(command) => return command.run(&loaded.config).await,
+        Command::Audit(command) => return command.run(&loaded.config).await,
+        _ => {}
     }
     let searcher = search::searcher(&loaded.config.search)?;
     let (mut packs, errors) = loader::load_all(&loaded.config);
@@ -140,7 +146,10 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
             ExitCode::SUCCESS
         }
         Command::Serve { http: None, .. } => serve(&executor, &loaded).await?,
-        Command::Token { .. } | Command::New { .. } | Command::Integrations(_) => {
+        Command::Token { .. }
+        | Command::New { .. }
+        | Command::Integrations(_)
+        | Command::Audit(_) => {
             unreachable!("handled before loading the packs")
         }
         Command::Call { command } => call(&executor, &loaded, &command).await,
@@ -151,6 +160,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Check => check(&executor, &loaded, &errors).await,
     };
     shutdown::shutdown_packs(&executor).await;
+    executor.audit().flush().await;
     Ok(code)
 }
 
@@ -263,15 +273,40 @@ async fn check(executor: &Executor, loaded: &Loaded, errors: &[LoadError]) -> Ex
         Some(oauth) => check_issuer(oauth).await,
         None => true,
     };
+    let audit_ok = check_audit(&loaded.config).await;
     let helper = std::env::current_exe().unwrap_or_else(|_| "/proc/self/exe".into());
     println!("sandbox:\n{}", pack_sandbox::Report::probe(&helper));
     if !errors.is_empty() {
         println!("{} pack(s) failed to load", errors.len());
     }
-    if errors.is_empty() && issuer_ok {
+    if errors.is_empty() && issuer_ok && audit_ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+/// Whether the audit trail, when on, can be opened (and migrated) where
+/// `[audit]` says; says which.
+async fn check_audit(config: &config::Config) -> bool {
+    let Some(audit) = config.audit.as_ref().filter(|audit| audit.enabled) else {
+        return true;
+    };
+    let database = crate::audit::database(config);
+    let shown = integrations_store::redact(&database);
+    match audit_store::open(&database).await {
+        Ok(_) => {
+            println!(
+                "ok    [audit] records to {shown}, keeping {} days and at most {} events per \
+                 organisation",
+                audit.keep_days, audit.keep_per_org
+            );
+            true
+        }
+        Err(e) => {
+            println!("error [audit] {e}");
+            false
+        }
     }
 }
 

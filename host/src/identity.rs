@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::tool_name::{HOST_PACK, ToolName};
+use crate::tool_name::{HOST_PACK, ToolName, is_admin_function};
 
 /// A caller: the identity packs see, and the tools it may use.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -21,6 +21,11 @@ pub struct Identity {
     /// `[identity]`'s.
     #[serde(skip)]
     pub allowed: Option<Arc<ToolFilter>>,
+    /// The admin of `org`: may read its audit trail. A token's
+    /// (`admin = true`) or an access token's (`auth.oauth.admin_scope`),
+    /// never `[identity]`'s.
+    #[serde(skip)]
+    pub admin: bool,
 }
 
 impl Default for Identity {
@@ -29,20 +34,26 @@ impl Default for Identity {
             user: "local".to_owned(),
             org: "local".to_owned(),
             allowed: None,
+            admin: false,
         }
     }
 }
 
 impl Identity {
     /// Whether this caller may use `tool` (`pack.function` or `run`). The
-    /// host's own `packhost` functions are everyone's: they only show what
-    /// the caller may call.
+    /// host's own `packhost` functions are everyone's (they only show what
+    /// the caller may call), but for the admin's ([`is_admin_function`]),
+    /// which are an admin's only, whatever the allow-list says.
     pub fn may_call(&self, tool: &str) -> bool {
-        let own = ToolName::parse(tool).is_some_and(|name| name.pack == HOST_PACK);
-        own || self
-            .allowed
-            .as_ref()
-            .is_none_or(|filter| filter.allows(tool))
+        match ToolName::parse(tool) {
+            Some(name) if name.pack == HOST_PACK => {
+                self.admin || !is_admin_function(&name.pack, &name.function)
+            }
+            _ => self
+                .allowed
+                .as_ref()
+                .is_none_or(|filter| filter.allows(tool)),
+        }
     }
 }
 
@@ -67,5 +78,32 @@ impl ToolFilter {
                     .strip_suffix(".*")
                     .is_some_and(|pack| ToolName::parse(tool).is_some_and(|name| name.pack == pack))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_admins_host_functions_are_an_admins_only_whatever_the_allow_list() {
+        let everything = Some(Arc::new(ToolFilter::new(vec!["*".into()])));
+        let user = Identity {
+            allowed: everything.clone(),
+            ..Identity::default()
+        };
+        assert!(user.may_call("packhost.search"));
+        assert!(user.may_call("proj.list"));
+        assert!(
+            !user.may_call("packhost.audit"),
+            "`*` grants no admin function"
+        );
+        let admin = Identity {
+            admin: true,
+            allowed: Some(Arc::new(ToolFilter::new(vec!["proj.*".into()]))),
+            ..Identity::default()
+        };
+        assert!(admin.may_call("packhost.audit"));
+        assert!(!admin.may_call("run"));
     }
 }

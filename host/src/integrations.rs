@@ -6,7 +6,11 @@ use std::{collections::BTreeMap, path::PathBuf, process::ExitCode};
 use clap::{Args, Subcommand};
 use integrations_store::{Auth, Integration, Mode, NewIntegration, Sandbox, Transport};
 
-use crate::{config::Config, exit::Error};
+use crate::{
+    audit::{Audit, CredentialAction, Event, Who},
+    config::Config,
+    exit::Error,
+};
 
 /// `packhost integrations ...`.
 #[derive(Debug, Args)]
@@ -195,13 +199,17 @@ fn secret_from(var: &str) -> Result<String, Error> {
     std::env::var(var).map_err(|_| format!("environment variable `{var}` is not set").into())
 }
 
+/// The integrations' database `config` names: `database` in
+/// `[packs.remote_mcp] config`, else the default.
+pub fn database_of(config: &Config) -> String {
+    let pack = config.packs.get(integrations_store::PACK);
+    integrations_store::database_in(pack.and_then(|pack| pack.library()).map(|l| &l.config))
+}
+
 impl IntegrationsCommand {
     /// Run it against the database `config` names (or `--database`).
     pub async fn run(self, config: &Config) -> Result<ExitCode, Error> {
-        let database = self.database.unwrap_or_else(|| {
-            let pack = config.packs.get(integrations_store::PACK);
-            integrations_store::database_in(pack.and_then(|pack| pack.library()).map(|l| &l.config))
-        });
+        let database = self.database.unwrap_or_else(|| database_of(config));
         if let Action::NewKey = self.action {
             println!("{}", upstream_oauth::Key::generate());
             return Ok(ExitCode::SUCCESS);
@@ -334,6 +342,16 @@ impl IntegrationsCommand {
                     return Err(format!("organisation `{org}` has no integration `{id}`").into());
                 }
                 let removed = store.remove_credentials(&org, &id, user.as_deref()).await?;
+                if removed > 0 {
+                    // `*`: every user's, by the admin.
+                    let who = Who {
+                        org: org.clone(),
+                        user: user.unwrap_or_else(|| "*".to_owned()),
+                    };
+                    let audit = Audit::start(config);
+                    audit.record(|| Event::credential(&who, &id, CredentialAction::Revoked, None));
+                    audit.flush().await;
+                }
                 println!("revoked {removed} sign-in(s) to {id}");
             }
             Action::NewKey => unreachable!("answered before the database is opened"),

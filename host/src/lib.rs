@@ -6,6 +6,7 @@
 //!   find and load pack libraries through the stable ABI), another MCP server
 //!   ([`servers`] connects them, [`server_pack`] calls them), or the host's
 //!   own [`builtin`] pack; only libraries cross the ABI;
+//! - [`audit`]: the audit trail, recorded off the call path;
 //! - [`executor`]: the one path of every call (resolve, validate, time limit,
 //!   cancellation, errors as results); the `run` command front is the
 //!   `packhost-command` crate; [`approval`]: the user's approval before the
@@ -20,6 +21,7 @@
 #![deny(missing_docs)]
 
 pub mod approval;
+pub mod audit;
 pub mod auth;
 pub mod backend;
 pub mod builtin;

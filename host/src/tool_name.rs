@@ -11,6 +11,15 @@ use pack_api::names::qualified;
 /// and identities check it without depending on the pack itself.
 pub const HOST_PACK: &str = "packhost";
 
+/// The host's functions that only an organisation's admin may call (and
+/// see): to anyone else they are unknown names.
+const HOST_ADMIN_FUNCTIONS: &[&str] = &["audit"];
+
+/// Whether `pack.function` is one of the host's admin functions.
+pub fn is_admin_function(pack: &str, function: &str) -> bool {
+    pack == HOST_PACK && HOST_ADMIN_FUNCTIONS.contains(&function)
+}
+
 /// Name of the tool that takes a command as a model writes it: the one tool
 /// name that is no `pack.function`.
 pub const RUN_TOOL: &str = "run";

@@ -2,7 +2,7 @@
 //! concurrent clients (p50, p99, calls/s), beside the same load on one stdio
 //! connection in the same run; and signed in with an OAuth access token of a
 //! real OpenID provider beside a static token (`PACKHOST_TEST_OIDC_PROVIDER`,
-//! which `./dev bench` sets).
+//! which `./dev bench` sets); and with the audit trail on beside off.
 //!
 //! The clients share the machine's 2 cores with the host, so the figures
 //! that count come from a lean client (one kept-alive HTTP/1.1 connection,
@@ -318,6 +318,7 @@ async fn main() {
     with_sessions.extend(without_sessions);
     with_sessions.extend(rmcp_rows);
     with_sessions.extend(signed_in(calls).await);
+    with_sessions.extend(audited(calls).await);
     print_table(
         &format!("HTTP benchmark: proj.list, {calls} calls per client"),
         &with_sessions,
@@ -357,6 +358,40 @@ async fn signed_in(calls: usize) -> Vec<Row> {
             ),
         );
         row.ratio = format!("{:.2}x", with_oauth.rate() / with_static.rate());
+        rows.push(row);
+    }
+    rows
+}
+
+/// The same load on a host that keeps the audit trail (`[audit]`, a SQLite
+/// file) beside one that does not: what recording every call costs the
+/// call path (the writer works in the background; issue #38: never slow
+/// the call path).
+async fn audited(calls: usize) -> Vec<Row> {
+    let plain = HttpHost::start(&config(), &[]).await;
+    // Relative: in the host's own temporary directory, its working one.
+    let audited = HttpHost::start(
+        &format!("{}[audit]\ndatabase = \"audit.db\"\n", config()),
+        &[],
+    )
+    .await;
+    let mut rows = Vec::new();
+    for clients in [1, 16] {
+        let name = format!("{clients} client(s) × {calls} calls");
+        let lean = lean_clients(&plain, clients, None).await;
+        let without = measure(&plain, lean, calls).await;
+        let lean = lean_clients(&audited, clients, None).await;
+        let with = measure(&audited, lean, calls).await;
+        let mut row = with.row(
+            format!("HTTP, audit trail on, {name}"),
+            "≥ 0.9× without",
+            &format!(
+                "without: p50 {} · {:.0} calls/s",
+                ms(without.p50()),
+                without.rate()
+            ),
+        );
+        row.ratio = format!("{:.2}x", with.rate() / without.rate());
         rows.push(row);
     }
     rows

@@ -72,8 +72,8 @@ fn packs_prints_every_signature() {
     let output = packhost_cli(CONFIG, &["packs"]);
     exit_code(&output, 0);
     let text = stdout(&output);
-    // The host's own pack comes first (eight lines), then the configured ones.
-    let lines: Vec<&str> = text.lines().skip(8).collect();
+    // The host's own pack comes first (nine lines), then the configured ones.
+    let lines: Vec<&str> = text.lines().skip(9).collect();
     assert!(
         lines[0].starts_with("proj 0.1.0 — Project paths and files"),
         "{text}"
@@ -116,7 +116,7 @@ fn check_accepts_a_good_config() {
         "{text}"
     );
     assert_eq!(
-        lines[1], "ok    packhost (6 functions) built into the host",
+        lines[1], "ok    packhost (7 functions) built into the host",
         "{text}"
     );
     assert!(lines[2].starts_with("ok    proj (5 functions) /"), "{text}");
@@ -148,7 +148,7 @@ fn check_without_a_config_file_uses_the_defaults() {
         "{text}"
     );
     assert_eq!(
-        lines[1], "ok    packhost (6 functions) built into the host",
+        lines[1], "ok    packhost (7 functions) built into the host",
         "{text}"
     );
     assert_sandbox_report(&lines[2..]);

@@ -3,6 +3,7 @@
 
 mod approval;
 mod asking;
+mod audit;
 mod bindings;
 mod caller_offers;
 mod calls;

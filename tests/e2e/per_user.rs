@@ -14,6 +14,7 @@ use packhost_tests::{
     downstream::{free_port, integrations},
     http::{Events, HttpHost, RawSession, token, web_client},
     oauth::{Provider, Upstream, sign_in},
+    packhost_command,
 };
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -48,7 +49,7 @@ async fn setup(lifetimes: (u64, u64)) -> Setup {
     let (bob, bob_entry) = token("bob", "acme", &[]);
     let config = format!(
         "[packs.remote_mcp]\nconfig = {{ database = {database:?}, public_url = {base:?} }}\n\n\
-         [packs.exec_py]\n\n{ada_entry}\n\n{bob_entry}\n"
+         [packs.exec_py]\n\n[audit]\n\n{ada_entry}\n\n{bob_entry}\n"
     );
     std::fs::write(dir.path().join("packs.toml"), config).unwrap();
     let add = [
@@ -78,6 +79,55 @@ async fn setup(lifetimes: (u64, u64)) -> Setup {
 impl Setup {
     fn callback(&self) -> String {
         format!("{}/oauth/callback/remote_mcp", self.base)
+    }
+
+    /// The audit trail's credential events, as (user, action), oldest
+    /// first, and all it printed, once it has every one of `expected`
+    /// (events are written in the background).
+    async fn credential_events(
+        &self,
+        expected: &[(&str, &str)],
+    ) -> (Vec<(String, String)>, String) {
+        for _ in 0..50 {
+            let (events, printed) = self.credential_events_now();
+            let has = |(user, action): &(&str, &str)| {
+                events.iter().any(|(u, a)| u == user && a == action)
+            };
+            if expected.iter().all(has) {
+                return (events, printed);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let (events, _) = self.credential_events_now();
+        panic!("the audit trail has {events:?}, not all of {expected:?}");
+    }
+
+    fn credential_events_now(&self) -> (Vec<(String, String)>, String) {
+        let dir = self.host.dir.path();
+        let output = packhost_command(dir)
+            .args(["audit", "--org", "acme", "--kind", "credential"])
+            .output()
+            .expect("run packhost audit");
+        let printed = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let events: Vec<Value> = printed
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let pairs = events
+            .iter()
+            .map(|e| {
+                (
+                    e["user"].as_str().unwrap().to_owned(),
+                    e["outcome"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        (pairs, printed)
     }
 
     fn whoami(&self) -> Value {
@@ -320,6 +370,31 @@ async fn each_user_signs_in_once_and_reaches_the_upstream_as_themselves() {
         setup.upstream.calls().is_empty(),
         "nobody reached the upstream since"
     );
+
+    // The audit trail has each user's credential events, and no token.
+    let expected = [
+        ("ada", "granted"),
+        ("ada", "used"),
+        ("bob", "granted"),
+        ("bob", "used"),
+        ("ada", "revoked"),
+        ("bob", "revoked"),
+    ];
+    let (events, printed) = setup.credential_events(&expected).await;
+    for user in ["ada", "bob"] {
+        let first = events.iter().find(|(u, _)| u == user);
+        assert_eq!(
+            first.map(|(_, a)| a.as_str()),
+            Some("granted"),
+            "{events:?}"
+        );
+    }
+    for token in &tokens {
+        assert!(
+            !printed.contains(token.rsplit('.').next().unwrap()),
+            "a token in the audit trail"
+        );
+    }
 }
 
 #[tokio::test]
@@ -355,4 +430,6 @@ async fn an_expired_token_is_refreshed_and_an_expired_refresh_asks_again() {
         .await;
     url_question(&asked);
     assert!(setup.upstream.calls().is_empty());
+    let expected = [("ada", "granted"), ("ada", "refreshed"), ("ada", "revoked")];
+    setup.credential_events(&expected).await;
 }

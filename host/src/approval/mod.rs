@@ -19,6 +19,7 @@ use self::{
     question::Decision,
 };
 use crate::{
+    audit::{Audit, Event, Who},
     config::{Approval, MAX_REMEMBER, Remember, Rule},
     error::CallError,
     executor::{Caller, SessionId},
@@ -31,11 +32,13 @@ pub mod secrets;
 #[cfg(test)]
 mod tests;
 
-/// The policy and the approvals remembered under it.
-#[derive(Debug, Default)]
+/// The policy and the approvals remembered under it; every question asked
+/// and its answer go to the audit trail.
+#[derive(Default)]
 pub struct Approvals {
     policy: Approval,
     memory: Memory,
+    audit: Audit,
 }
 
 /// What an approval may be remembered for: the offer the user sees, and
@@ -47,11 +50,12 @@ struct Keep {
 }
 
 impl Approvals {
-    /// Ask as `policy` says.
-    pub fn new(policy: Approval) -> Self {
+    /// Ask as `policy` says, recording to `audit`.
+    pub fn new(policy: Approval, audit: Audit) -> Self {
         Self {
             policy,
             memory: Memory::default(),
+            audit,
         }
     }
 
@@ -108,8 +112,26 @@ impl Approvals {
             }
             Err(failure) => return Err(failure),
         };
-        let decision = question::decision(&answers, &key).map_err(unavailable)?;
+        let recorded = |answer: &str, remember: bool| {
+            self.audit.record(|| {
+                let who = Who {
+                    org: caller.identity.org.clone(),
+                    user: caller.identity.user.clone(),
+                };
+                let request = &caller.request_id;
+                let arguments = question::arguments_text(&shown).into();
+                Event::approval(&who, tool, &rule.name, answer, remember, request, arguments)
+            });
+        };
+        let decision = question::decision(&answers, &key).map_err(|why| {
+            recorded("unavailable", false);
+            unavailable(why)
+        })?;
         tracing::info!(tool, rule = %rule.name, ?decision, "the user answered");
+        match decision {
+            Decision::Accept { remember } => recorded("accept", remember),
+            Decision::Decline => recorded("decline", false),
+        }
         match decision {
             Decision::Accept { remember } => {
                 if let (true, Some(keep)) = (remember, keep) {

@@ -33,16 +33,23 @@ pub fn key(tool: &str, args: &Value) -> String {
     format!("approval-{hex}")
 }
 
-/// Ask, under `key`, whether `tool` may be called with `args` (secrets
-/// already hidden), as `[approval.<rule>]` requires; `offer`: the sentence
-/// of the choice to remember the answer, when the rule allows one.
-pub fn question(key: &str, tool: &str, rule: &str, args: &Value, offer: Option<&str>) -> Questions {
+/// `args` (secrets already hidden) as the question shows them and the
+/// audit trail keeps them: pretty JSON, cut past [`MAX_ARGUMENTS_CHARS`].
+pub fn arguments_text(args: &Value) -> String {
     let mut arguments = serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string());
     if let Some((cut, _)) = arguments.char_indices().nth(MAX_ARGUMENTS_CHARS) {
         let more = arguments[cut..].chars().count();
         arguments.truncate(cut);
         arguments.push_str(&format!("\n… ({more} more characters)"));
     }
+    arguments
+}
+
+/// Ask, under `key`, whether `tool` may be called with `args` (secrets
+/// already hidden), as `[approval.<rule>]` requires; `offer`: the sentence
+/// of the choice to remember the answer, when the rule allows one.
+pub fn question(key: &str, tool: &str, rule: &str, args: &Value, offer: Option<&str>) -> Questions {
+    let arguments = arguments_text(args);
     let message = format!(
         "Approve a call of `{tool}`? (approval rule `[approval.{rule}]`)\n\nArguments:\n{arguments}"
     );

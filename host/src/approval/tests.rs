@@ -180,6 +180,7 @@ fn caller(org: &str, user: &str, session: SessionId, client: Option<Arc<FakeClie
         user: user.to_owned(),
         org: org.to_owned(),
         allowed: None,
+        admin: false,
     };
     Caller {
         ask: client.map(|client| client as Arc<dyn Ask>),
@@ -397,4 +398,54 @@ fn durations_are_spoken_in_their_largest_whole_unit() {
     assert_eq!(spoken(60), "1 minute");
     assert_eq!(spoken(1800), "30 minutes");
     assert_eq!(spoken(7200), "2 hours");
+}
+
+/// Every question asked and its answer reach the audit trail, the
+/// arguments masked as the question masks them; a call no rule matches
+/// asks nothing and records no approval.
+#[tokio::test]
+async fn each_answer_is_recorded_with_its_arguments_masked() {
+    use audit_store::{Filter, Kind, Scope};
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        approval: Approval {
+            rules: vec![rule("deletes", &["fx.drop"], Remember::No)],
+        },
+        audit: Some(crate::config::AuditConfig {
+            database: Some(dir.path().join("audit.db").display().to_string()),
+            ..Default::default()
+        }),
+        ..Config::default()
+    };
+    let drops = Arc::new(AtomicUsize::new(0));
+    let searcher = Arc::new(catalog_search::Searcher::new(None));
+    let executor = Executor::new(vec![fx(&drops)], &config, searcher);
+    let args = json!({"name": "db", "token": "s3cret-value"});
+    for answer in [accept(false), json!({"action": "decline"})] {
+        let client = FakeClient::answering(answer);
+        let alice = caller("acme", "alice", SessionId::unique(), Some(client));
+        let _ = executor.call_tool("fx.drop", args.clone(), &alice).await;
+    }
+    let alice = caller("acme", "alice", SessionId::unique(), None);
+    executor.call_tool("fx.read", args, &alice).await.unwrap();
+    executor.audit().flush().await;
+    let filter = Filter {
+        kind: Some(Kind::Approval),
+        ..Filter::new(Scope::Org("acme".into()))
+    };
+    let events = executor.audit().query(&filter).await.unwrap();
+    let answers: Vec<&str> = events.iter().map(|e| e.outcome.as_str()).collect();
+    assert_eq!(answers, ["accept", "decline"]);
+    for event in &events {
+        assert_eq!(event.tool.as_deref(), Some("fx.drop"));
+        assert_eq!(event.user.as_deref(), Some("alice"));
+        assert_eq!(event.detail["rule"], "deletes");
+        let arguments = event.detail["arguments"].as_str().unwrap();
+        assert!(
+            arguments.contains(&format!("\"token\": \"{HIDDEN}\"")),
+            "{arguments}"
+        );
+        assert!(!arguments.contains("s3cret-value"), "{arguments}");
+    }
 }

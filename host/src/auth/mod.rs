@@ -31,6 +31,37 @@ pub enum Refusal {
     Invalid,
 }
 
+/// A refused sign-in: what HTTP answers ([`Refusal`]), and what the audit
+/// trail keeps. Never holds the token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    /// Missing or not valid.
+    pub refusal: Refusal,
+    /// How the token was checked: `none` (no token), `static`, `oauth`.
+    pub method: &'static str,
+    /// A short code: `missing`, `unknown_token`, `expired`,
+    /// `bad_signature`, ...
+    pub reason: &'static str,
+    /// The reason in words.
+    pub why: String,
+    /// (org, user) when the token's claims can be trusted (the issuer
+    /// signed it, only a claim check failed); else the organisation is
+    /// unknown and the refusal is host-level.
+    pub signed_for: Option<(String, Option<String>)>,
+}
+
+impl Refused {
+    fn new(refusal: Refusal, method: &'static str, reason: &'static str, why: String) -> Self {
+        Self {
+            refusal,
+            method,
+            reason,
+            why,
+            signed_for: None,
+        }
+    }
+}
+
 /// The ways of signing in the config names.
 pub struct Authenticator {
     tokens: Tokens,
@@ -72,13 +103,16 @@ impl Authenticator {
     pub async fn authenticate(
         &self,
         authorization: Option<&str>,
-    ) -> Result<Authenticated, Refusal> {
+    ) -> Result<Authenticated, Refused> {
         // The scheme's name is case-insensitive (RFC 9110 §11.1).
         let token = authorization
             .and_then(|value| value.split_at_checked(7))
             .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer "))
             .map(|(_, token)| token.trim())
-            .ok_or(Refusal::Missing)?;
+            .ok_or_else(|| {
+                let why = "no `Authorization: Bearer` token".to_owned();
+                Refused::new(Refusal::Missing, "none", "missing", why)
+            })?;
         if let Some((digest, identity)) = self.tokens.identify(token) {
             return Ok(Authenticated {
                 identity: identity.clone(),
@@ -88,13 +122,26 @@ impl Authenticator {
         }
         let Some(oauth) = &self.oauth else {
             tracing::info!("refused a bearer token: it is no configured token");
-            return Err(Refusal::Invalid);
+            let why = "it is no configured token (`[[auth.tokens]]`)".to_owned();
+            return Err(Refused::new(
+                Refusal::Invalid,
+                "static",
+                "unknown_token",
+                why,
+            ));
         };
         match oauth.verify(token).await {
             Ok(verified) => Ok(verified),
             Err(rejection) => {
                 tracing::info!("refused an access token: {rejection}");
-                Err(Refusal::Invalid)
+                let mut refused = Refused::new(
+                    Refusal::Invalid,
+                    "oauth",
+                    rejection.reason,
+                    rejection.to_string(),
+                );
+                refused.signed_for = rejection.signed_for;
+                Err(refused)
             }
         }
     }
@@ -114,6 +161,7 @@ mod tests {
                 org: "acme".into(),
                 sha256: hex(&sha256(&token)),
                 tools: None,
+                admin: false,
             }],
             oauth: None,
         });
@@ -125,7 +173,10 @@ mod tests {
         let refusal = |header: Option<&str>| {
             let auth = &auth;
             let header = header.map(str::to_owned);
-            async move { auth.authenticate(header.as_deref()).await.err() }
+            async move {
+                let refused = auth.authenticate(header.as_deref()).await.err();
+                refused.map(|refused| refused.refusal)
+            }
         };
         assert_eq!(refusal(None).await, Some(Refusal::Missing));
         assert_eq!(

@@ -30,6 +30,7 @@ impl Tokens {
                             .tools
                             .clone()
                             .map(|tools| Arc::new(ToolFilter::new(tools))),
+                        admin: token.admin,
                     };
                     Some((digest, identity))
                 })
@@ -100,6 +101,7 @@ mod tests {
                 org: "acme".into(),
                 sha256: hex(&sha256(&token)),
                 tools: Some(vec!["proj.*".into()]),
+                admin: false,
             }],
             oauth: None,
         };

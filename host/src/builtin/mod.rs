@@ -15,10 +15,12 @@ use pack_api::{Catalog, Manifest, Owner, codes};
 use serde_json::Value;
 
 use crate::{
+    audit::Audit,
     failure::Failure,
     results::{Kept, Results},
 };
 
+mod audit;
 mod catalog;
 mod kept;
 mod table;
@@ -33,13 +35,16 @@ pub const DISCOVERY: [&str; 3] = ["search", "describe", "packs"];
 pub struct Builtin {
     results: Arc<Results>,
     searcher: Arc<Searcher>,
+    audit: Audit,
 }
 
 /// What one call of a `packhost` function reads: the caller's catalog, its
-/// kept results, and the search over catalogs.
+/// kept results, the search over catalogs, and the audit trail (which only
+/// an admin's calls reach, and only for their organisation).
 struct Request {
     results: Arc<Results>,
     searcher: Arc<Searcher>,
+    audit: Audit,
     owner: Owner,
     catalog: Arc<Catalog>,
 }
@@ -58,9 +63,13 @@ impl Request {
 }
 
 impl Builtin {
-    /// The pack over `results`, searching with `searcher`.
-    pub fn new(results: Arc<Results>, searcher: Arc<Searcher>) -> Self {
-        Self { results, searcher }
+    /// The pack over `results`, searching with `searcher`, reading `audit`.
+    pub fn new(results: Arc<Results>, searcher: Arc<Searcher>, audit: Audit) -> Self {
+        Self {
+            results,
+            searcher,
+            audit,
+        }
     }
 
     /// What the pack says about itself.
@@ -68,7 +77,7 @@ impl Builtin {
         Manifest {
             name: PACK.to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
-            description: "Find what you can call (search, describe, list packs) and read results kept by handle".to_owned(),
+            description: "Find what you can call (search, describe, list packs), read results kept by handle, and (an organisation's admin) read its audit trail".to_owned(),
             functions: table::specs(),
             ..Manifest::default()
         }
@@ -91,6 +100,7 @@ impl Builtin {
         let request = Request {
             results: Arc::clone(&self.results),
             searcher: Arc::clone(&self.searcher),
+            audit: self.audit.clone(),
             owner,
             catalog,
         };

@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::{
-    Request,
+    Request, audit,
     catalog::{self, DescribeArgs, PacksArgs, SearchArgs},
     kept,
 };
@@ -274,6 +274,35 @@ fn table() -> Vec<Entry> {
                 "required": ["handle", "path", "values", "count"],
             }),
             kept::select,
+        ),
+        Entry::new(
+            "audit",
+            "Read your organisation's audit trail",
+            "Your organisation's audit events (an admin's only): calls, approvals, refused sign-ins and upstream credential events, the most recent first cut to `limit`, listed oldest first.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "org": text("Your organisation: the only one whose events you can read."),
+                    "count": {"type": "integer"},
+                    "events": {"type": "array", "items": {
+                        "type": "object",
+                        "properties": {
+                            "at": text("RFC 3339 UTC."),
+                            "org": {"type": ["string", "null"]},
+                            "user": {"type": ["string", "null"]},
+                            "kind": {"enum": ["call", "approval", "sign_in_refused", "credential"]},
+                            "tool": {"type": ["string", "null"], "description": "`pack.function`, or a credential's integration."},
+                            "outcome": text("`ok` or an error code; accept/decline; why a sign-in was refused; granted/used/refreshed/revoked."),
+                            "duration_ms": {"type": ["number", "null"]},
+                            "request_id": {"type": ["string", "null"]},
+                            "detail": {"type": "object"},
+                        },
+                        "required": ["at", "kind", "outcome", "detail"],
+                    }},
+                },
+                "required": ["org", "count", "events"],
+            }),
+            audit::read,
         ),
     ]
 }

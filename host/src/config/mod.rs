@@ -8,6 +8,7 @@
 //! `approval`: the calls that ask the user first).
 
 mod approval;
+mod audit;
 mod env;
 mod oauth;
 mod packs;
@@ -30,6 +31,7 @@ use serde::{Deserialize, Serialize};
 use self::{approval::RawApproval, packs::RawPack, paths::resolve};
 pub use self::{
     approval::{Approval, CallPattern, MAX_REMEMBER, Remember, Rule},
+    audit::AuditConfig,
     oauth::OAuthConfig,
     packs::{Library, PackConfig, PackSource},
     search::SearchConfig,
@@ -80,6 +82,9 @@ pub struct Config<P = PackConfig, A = Approval> {
     /// `[approval.<rule>]`: the calls that ask the user first.
     #[serde(default)]
     pub approval: A,
+    /// `[audit]`: the audit trail; absent, nothing is recorded.
+    #[serde(default)]
+    pub audit: Option<AuditConfig>,
 }
 
 /// The sections as written, before they are checked and parsed.
@@ -99,6 +104,7 @@ impl<P, A: Default> Default for Config<P, A> {
             results: crate::results::ResultsConfig::default(),
             search: SearchConfig::default(),
             approval: A::default(),
+            audit: None,
         }
     }
 }
@@ -195,6 +201,7 @@ pub fn load(file: Option<&Path>) -> Result<Loaded, ConfigError> {
     let in_file = |e: ConfigError| e.in_file(file.as_deref());
     raw.resolve_paths(&base).map_err(in_file)?;
     let mut config = raw.validate().map_err(in_file)?;
+    check_audit_database(&config).map_err(in_file)?;
     check_snippets(&mut config, file.as_deref(), &snippet_lines)?;
     let alias_lines = file_aliases
         .into_iter()
@@ -206,6 +213,30 @@ pub fn load(file: Option<&Path>) -> Result<Loaded, ConfigError> {
         file,
         alias_lines,
     })
+}
+
+/// The audit trail never shares the integrations' SQLite file: the host
+/// would write it with its copy of SQLite and `remote_mcp` with its own,
+/// which do not see each other's locks (see `audit::database`).
+fn check_audit_database(config: &Config) -> Result<(), ConfigError> {
+    let integrations = crate::integrations::database_of(config);
+    if config.audit.is_none()
+        || integrations.starts_with("postgres")
+        || crate::audit::database(config) != integrations
+    {
+        return Ok(());
+    }
+    Err(ConfigError::one(
+        ConfigProblem::new(
+            ConfigCode::Value,
+            format!(
+                "`audit.database` is the integrations' SQLite file `{integrations}`, which \
+                 `remote_mcp` writes with its own copy of SQLite: two copies in one process do \
+                 not see each other's locks or writes"
+            ),
+        )
+        .with_fix("leave `audit.database` out: the trail goes to `audit.db` beside it"),
+    ))
 }
 
 /// What `toml` refused in `text`, on one line with where it is, then

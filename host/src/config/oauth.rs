@@ -55,6 +55,11 @@ pub struct OAuthConfig {
     /// together, nothing when none is listed here.
     #[serde(default)]
     pub scopes: BTreeMap<String, Vec<String>>,
+    /// A value of `scope_claim` that makes its holder the admin of their
+    /// organisation (may read its audit trail, `packhost.audit`), e.g.
+    /// `packhost:admin`, or a role or group when `scope_claim` names one.
+    #[serde(default)]
+    pub admin_scope: Option<String>,
     /// Clock skew allowed on `exp` and `nbf`, in seconds.
     #[serde(default = "default_leeway")]
     pub leeway_secs: u64,
@@ -158,6 +163,7 @@ impl OAuthConfig {
             ("org_claim", self.org_claim.as_ref()),
             ("org", self.org.as_ref()),
             ("scope_claim", Some(&self.scope_claim)),
+            ("admin_scope", self.admin_scope.as_ref()),
         ] {
             if claim.is_some_and(|c| c.trim().is_empty()) {
                 problems.push(value(format!("`auth.oauth.{key}` is empty")));

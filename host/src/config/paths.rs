@@ -57,6 +57,14 @@ impl RawConfig {
         if let Some(model) = &mut self.search.model {
             fix("search.model".to_owned(), model);
         }
+        // The audit trail's SQLite file (a `postgres://` URL is no path).
+        if let Some(database) = self.audit.as_mut().and_then(|a| a.database.as_mut())
+            && !database.contains("://")
+        {
+            let mut path = PathBuf::from(database.as_str());
+            fix("audit.database".to_owned(), &mut path);
+            *database = path.to_string_lossy().into_owned();
+        }
         for (i, dir) in self.server.pack_dirs.iter_mut().enumerate() {
             fix(format!("server.pack_dirs[{i}]"), dir);
         }

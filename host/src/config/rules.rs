@@ -87,6 +87,9 @@ impl RawConfig {
         if let Some(oauth) = &self.auth.oauth {
             problems.extend(oauth.problems());
         }
+        if let Some(audit) = &self.audit {
+            problems.extend(audit.problems());
+        }
         for (key, value, example) in [
             ("code_pack", &self.server.code_pack, "exec_py"),
             ("typescript_pack", &self.server.typescript_pack, "exec_ts"),
@@ -116,6 +119,7 @@ impl RawConfig {
             results: self.results,
             search: self.search,
             approval,
+            audit: self.audit,
         })
     }
 }

@@ -76,6 +76,10 @@ pub struct TokenConfig {
     /// absent: all.
     #[serde(default)]
     pub tools: Option<Vec<String>>,
+    /// The admin of their organisation: may read its audit trail
+    /// (`packhost.audit`).
+    #[serde(default)]
+    pub admin: bool,
 }
 
 /// `[server]`.

@@ -564,3 +564,43 @@ fn approval_rules_load_in_name_order_and_bad_ones_are_refused_with_the_fix() {
         &["line 2", "unknown field `call`", "`calls`"],
     );
 }
+
+#[test]
+fn the_audit_trail_is_kept_beside_the_integrations_unless_audit_names_a_database() {
+    let integrations = "[packs.remote_mcp]\npath = \"/x/libremote_mcp.so\"\n\
+                        config = { database = \"postgres://db/team\" }\n";
+    let shared = load_text(&format!("{integrations}[audit]\n"))
+        .unwrap()
+        .config;
+    assert_eq!(crate::audit::database(&shared), "postgres://db/team");
+    let own = load_text(&format!(
+        "{integrations}[audit]\ndatabase = \"/var/audit.db\"\n"
+    ))
+    .unwrap()
+    .config;
+    assert_eq!(crate::audit::database(&own), "/var/audit.db");
+    let (dir, path) = file("[audit]\ndatabase = \"trail/audit.db\"\n");
+    let relative = load(Some(&path)).unwrap().config;
+    let beside = dir.path().join("trail/audit.db");
+    assert_eq!(
+        crate::audit::database(&relative),
+        beside.display().to_string()
+    );
+    let sqlite = "[packs.remote_mcp]\npath = \"/x/libremote_mcp.so\"\n\
+                  config = { database = \"/srv/packhost/integrations.db\" }\n";
+    let beside = load_text(&format!("{sqlite}[audit]\n")).unwrap().config;
+    assert_eq!(crate::audit::database(&beside), "/srv/packhost/audit.db");
+    refused(
+        &format!("{sqlite}[audit]\ndatabase = \"/srv/packhost/integrations.db\"\n"),
+        &["`audit.database` is the integrations' SQLite file"],
+    );
+    let off = load_text("[audit]\nenabled = false\n").unwrap().config;
+    assert!(
+        !crate::audit::Audit::start(&off).is_on(),
+        "off needs no runtime"
+    );
+    refused(
+        "[audit]\nkeep_days = 0\n",
+        &["`audit.keep_days` must be at least 1 (days)"],
+    );
+}

@@ -76,6 +76,9 @@ pub struct Caller {
     pub cancel: CancellationToken,
     /// How many tool calls deep this call is (code mode).
     pub depth: u32,
+    /// The function (`pack.function`) whose code made this call; `None`
+    /// for a client's call.
+    pub parent: Option<String>,
     /// When the call that made this one is cut (code mode); `None` for a
     /// call from a client, which has its pack's time limit only.
     pub deadline: Option<Instant>,
@@ -97,6 +100,7 @@ impl Caller {
             session: None,
             cancel: CancellationToken::new(),
             depth: 0,
+            parent: None,
             deadline: None,
             subscriber: None,
         }

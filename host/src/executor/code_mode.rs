@@ -16,7 +16,11 @@ use super::{
     Caller, Executor, Output,
     code_offers::{Offer, no_positional},
 };
-use crate::{error::CallError, failure::Failure};
+use crate::{
+    audit::{CredentialAction, Event, Who},
+    error::CallError,
+    failure::Failure,
+};
 
 /// Code mode can call tools that call tools; a loop must end somewhere.
 const MAX_NESTING: u32 = 8;
@@ -86,6 +90,20 @@ impl CallContext for PackCallContext {
                 let questions = json_of(&name, &args)?;
                 let ask = caller.ask.ok_or(CallError::NoClientToAsk { pack })?;
                 ask.ask(questions).await.map(Value::Object)
+            });
+        }
+        if name.as_str() == protocol::AUDIT_CREDENTIAL {
+            return self.nested(name, move |executor, name, caller| async move {
+                let event: CredentialEvent = json_of(&name, &args)?;
+                let who = Who {
+                    org: event.org,
+                    user: event.user,
+                };
+                executor.audit().record(|| {
+                    let request = Some(caller.request_id.as_str());
+                    Event::credential(&who, &event.integration, event.action, request)
+                });
+                Ok(Value::Object(Default::default()))
             });
         }
         if name.as_str() == protocol::OFFER {
@@ -188,6 +206,16 @@ impl PackCallContext {
 }
 
 /// Arguments code sent, which must be JSON of their kind.
+/// What a pack reports of a user's upstream credential
+/// (`protocol::AUDIT_CREDENTIAL`).
+#[derive(serde::Deserialize)]
+struct CredentialEvent {
+    org: String,
+    user: String,
+    integration: String,
+    action: CredentialAction,
+}
+
 fn json_of<T: serde::de::DeserializeOwned>(name: &str, json: &str) -> Result<T, CallError> {
     serde_json::from_str(json).map_err(|e| CallError::ArgumentsNotJson {
         name: name.to_owned(),

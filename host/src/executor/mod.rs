@@ -29,6 +29,7 @@ use self::{
 };
 use crate::{
     approval::Approvals,
+    audit::{Audit, Event, Who},
     backend::{Backend, LoadedPack},
     config::Config,
     error::CallError,
@@ -87,6 +88,8 @@ pub struct Executor {
     metrics: Metrics,
     /// `[approval]`: the calls that ask the user first.
     approvals: Approvals,
+    /// `[audit]`: every call recorded.
+    audit: Audit,
     /// Packs call back on their own threads; host work is spawned here.
     runtime: tokio::runtime::Handle,
 }
@@ -96,7 +99,12 @@ impl Executor {
     /// must run inside the host's runtime.
     pub fn new(mut loaded: Vec<LoadedPack>, config: &Config, searcher: Arc<Searcher>) -> Arc<Self> {
         let results = Results::new(config.results.clone());
-        loaded.push(LoadedPack::builtin(Arc::clone(&results), searcher));
+        let audit = Audit::start(config);
+        loaded.push(LoadedPack::builtin(
+            Arc::clone(&results),
+            searcher,
+            audit.clone(),
+        ));
         let packs = loaded
             .into_iter()
             .map(|loaded| {
@@ -124,7 +132,8 @@ impl Executor {
             offered: watch::Sender::new(0),
             catalog_config,
             metrics: Metrics::default(),
-            approvals: Approvals::new(config.approval.clone()),
+            approvals: Approvals::new(config.approval.clone(), audit.clone()),
+            audit,
             front: Front {
                 aliases: config.aliases.clone(),
                 snippets: config.snippets.clone(),
@@ -143,7 +152,7 @@ impl Executor {
 
     /// Every tool of every pack, whoever may call it.
     pub fn whole_catalog(&self) -> Arc<Catalog> {
-        Arc::clone(&self.registry().catalog)
+        Arc::clone(&self.registry().admin_catalog)
     }
 
     /// The registry as `identity` sees it: every name a caller gives is
@@ -301,6 +310,11 @@ impl Executor {
         &self.metrics
     }
 
+    /// The audit trail.
+    pub fn audit(&self) -> &Audit {
+        &self.audit
+    }
+
     /// How many calls are under way, every organisation's.
     pub fn running(&self) -> usize {
         self.metrics.running_in_all()
@@ -348,11 +362,14 @@ impl Executor {
                 _ => None,
             };
             let Some(command) = command else {
-                return Err(CallError::RunArguments { got: args }.into());
+                let failure = CallError::RunArguments { got: args }.into();
+                return Err(self.refused(caller, RUN_TOOL, failure));
             };
             return self.run_command(command, caller).await;
         }
-        let (pack, function) = visible.resolve(name)?;
+        let (pack, function) = visible
+            .resolve(name)
+            .map_err(|e| self.refused(caller, name, e.into()))?;
         self.dispatch(pack, function, args, caller).await
     }
 
@@ -364,8 +381,13 @@ impl Executor {
         caller: &Caller,
     ) -> Result<Output, Failure> {
         let visible = self.visible(&caller.identity);
-        let (pack, function) = visible.resolve(&call.target)?;
-        let args = bind(function, call)?;
+        let (pack, function) = visible
+            .resolve(&call.target)
+            .map_err(|e| self.refused(caller, &call.target, e.into()))?;
+        let args = bind(function, call).map_err(|e| {
+            let qualified = ToolName::new(&pack.loaded.name, &function.spec.name);
+            self.refused(caller, &qualified.to_string(), e.into())
+        })?;
         self.dispatch(pack, function, args, caller).await
     }
 
@@ -382,6 +404,20 @@ impl Executor {
         caller: &Caller,
     ) -> Result<Output, Failure> {
         let visible = self.visible(&caller.identity);
+        let planned = self
+            .planned(&visible, command)
+            .map_err(|failure| self.refused(caller, RUN_TOOL, failure))?;
+        match planned {
+            Planned::Call(call) => self.call_bound(call, caller).await,
+            Planned::Code(pack, function, args) => {
+                self.dispatch(pack, function, args, caller).await
+            }
+        }
+    }
+
+    /// What `command` comes to for the caller `visible` is for: a call to
+    /// bind, or a code pack's function and its arguments.
+    fn planned<'v>(&self, visible: &'v Visible<'_>, command: &str) -> Result<Planned<'v>, Failure> {
         let plan = self
             .front
             .interpret_with(
@@ -391,7 +427,7 @@ impl Executor {
             )
             .map_err(CallError::Command)?;
         match plan {
-            Plan::Call(call) => self.call_bound(call, caller).await,
+            Plan::Call(call) => Ok(Planned::Call(call)),
             Plan::Code(code) => {
                 let Some(pack) = visible.pack(&self.code_pack) else {
                     let code_pack = self.code_pack.clone();
@@ -414,8 +450,7 @@ impl Executor {
                     .into());
                 };
                 let function = visible.function(pack, "run")?;
-                self.dispatch(pack, function, json!({ "code": code }), caller)
-                    .await
+                Ok(Planned::Code(pack, function, json!({ "code": code })))
             }
             Plan::Node(code, language) => {
                 let Some(pack) = visible.pack(&self.typescript_pack) else {
@@ -432,9 +467,25 @@ impl Executor {
                 };
                 let function = visible.function(pack, "execute")?;
                 let args = json!({ "code": code, "language": language });
-                self.dispatch(pack, function, args, caller).await
+                Ok(Planned::Code(pack, function, args))
             }
         }
+    }
+
+    /// `failure` of a call of `tool` (as the caller named it) refused before
+    /// any function started (an unknown name, a command that does not
+    /// parse, arguments that do not bind), recorded.
+    fn refused(&self, caller: &Caller, tool: &str, failure: Failure) -> Failure {
+        self.audit.record(|| {
+            let who = Who {
+                org: caller.identity.org.clone(),
+                user: caller.identity.user.clone(),
+            };
+            let (depth, parent) = (caller.depth, caller.parent.as_deref());
+            let request = &caller.request_id;
+            Event::call(&who, tool, failure.code(), None, request, depth, parent)
+        });
+        failure
     }
 
     async fn dispatch(
@@ -460,6 +511,22 @@ impl Executor {
         let code = outcome.as_ref().err().map_or("ok", Failure::code);
         self.metrics
             .record(&caller.identity.org, &tool, code, elapsed);
+        self.audit.record(|| {
+            let who = Who {
+                org: caller.identity.org.clone(),
+                user: caller.identity.user.clone(),
+            };
+            let qualified = ToolName::new(&pack.loaded.name, &function.spec.name).to_string();
+            Event::call(
+                &who,
+                &qualified,
+                code,
+                Some(elapsed_ms),
+                &caller.request_id,
+                caller.depth,
+                caller.parent.as_deref(),
+            )
+        });
         match &outcome {
             Ok(_) => tracing::info!(elapsed_ms, outcome = code, "call done"),
             Err(_) => tracing::info!(elapsed_ms, outcome = code, "call failed"),
@@ -500,6 +567,7 @@ impl Executor {
         let scoped = Caller {
             cancel: token.clone(),
             deadline: Some(deadline),
+            parent: Some(qualified.clone()),
             ..caller.clone()
         };
         let call = self.start(pack, function, tool, args, scoped)?;
@@ -528,6 +596,13 @@ impl Executor {
             () = tokio::time::sleep_until(deadline.into()) => Err(out_of_time().into()),
         }
     }
+}
+
+/// What a `run` command comes to: a call to bind, or a code pack's
+/// function with its arguments.
+enum Planned<'v> {
+    Call(Call),
+    Code(&'v PackEntry, &'v Function, Value),
 }
 
 /// A call under way, whichever backend serves it.

@@ -148,6 +148,7 @@ impl Executor {
             user: String::new(),
             org: String::new(),
             allowed: None,
+            admin: false,
         };
         let caller = Caller::new(nobody, "sign-in");
         let query = json!({ "query": query });

@@ -28,7 +28,7 @@ use crate::{
     error::{CallError, Known},
     identity::{Identity, ToolFilter},
     render::signature,
-    tool_name::ToolName,
+    tool_name::{ToolName, is_admin_function},
 };
 
 /// A tool as listed to clients.
@@ -187,9 +187,10 @@ impl Offers {
     }
 }
 
-/// What a caller's catalog is cut by: its allow-list and its organisation
-/// (the projects it may see); nothing else of the caller.
-type Narrowing = (Option<ToolFilter>, String);
+/// What a caller's catalog is cut by: its allow-list, its organisation
+/// (the projects it may see), and whether it is an admin (the admin's host
+/// functions); nothing else of the caller.
+type Narrowing = (Option<ToolFilter>, String, bool);
 
 /// How many cut catalogs a registry keeps as JSON.
 const NARROWED_KEPT: usize = 16;
@@ -198,9 +199,14 @@ const NARROWED_KEPT: usize = 16;
 /// pack's tools become known, so a call works on one consistent snapshot.
 pub(super) struct Registry {
     pub(super) packs: BTreeMap<String, Arc<PackEntry>>,
+    /// Every tool, but the admin's host functions.
     pub(super) catalog: Arc<Catalog>,
     /// `catalog` as JSON, for callers that may use every tool.
     pub(super) catalog_json: Arc<str>,
+    /// Every tool: an admin's whole catalog.
+    pub(super) admin_catalog: Arc<Catalog>,
+    /// `admin_catalog` as JSON.
+    admin_catalog_json: Arc<str>,
     /// `catalog` cut for a caller, as JSON, by what it was cut by: a code
     /// call asks for it every time.
     narrowed_json: Mutex<VecDeque<(Narrowing, Arc<str>)>>,
@@ -240,16 +246,27 @@ impl Registry {
             packs,
             catalog: Arc::default(),
             catalog_json: Arc::from(""),
+            admin_catalog: Arc::default(),
+            admin_catalog_json: Arc::from(""),
             narrowed_json: Mutex::default(),
             unprefixed: config.unprefixed.clone(),
             bare,
         };
         // Last: a prompt's name in it is the one the rest gives it.
-        let catalog = catalog(&registry, config);
-        registry.catalog_json = serde_json::to_string(&catalog)
-            .expect("a catalog is serialisable")
-            .into();
+        let admin_catalog = catalog(&registry, config);
+        let mut catalog = admin_catalog.clone();
+        catalog
+            .tools
+            .retain(|t| !is_admin_function(&t.pack, &t.function));
+        let json = |catalog: &Catalog| -> Arc<str> {
+            serde_json::to_string(catalog)
+                .expect("a catalog is serialisable")
+                .into()
+        };
+        registry.catalog_json = json(&catalog);
+        registry.admin_catalog_json = json(&admin_catalog);
         registry.catalog = Arc::new(catalog);
+        registry.admin_catalog = Arc::new(admin_catalog);
         registry
     }
 
@@ -483,17 +500,30 @@ impl<'a> Visible<'a> {
     /// gives).
     pub(super) fn catalog(&self, config: &CatalogConfig) -> Arc<Catalog> {
         self.narrowed(config)
-            .map_or_else(|| Arc::clone(&self.registry.catalog), Arc::new)
+            .map_or_else(|| Arc::clone(self.whole()), Arc::new)
+    }
+
+    /// The catalog of every tool the caller could be allowed: an admin's
+    /// has the admin's host functions.
+    fn whole(&self) -> &Arc<Catalog> {
+        match self.identity.admin {
+            true => &self.registry.admin_catalog,
+            false => &self.registry.catalog,
+        }
     }
 
     /// [`Self::catalog`] as JSON, for a library pack.
     pub(super) fn catalog_json(&self, config: &CatalogConfig) -> RString {
         if !self.is_narrowed(config) {
-            return RString::from(&*self.registry.catalog_json);
+            return RString::from(match self.identity.admin {
+                true => &*self.registry.admin_catalog_json,
+                false => &*self.registry.catalog_json,
+            });
         }
         let narrowing = (
             self.identity.allowed.as_deref().cloned(),
             self.identity.org.clone(),
+            self.identity.admin,
         );
         let json = self.registry.narrowed_json(narrowing, || {
             serde_json::to_string(&self.cut(config)).expect("a catalog is serialisable")
@@ -515,7 +545,7 @@ impl<'a> Visible<'a> {
 
     /// The whole catalog cut to what the caller sees.
     fn cut(&self, config: &CatalogConfig) -> Catalog {
-        let mut catalog = Catalog::clone(&self.registry.catalog);
+        let mut catalog = Catalog::clone(self.whole());
         catalog
             .tools
             .retain(|t| self.may_call_function(&t.pack, &t.function));

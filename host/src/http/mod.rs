@@ -30,7 +30,8 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use self::sessions::{ANYONE, Principal, Sessions};
 use crate::{
-    auth::{Authenticated, Authenticator},
+    audit::Event,
+    auth::{Authenticated, Authenticator, Refused},
     config::Config,
     executor::Executor,
     exit::Error,
@@ -185,7 +186,14 @@ async fn guard(State(state): State<AppState>, mut request: Request, next: Next) 
             scopes,
         } = match state.auth.authenticate(authorization).await {
             Ok(caller) => caller,
-            Err(refusal) => return bearer::unauthorized(state.auth.oauth(), refusal),
+            Err(refused) => {
+                let refusal = refused.refusal;
+                state
+                    .executor
+                    .audit()
+                    .record_if_room(|| refused_sign_in(refused));
+                return bearer::unauthorized(state.auth.oauth(), refusal);
+            }
         };
         let org = identity.org.clone();
         request.extensions_mut().insert(identity);
@@ -223,6 +231,16 @@ async fn guard(State(state): State<AppState>, mut request: Request, next: Next) 
         }
         _ => next.run(request).await,
     }
+}
+
+/// The audit event of a refused sign-in: under the organisation its token
+/// names when the issuer signed it, else host-level.
+fn refused_sign_in(refused: Refused) -> Event {
+    let (org, user) = match &refused.signed_for {
+        Some((org, user)) => (Some(org.as_str()), user.as_deref()),
+        None => (None, None),
+    };
+    Event::sign_in_refused(org, user, refused.method, refused.reason, &refused.why)
 }
 
 /// Who sends a POST: the principal sessions are bound to, their

@@ -109,12 +109,22 @@ impl Keys {
         }
         let mut fetching = tokio::time::timeout(WAIT, self.fetching.lock())
             .await
-            .map_err(|_| Rejection::new("the issuer's keys are still being fetched"))?;
+            .map_err(|_| {
+                Rejection::because(
+                    "keys_unavailable",
+                    "the issuer's keys are still being fetched",
+                )
+            })?;
         // Another request may have fetched them while this one waited.
         if let Some(key) = self.find(kid, alg)? {
             return Ok(key);
         }
-        let unknown = || Rejection::new("it is signed by a key the issuer does not publish");
+        let unknown = || {
+            Rejection::because(
+                "unknown_key",
+                "it is signed by a key the issuer does not publish",
+            )
+        };
         if fetching
             .last_attempt
             .is_some_and(|at| at.elapsed() < self.refetch)
@@ -123,7 +133,12 @@ impl Keys {
         }
         tokio::time::timeout(WAIT, self.fetch(&mut fetching))
             .await
-            .map_err(|_| Rejection::new("fetching the issuer's keys took too long"))??;
+            .map_err(|_| {
+                Rejection::because(
+                    "keys_unavailable",
+                    "fetching the issuer's keys took too long",
+                )
+            })??;
         self.find(kid, alg)?.ok_or_else(unknown)
     }
 
@@ -149,7 +164,8 @@ impl Keys {
         });
         let found = fitting.next().map(|key| Arc::clone(&key.key));
         if kid.is_none() && fitting.next().is_some() {
-            return Err(Rejection::new(
+            return Err(Rejection::because(
+                "unknown_key",
                 "it names no key (`kid`) and the issuer publishes several",
             ));
         }
@@ -173,15 +189,21 @@ impl Keys {
             Err(why) => {
                 // The metadata may have moved it.
                 fetching.jwks_uri = None;
-                return Err(Rejection::new(format!("the JWKS at {jwks_uri}: {why}")));
+                return Err(Rejection::because(
+                    "keys_unavailable",
+                    format!("the JWKS at {jwks_uri}: {why}"),
+                ));
             }
         };
         let keys = usable(&set);
         if keys.is_empty() {
-            return Err(Rejection::new(format!(
-                "the JWKS at {jwks_uri} has no public signing key packhost can use (RSA, EC or \
+            return Err(Rejection::because(
+                "keys_unavailable",
+                format!(
+                    "the JWKS at {jwks_uri} has no public signing key packhost can use (RSA, EC or \
                  OKP with `use` absent or `sig`)"
-            )));
+                ),
+            ));
         }
         let count = keys.len();
         *self.known.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(keys);
@@ -193,7 +215,8 @@ impl Keys {
     /// and OpenID Connect's well-known places that answers; the metadata
     /// must name this very issuer (a mix-up otherwise).
     async fn discover(&self) -> Result<Url, Rejection> {
-        let issuer = Url::parse(&self.issuer).map_err(|e| Rejection::new(e.to_string()))?;
+        let issuer = Url::parse(&self.issuer)
+            .map_err(|e| Rejection::because("keys_unavailable", e.to_string()))?;
         let path = issuer.path().trim_end_matches('/');
         let mut rfc8414 = issuer.clone();
         rfc8414.set_path(&format!("/.well-known/oauth-authorization-server{path}"));
@@ -210,25 +233,34 @@ impl Keys {
             };
             let named = metadata.get("issuer").and_then(Value::as_str);
             if named != Some(self.issuer.as_str()) {
-                return Err(Rejection::new(format!(
-                    "the metadata at {place} is of issuer {}, not `auth.oauth.issuer` \"{}\"",
-                    named.map_or("(none)".to_owned(), |n| format!("\"{n}\"")),
-                    self.issuer
-                )));
+                return Err(Rejection::because(
+                    "keys_unavailable",
+                    format!(
+                        "the metadata at {place} is of issuer {}, not `auth.oauth.issuer` \"{}\"",
+                        named.map_or("(none)".to_owned(), |n| format!("\"{n}\"")),
+                        self.issuer
+                    ),
+                ));
             }
             return metadata
                 .get("jwks_uri")
                 .and_then(Value::as_str)
                 .and_then(|uri| Url::parse(uri).ok())
                 .ok_or_else(|| {
-                    Rejection::new(format!("the metadata at {place} has no `jwks_uri`"))
+                    Rejection::because(
+                        "keys_unavailable",
+                        format!("the metadata at {place} has no `jwks_uri`"),
+                    )
                 });
         }
-        Err(Rejection::new(format!(
-            "no metadata for issuer \"{}\": {}",
-            self.issuer,
-            tried.join("; ")
-        )))
+        Err(Rejection::because(
+            "keys_unavailable",
+            format!(
+                "no metadata for issuer \"{}\": {}",
+                self.issuer,
+                tried.join("; ")
+            ),
+        ))
     }
 
     /// The JSON document at `url`.

@@ -21,20 +21,33 @@ use crate::{
     identity::{Identity, ToolFilter},
 };
 
-/// Why an access token was refused: for the log (it never holds the token)
-/// and for `packhost check`; the caller only hears "not valid".
+/// Why an access token was refused: for the log and the audit trail (it
+/// never holds the token) and for `packhost check`; the caller only hears
+/// "not valid".
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rejection(String);
+pub struct Rejection {
+    why: String,
+    /// A short code of the fault (`expired`, `bad_signature`, ...).
+    pub reason: &'static str,
+    /// Who the token names, when the issuer's key signed it (so its claims
+    /// are the issuer's) and only a claim check failed: (org, user).
+    pub signed_for: Option<(String, Option<String>)>,
+}
 
 impl Rejection {
-    pub(super) fn new(why: impl Into<String>) -> Self {
-        Self(why.into())
+    /// Refused for `reason` (a short code), said as `why`.
+    pub(super) fn because(reason: &'static str, why: impl Into<String>) -> Self {
+        Self {
+            why: why.into(),
+            reason,
+            signed_for: None,
+        }
     }
 }
 
 impl fmt::Display for Rejection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.why)
     }
 }
 
@@ -91,23 +104,34 @@ impl Verifier {
         {
             return Ok(caller);
         }
-        let header = jsonwebtoken::decode_header(token).map_err(|e| {
-            Rejection::new(match e.kind() {
-                ErrorKind::Json(_) => "its header names no algorithm packhost knows (`none`?)",
-                _ => "not a JWT",
-            })
+        let header = jsonwebtoken::decode_header(token).map_err(|e| match e.kind() {
+            ErrorKind::Json(_) => Rejection::because(
+                "algorithm",
+                "its header names no algorithm packhost knows (`none`?)",
+            ),
+            _ => Rejection::because("malformed", "not a JWT"),
         })?;
         if !self.algorithms.contains(&header.alg) {
-            return Err(Rejection::new(format!(
-                "signed with {:?}, which `auth.oauth.algorithms` does not accept",
-                header.alg
-            )));
+            return Err(Rejection::because(
+                "algorithm",
+                format!(
+                    "signed with {:?}, which `auth.oauth.algorithms` does not accept",
+                    header.alg
+                ),
+            ));
         }
         let key = self.keys.key(header.kid.as_deref(), header.alg).await?;
         let mut validation = self.validation.clone();
         validation.algorithms = vec![header.alg];
         let claims = jsonwebtoken::decode::<Map<String, Value>>(token, &key, &validation)
-            .map_err(|e| Rejection::new(reason(e.kind())))?
+            .map_err(|e| {
+                let (code, why) = reason(e.kind());
+                let mut rejection = Rejection::because(code, why);
+                if signature_held(e.kind()) {
+                    rejection.signed_for = self.signed_for(token, &key, &validation);
+                }
+                rejection
+            })?
             .claims;
         let caller = self.caller(&claims)?;
         // `exp` is a required claim, checked above.
@@ -119,6 +143,32 @@ impl Verifier {
         Ok(caller)
     }
 
+    /// Who a token whose signature held names (its claims are the
+    /// issuer's): what the audit trail files its refusal under.
+    fn signed_for(
+        &self,
+        token: &str,
+        key: &jsonwebtoken::DecodingKey,
+        validation: &Validation,
+    ) -> Option<(String, Option<String>)> {
+        let mut signature_only = validation.clone();
+        signature_only.validate_exp = false;
+        signature_only.validate_nbf = false;
+        signature_only.validate_aud = false;
+        signature_only.iss = None;
+        signature_only.required_spec_claims.clear();
+        let claims = jsonwebtoken::decode::<Map<String, Value>>(token, key, &signature_only)
+            .ok()?
+            .claims;
+        let text = |claim: &str| claims.get(claim).and_then(Value::as_str).map(str::to_owned);
+        let org = match (&self.config.org, &self.config.org_claim) {
+            (Some(org), _) => org.clone(),
+            (None, Some(claim)) => text(claim)?,
+            (None, None) => return None,
+        };
+        Some((org, text(&self.config.user_claim)))
+    }
+
     /// The caller `claims` name, with the tools their scopes allow.
     fn caller(&self, claims: &Map<String, Value>) -> Result<Authenticated, Rejection> {
         let text = |claim: &str| {
@@ -127,7 +177,10 @@ impl Verifier {
                 .and_then(Value::as_str)
                 .filter(|v| !v.is_empty())
                 .map(str::to_owned)
-                .ok_or_else(|| Rejection::new(format!("it has no `{claim}` claim (a string)")))
+                .ok_or_else(|| {
+                    let why = format!("it has no `{claim}` claim (a string)");
+                    Rejection::because("missing_claim", why)
+                })
         };
         let user = text(&self.config.user_claim)?;
         let org = match (&self.config.org, &self.config.org_claim) {
@@ -145,9 +198,15 @@ impl Verifier {
                 .collect();
             Arc::new(ToolFilter::new(tools))
         });
+        let admin = (self.config.admin_scope.as_ref()).is_some_and(|admin| scopes.contains(admin));
         Ok(Authenticated {
             principal: sha256(&format!("oauth\n{org}\n{user}")),
-            identity: Identity { user, org, allowed },
+            identity: Identity {
+                user,
+                org,
+                allowed,
+                admin,
+            },
             scopes: Some(scopes),
         })
     }
@@ -245,21 +304,44 @@ fn granted(claim: Option<&Value>) -> Vec<String> {
     }
 }
 
-/// A checked token's fault, in words.
-fn reason(kind: &ErrorKind) -> String {
+/// A checked token's fault: a short code and the words.
+fn reason(kind: &ErrorKind) -> (&'static str, String) {
     match kind {
-        ErrorKind::InvalidSignature => "its signature does not verify with the issuer's key".into(),
-        ErrorKind::ExpiredSignature => "it has expired".into(),
-        ErrorKind::ImmatureSignature => "it is not valid yet (`nbf`)".into(),
-        ErrorKind::InvalidIssuer => "it was issued by another issuer".into(),
-        ErrorKind::InvalidAudience => {
-            "its audience is not this resource (`auth.oauth.audiences`)".into()
+        ErrorKind::InvalidSignature => (
+            "bad_signature",
+            "its signature does not verify with the issuer's key".into(),
+        ),
+        ErrorKind::ExpiredSignature => ("expired", "it has expired".into()),
+        ErrorKind::ImmatureSignature => ("not_yet_valid", "it is not valid yet (`nbf`)".into()),
+        ErrorKind::InvalidIssuer => ("wrong_issuer", "it was issued by another issuer".into()),
+        ErrorKind::InvalidAudience => (
+            "wrong_audience",
+            "its audience is not this resource (`auth.oauth.audiences`)".into(),
+        ),
+        ErrorKind::InvalidAlgorithm => (
+            "algorithm",
+            "its algorithm does not fit the issuer's key".into(),
+        ),
+        ErrorKind::MissingRequiredClaim(claim) => {
+            ("malformed", format!("it has no `{claim}` claim"))
         }
-        ErrorKind::InvalidAlgorithm => "its algorithm does not fit the issuer's key".into(),
-        ErrorKind::MissingRequiredClaim(claim) => format!("it has no `{claim}` claim"),
-        ErrorKind::InvalidClaimFormat(claim) => format!("its `{claim}` claim is malformed"),
-        _ => "it is malformed".into(),
+        ErrorKind::InvalidClaimFormat(claim) => {
+            ("malformed", format!("its `{claim}` claim is malformed"))
+        }
+        _ => ("malformed", "it is malformed".into()),
     }
+}
+
+/// Whether a token refused for `kind` had a signature that held: only a
+/// claim (time, issuer, audience) failed, checked after the signature.
+fn signature_held(kind: &ErrorKind) -> bool {
+    matches!(
+        kind,
+        ErrorKind::ExpiredSignature
+            | ErrorKind::ImmatureSignature
+            | ErrorKind::InvalidIssuer
+            | ErrorKind::InvalidAudience
+    )
 }
 
 #[cfg(test)]

@@ -142,3 +142,32 @@ fn the_metadata_names_the_resource_and_its_issuer() {
             .contains("error=\"invalid_token\"")
     );
 }
+
+#[test]
+fn the_admin_scope_makes_an_admin_whatever_the_allow_list() {
+    let verifier = verifier(
+        r#"
+        org_claim = "org"
+        scope_claim = "roles"
+        admin_scope = "packhost-admin"
+        [scopes]
+        "tools:proj" = ["proj.*"]
+        "#,
+    );
+    let admin = verifier
+        .caller(&claims(
+            json!({"sub": "ada", "org": "acme", "roles": ["tools:proj", "packhost-admin"]}),
+        ))
+        .unwrap();
+    assert!(admin.identity.admin);
+    assert!(admin.identity.may_call("packhost.audit"));
+    assert!(!admin.identity.may_call("run"), "admin is no tool grant");
+    let user = verifier
+        .caller(&claims(
+            json!({"sub": "bob", "org": "acme", "roles": ["tools:proj"]}),
+        ))
+        .unwrap();
+    assert!(!user.identity.admin);
+    assert!(!user.identity.may_call("packhost.audit"));
+    assert!(user.identity.may_call("packhost.search"));
+}

@@ -88,6 +88,7 @@ mod tests {
                 user: user.into(),
                 org: "acme".into(),
                 allowed: None,
+                admin: false,
             },
             principal: [0; 32],
             scopes: Some(Vec::new()),

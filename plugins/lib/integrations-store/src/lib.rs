@@ -72,6 +72,10 @@ pub use credentials::{Authorization, CredentialKey, CredentialRepository};
 pub use error::StoreError;
 pub use model::{Auth, Integration, NewIntegration, Sandbox, Transport};
 pub use pack_sandbox::Mode;
+/// For other tables in the same database (the audit trail's): the
+/// database string read the same way, migrations run the same way, a SQLite
+/// file created private, a URL shown without its password.
+pub use sql::{Migrations, create_private, migrator, redact};
 pub use sql::{PostgresRepository, SqliteRepository};
 
 /// Where integrations are stored. Object safe: held as
@@ -135,8 +139,8 @@ pub async fn open(database: &str) -> Result<Arc<dyn Store>, StoreError> {
     Ok(Arc::new(cache::Cached::new(repository, &path)))
 }
 
-/// The SQLite file `database` names.
-fn sqlite_path(database: &str) -> Result<PathBuf, StoreError> {
+/// The SQLite file `database` (not a `postgres://` URL) names.
+pub fn sqlite_path(database: &str) -> Result<PathBuf, StoreError> {
     let path = database.strip_prefix("sqlite://").unwrap_or(database);
     if path.is_empty() {
         return Err(StoreError::Invalid(format!(

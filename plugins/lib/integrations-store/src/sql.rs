@@ -30,7 +30,7 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// `(version, description, sql)` of each migration, oldest first.
-type Migrations = &'static [(i64, &'static str, &'static str)];
+pub type Migrations = &'static [(i64, &'static str, &'static str)];
 
 const SQLITE_MIGRATIONS: Migrations = &[
     (
@@ -483,7 +483,7 @@ impl PostgresRepository {
 /// Creates `path`, empty (which SQLite takes for a new database), readable
 /// by its owner only: it holds secrets. SQLite gives the `-wal` and `-shm`
 /// files the same mode. An existing file is left as it is.
-fn create_private(path: &Path) -> std::io::Result<()> {
+pub fn create_private(path: &Path) -> std::io::Result<()> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -519,15 +519,21 @@ impl MigrationSource<'static> for Embedded {
     }
 }
 
-async fn migrator(migrations: Migrations) -> Result<Migrator, StoreError> {
-    Migrator::new(Embedded(migrations))
+/// A migrator of `migrations`, compiled in. Other tables in the same
+/// database (the audit trail's) keep their versions in the same
+/// `_sqlx_migrations` table, in a range of their own: each migrator leaves
+/// the other's versions alone.
+pub async fn migrator(migrations: Migrations) -> Result<Migrator, StoreError> {
+    let mut migrator = Migrator::new(Embedded(migrations))
         .await
-        .map_err(|e| StoreError::Database(format!("cannot load the embedded migrations: {e}")))
+        .map_err(|e| StoreError::Database(format!("cannot load the embedded migrations: {e}")))?;
+    migrator.set_ignore_missing(true);
+    Ok(migrator)
 }
 
 /// `url` as it may be shown: the password (in the userinfo or a
 /// `password=` parameter) replaced by `***`.
-pub(crate) fn redact(url: &str) -> String {
+pub fn redact(url: &str) -> String {
     let Ok(mut parsed) = url::Url::parse(url) else {
         // Unparsable: keep the scheme and what follows the last `@`.
         return match (url.split_once("://"), url.rsplit_once('@')) {

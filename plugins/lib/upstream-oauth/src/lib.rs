@@ -42,6 +42,7 @@ use integrations_store::Store;
 pub use crate::{
     flow::{Finished, SignIn, Upstream},
     seal::{KEY_FILE_VAR, KEY_VAR, Key},
+    tokens::Bearer,
 };
 
 /// How long a user has to finish a sign-in once they were sent to it.

@@ -13,6 +13,31 @@ use serde_json::Value;
 
 use crate::{Credentials, OAuthError, http};
 
+/// What [`Credentials::bearer`] found.
+#[derive(PartialEq, Eq)]
+pub enum Bearer {
+    /// The stored token, good for a while yet.
+    Stored(String),
+    /// A token just refreshed (and stored).
+    Refreshed(String),
+    /// None: the user never signed in, or signed out.
+    None,
+    /// None any more: it expired and the server would not refresh it, so
+    /// it was forgotten.
+    Dropped,
+}
+
+impl std::fmt::Debug for Bearer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Bearer::Stored(_) => "Stored(<hidden>)",
+            Bearer::Refreshed(_) => "Refreshed(<hidden>)",
+            Bearer::None => "None",
+            Bearer::Dropped => "Dropped",
+        })
+    }
+}
+
 /// A token this close to its expiry is refreshed first (a call may take a
 /// while to reach the server), or a quarter of its lifetime when that is
 /// shorter.
@@ -128,13 +153,12 @@ impl Credentials {
             .and_then(|plain| serde_json::from_slice(&plain).ok()))
     }
 
-    /// `who`'s access token, refreshed first when it is about to expire;
-    /// `None` when they have to sign in (never did, signed out, or the
-    /// server refused to refresh).
-    pub async fn bearer(&self, who: CredentialKey<'_>) -> Result<Option<String>, OAuthError> {
+    /// `who`'s access token, refreshed first when it is about to expire,
+    /// or why they have to sign in.
+    pub async fn bearer(&self, who: CredentialKey<'_>) -> Result<Bearer, OAuthError> {
         match self.grant(who).await? {
-            Some(grant) if grant.fresh() => return Ok(Some(grant.access_token)),
-            None => return Ok(None),
+            Some(grant) if grant.fresh() => return Ok(Bearer::Stored(grant.access_token)),
+            None => return Ok(Bearer::None),
             Some(_) => {}
         }
         let lock = {
@@ -150,14 +174,14 @@ impl Credentials {
         let _refreshing = lock.lock().await;
         // Another call may have refreshed it while this one waited.
         let Some(grant) = self.grant(who).await? else {
-            return Ok(None);
+            return Ok(Bearer::None);
         };
         if grant.fresh() {
-            return Ok(Some(grant.access_token));
+            return Ok(Bearer::Stored(grant.access_token));
         }
         let Some(refresh_token) = grant.refresh_token.clone() else {
             self.forget(who).await?;
-            return Ok(None);
+            return Ok(Bearer::Dropped);
         };
         let refreshed = Grant::exchange(
             &self.http,
@@ -175,12 +199,12 @@ impl Credentials {
         match refreshed {
             Ok(refreshed) => {
                 self.keep(who, &refreshed).await?;
-                Ok(Some(refreshed.access_token))
+                Ok(Bearer::Refreshed(refreshed.access_token))
             }
             // The server will not refresh it (revoked, expired): sign in again.
             Err(refused) if refused.error.is_some() => {
                 self.forget(who).await?;
-                Ok(None)
+                Ok(Bearer::Dropped)
             }
             Err(refused) => Err(OAuthError::Upstream(format!(
                 "cannot refresh the sign-in at {}: {}",

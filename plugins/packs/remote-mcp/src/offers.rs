@@ -27,7 +27,7 @@ pub(crate) async fn serve(
     // Nobody calls it: the browser has no token.
     if method == protocol::SIGN_IN_RETURNED {
         let query = params["query"].as_str().unwrap_or_default();
-        return crate::sign_in::returned(&state, query).await;
+        return crate::sign_in::returned(&state, &ctx, query).await;
     }
     let org = organisation(&ctx)?;
     match method.as_str() {

@@ -6,9 +6,11 @@
 use std::{sync::Arc, time::Duration};
 
 use integrations_store::{Auth, CredentialKey, Integration};
-use pack_sdk::{Context, LogLevel, PackError, Value, codes, json};
+use pack_sdk::{Context, LogLevel, PackError, Value, codes, json, protocol};
 use tokio::time::Instant;
-use upstream_oauth::{CALLBACK_PATH, Credentials, Key, OAuthError, SIGN_IN_LIFETIME, Upstream};
+use upstream_oauth::{
+    Bearer, CALLBACK_PATH, Credentials, Key, OAuthError, SIGN_IN_LIFETIME, Upstream,
+};
 
 use crate::{State, organisation};
 
@@ -128,7 +130,7 @@ pub(crate) async fn bearer(
         integration_id: &integration.id,
     };
     let failed = |e| oauth_failed(integration, e);
-    if let Some(token) = credentials.bearer(who).await.map_err(failed)? {
+    if let Some(token) = usable(ctx, who, credentials.bearer(who).await.map_err(failed)?).await {
         return Ok(token);
     }
     let Some(callback) = &state.sign_in.callback else {
@@ -170,7 +172,8 @@ pub(crate) async fn bearer(
     let deadline = Instant::now() + SIGN_IN_LIFETIME;
     while Instant::now() < deadline {
         tokio::time::sleep(POLL).await;
-        if let Some(token) = credentials.bearer(who).await.map_err(failed)? {
+        let found = credentials.bearer(who).await.map_err(failed)?;
+        if let Some(token) = usable(ctx, who, found).await {
             return Ok(token);
         }
     }
@@ -197,17 +200,55 @@ pub(crate) async fn sign_out(
         integration_id: &integration.id,
     };
     let credentials = state.credentials().await?;
-    credentials
-        .forget(who)
-        .await
-        .map_err(|e| oauth_failed(integration, e))
+    let forgotten = credentials.forget(who).await;
+    let forgotten = forgotten.map_err(|e| oauth_failed(integration, e))?;
+    if forgotten {
+        audit(ctx, who, "revoked").await;
+    }
+    Ok(forgotten)
+}
+
+/// The token `found` gives a call, each step recorded in the audit trail;
+/// `None` when the caller must sign in.
+async fn usable(ctx: &Context, who: CredentialKey<'_>, found: Bearer) -> Option<String> {
+    let token = match found {
+        Bearer::Stored(token) => token,
+        Bearer::Refreshed(token) => {
+            audit(ctx, who, "refreshed").await;
+            token
+        }
+        Bearer::Dropped => {
+            audit(ctx, who, "revoked").await;
+            return None;
+        }
+        Bearer::None => return None,
+    };
+    audit(ctx, who, "used").await;
+    Some(token)
+}
+
+/// Tell the host's audit trail what happened to `who`'s credential (never
+/// the token). A host too old to keep a trail refuses the name: nothing to
+/// record then.
+async fn audit(ctx: &Context, who: CredentialKey<'_>, action: &str) {
+    let event = json!({
+        "org": who.organization_id,
+        "user": who.user_id,
+        "integration": who.integration_id,
+        "action": action,
+    });
+    let _ = ctx.call_tool(protocol::AUDIT_CREDENTIAL, event).await;
 }
 
 /// A user's browser came back from signing in (the host's
 /// `/oauth/callback/remote_mcp`, with the query it got): the sign-in it
 /// names is finished, and the call waiting for it goes on. Any state that
 /// names no sign-in under way gets the same page.
-pub(crate) async fn returned(state: &State, query: &str) -> Result<Value, PackError> {
+pub(crate) async fn returned(
+    state: &State,
+    ctx: &Context,
+    query: &str,
+) -> Result<Value, PackError> {
     let mut returned = std::collections::HashMap::new();
     for (name, value) in url::form_urlencoded::parse(query.as_bytes()) {
         returned.insert(name.into_owned(), value.into_owned());
@@ -228,6 +269,12 @@ pub(crate) async fn returned(state: &State, query: &str) -> Result<Value, PackEr
     let credentials = state.credentials().await?;
     match credentials.finish(sign_in, code).await {
         Ok(finished) => {
+            let who = CredentialKey {
+                organization_id: &finished.organization_id,
+                user_id: &finished.user_id,
+                integration_id: &finished.integration_id,
+            };
+            audit(ctx, who, "granted").await;
             state.host.log(
                 LogLevel::Info,
                 &format!(

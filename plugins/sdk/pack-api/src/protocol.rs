@@ -89,6 +89,12 @@ pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
 /// say whose sign-in it finishes.
 pub const SIGN_IN_RETURNED: &str = "sign-in/returned";
 
+/// Host, record in the audit trail what happened to a user's credential to
+/// an upstream server: arguments `{"org", "user", "integration", "action"}`,
+/// the action one of `granted`, `used`, `refreshed`, `revoked`; the result
+/// is `{}` (also when the trail is off). Never a token.
+pub const AUDIT_CREDENTIAL: &str = "audit/credential";
+
 /// Host, I follow the URI of this [`RESOURCES_SUBSCRIBE`] call now:
 /// arguments `{}`; the result is `{}`. The client's subscribe succeeds.
 pub const SUBSCRIBED: &str = "resources/subscribed";
