@@ -16,7 +16,7 @@ use abi_stable::{
 };
 use catalog_search::Searcher;
 use futures_util::FutureExt as _;
-use pack_api::{CallContext_TO, Catalog, FunctionSpec, Owner};
+use pack_api::{CallContext_TO, FunctionSpec, Owner};
 use packhost_command::{Call, Front, Language, Plan};
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -148,11 +148,6 @@ impl Executor {
 
     fn registry(&self) -> Arc<Registry> {
         Arc::clone(&self.registry.read().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    /// Every tool of every pack, whoever may call it.
-    pub fn whole_catalog(&self) -> Arc<Catalog> {
-        Arc::clone(&self.registry().admin_catalog)
     }
 
     /// The registry as `identity` sees it: every name a caller gives is
