@@ -6,7 +6,8 @@
 //! 2025-11-25, an `input_required` URL request on 2026-07-28), their
 //! browser comes back to packhost's `/oauth/callback`, and their call goes
 //! on as them. A sign-in link works once; tokens are sealed in the
-//! database and appear nowhere else.
+//! database and appear nowhere else. The official TypeScript SDK client
+//! goes through the same sign-in (`tests/official-clients/per-user.mjs`).
 
 use std::time::Duration;
 
@@ -14,6 +15,7 @@ use packhost_tests::{
     downstream::{free_port, integrations},
     http::{Events, HttpHost, RawSession, token, web_client},
     oauth::{Provider, Upstream, sign_in},
+    official::script_lines,
     packhost_command,
 };
 use serde_json::{Value, json};
@@ -432,4 +434,29 @@ async fn an_expired_token_is_refreshed_and_an_expired_refresh_asks_again() {
     assert!(setup.upstream.calls().is_empty());
     let expected = [("ada", "granted"), ("ada", "refreshed"), ("ada", "revoked")];
     setup.credential_events(&expected).await;
+}
+
+#[tokio::test]
+async fn the_official_typescript_client_signs_its_user_in_when_asked() {
+    let mut setup = setup((300, 3600)).await;
+    let spec = json!({
+        "url": setup.host.url(),
+        "token": setup.bob,
+        "integration": setup.id,
+        "login": "bob",
+        "callback": setup.callback(),
+    });
+    let lines = script_lines("node", "per-user.mjs", &spec, &setup.host).await;
+    let line = |key: &str| {
+        let found = lines.iter().find_map(|line| line.get(key));
+        found
+            .cloned()
+            .unwrap_or_else(|| panic!("no {key} in {lines:?}"))
+    };
+    assert_eq!(line("asked")["mode"], "url", "{lines:?}");
+    assert_eq!(line("page"), 200, "{lines:?}");
+    assert_eq!(answered(&line("result")), "bob", "{lines:?}");
+    let calls = setup.upstream.calls();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0].sub, "bob");
 }
