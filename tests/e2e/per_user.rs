@@ -454,6 +454,12 @@ async fn the_official_typescript_client_signs_its_user_in_when_asked() {
             .unwrap_or_else(|| panic!("no {key} in {lines:?}"))
     };
     assert_eq!(line("asked")["mode"], "url", "{lines:?}");
+    // Told when the sign-in was done, under the question's id.
+    assert_eq!(
+        line("completed"),
+        line("asked")["elicitationId"],
+        "{lines:?}"
+    );
     assert_eq!(line("page"), 200, "{lines:?}");
     assert_eq!(answered(&line("result")), "bob", "{lines:?}");
     let calls = setup.upstream.calls();

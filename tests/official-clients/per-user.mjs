@@ -8,8 +8,11 @@
 //
 // SPEC: {"url", "token", "integration", "login", "callback"}
 // Prints JSON lines: {"asked": the elicitation's params}, {"page": the
-// callback's status}, then {"result": ...} of `remote_mcp.execute_tool`
-// (`whoami`), which the SDK checked against the tool's output schema.
+// callback's status}, {"result": ...} of `remote_mcp.execute_tool`
+// (`whoami`), which the SDK checked against the tool's output schema, and
+// {"completed": elicitationId} once packhost said the sign-in is done
+// (`notifications/elicitation/complete`, on the session's GET stream;
+// waited for 5 s at most).
 
 import { readFileSync } from 'node:fs';
 
@@ -18,7 +21,7 @@ import { load } from './sdk.mjs';
 
 const { Client } = await load('client/index.js');
 const { StreamableHTTPClientTransport } = await load('client/streamableHttp.js');
-const { ElicitRequestSchema } = await load('types.js');
+const { ElicitRequestSchema, ElicitationCompleteNotificationSchema } = await load('types.js');
 
 const emit = (line) => process.stdout.write(`${JSON.stringify(line)}\n`);
 const spec = JSON.parse(readFileSync(process.argv[2], 'utf8'));
@@ -27,6 +30,9 @@ const client = new Client(
   { name: 'packhost-e2e-per-user', version: '0' },
   { capabilities: { elicitation: { url: {} } } },
 );
+const completed = new Promise((done) => {
+  client.setNotificationHandler(ElicitationCompleteNotificationSchema, ({ params }) => done(params.elicitationId));
+});
 client.setRequestHandler(ElicitRequestSchema, async ({ params }) => {
   emit({ asked: params });
   if (params.mode !== 'url') return { action: 'decline' };
@@ -43,4 +49,6 @@ const result = await client.callTool({
   arguments: { integrationId: spec.integration, toolName: 'whoami' },
 });
 emit({ result });
+const waited = new Promise((done) => { setTimeout(() => done(null), 5000); });
+emit({ completed: await Promise.race([completed, waited]) });
 await client.close();

@@ -53,6 +53,13 @@ pub trait Ask: Send + Sync {
     ) -> Pin<Box<dyn Future<Output = Result<Answers, Failure>> + Send>> {
         self.ask(questions)
     }
+
+    /// Tell the client that what URL elicitation `id` sent its user to do
+    /// is done (`notifications/elicitation/complete`), where the wire has
+    /// it; a wire without it (2026-07-28's retries) has nothing to tell.
+    fn elicitation_complete(&self, _id: String) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        Box::pin(std::future::ready(()))
+    }
 }
 
 /// Who is calling and how to reach back: given by the transport.

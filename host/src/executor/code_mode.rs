@@ -92,6 +92,20 @@ impl CallContext for PackCallContext {
                 ask.ask(questions).await.map(Value::Object)
             });
         }
+        if name.as_str() == protocol::ELICITATION_COMPLETE {
+            return self.nested(name, move |_, name, caller| async move {
+                #[derive(serde::Deserialize)]
+                #[serde(rename_all = "camelCase")]
+                struct Completed {
+                    elicitation_id: String,
+                }
+                let completed: Completed = json_of(&name, &args)?;
+                if let Some(ask) = caller.ask {
+                    ask.elicitation_complete(completed.elicitation_id).await;
+                }
+                Ok(Value::Object(Default::default()))
+            });
+        }
         if name.as_str() == protocol::AUDIT_CREDENTIAL {
             return self.nested(name, move |executor, name, caller| async move {
                 let event: CredentialEvent = json_of(&name, &args)?;

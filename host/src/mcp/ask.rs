@@ -7,10 +7,13 @@
 
 use std::{future::Future, pin::Pin};
 
-use pack_api::codes;
+use pack_api::{codes, protocol};
 use rmcp::{
     ErrorData, RoleServer,
-    model::{ClientCapabilities, GetExtensions as _, InputRequest, RequestId, ServerRequest},
+    model::{
+        ClientCapabilities, CustomNotification, GetExtensions as _, InputRequest, RequestId,
+        ServerNotification, ServerRequest,
+    },
     service::{OriginatingRequestId, Peer},
 };
 use serde_json::{Value, json};
@@ -160,6 +163,29 @@ impl Ask for PeerAsk {
             futures_util::future::try_join_all(asked)
                 .await
                 .map(|answers| answers.into_iter().collect())
+        })
+    }
+
+    fn elicitation_complete(&self, id: String) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        self.completed(id)
+    }
+}
+
+impl PeerAsk {
+    /// `notifications/elicitation/complete` for elicitation `id` (rmcp has
+    /// no type for it; it goes on the session's own stream).
+    fn completed(&self, id: String) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        let peer = self.peer.clone();
+        Box::pin(async move {
+            let params = json!({ "elicitationId": id });
+            let notification =
+                CustomNotification::new(protocol::ELICITATION_COMPLETE, Some(params));
+            let sent = peer
+                .send_notification(ServerNotification::CustomNotification(notification))
+                .await;
+            if let Err(e) = sent {
+                tracing::debug!(error = %e, "elicitation/complete not delivered");
+            }
         })
     }
 }

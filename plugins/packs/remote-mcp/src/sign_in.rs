@@ -174,6 +174,7 @@ pub(crate) async fn bearer(
         tokio::time::sleep(POLL).await;
         let found = credentials.bearer(who).await.map_err(failed)?;
         if let Some(token) = usable(ctx, who, found).await {
+            ctx.elicitation_complete(&sign_in.id).await;
             return Ok(token);
         }
     }

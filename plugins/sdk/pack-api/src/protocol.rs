@@ -89,6 +89,12 @@ pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
 /// say whose sign-in it finishes.
 pub const SIGN_IN_RETURNED: &str = "sign-in/returned";
 
+/// Host, tell this call's client that what its URL elicitation
+/// `{"elicitationId"}` sent the user to do is done (MCP's
+/// `notifications/elicitation/complete`); the result is `{}`. A wire
+/// without it (2026-07-28) has nothing to tell.
+pub const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
+
 /// Host, record in the audit trail what happened to a user's credential to
 /// an upstream server: arguments `{"org", "user", "integration", "action"}`,
 /// the action one of `granted`, `used`, `refreshed`, `revoked`; the result

@@ -160,6 +160,14 @@ impl Context {
         decode(answer, "an elicitation result (`action`)")
     }
 
+    /// Tell the client that what URL elicitation `id` sent the user to do
+    /// is done (see [`Question::elicit_url`]), where the wire has a way to
+    /// say so; best effort.
+    pub async fn elicitation_complete(&self, id: &str) {
+        let done = json!({ "elicitationId": id });
+        let _ = self.call_tool(protocol::ELICITATION_COMPLETE, done).await;
+    }
+
     /// Ask the client's model (see [`Question::sample`]); the answer is
     /// MCP's `CreateMessageResult` (`role`, `content`, `model`).
     pub async fn sample(&self, params: Value) -> Result<Value, PackError> {
