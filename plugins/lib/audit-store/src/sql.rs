@@ -1,16 +1,16 @@
 //! The two backends, one implementation written once by the `log!` macro
 //! for each pool type; the SQL is the same text for both.
 
-use std::{path::Path, str::FromStr, time::Duration, time::SystemTime};
+use std::{
+    path::Path,
+    time::{Duration, SystemTime},
+};
 
-use integrations_store::{Migrations, StoreError, create_private, migrator, redact};
+use integrations_store::{Migrations, StoreError, postgres_pool, sqlite_pool};
 use sqlx::{
-    Connection as _, QueryBuilder,
-    postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions},
-    sqlite::{
-        SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
-        SqliteSynchronous,
-    },
+    QueryBuilder,
+    postgres::PgPool,
+    sqlite::{SqlitePool, SqliteSynchronous},
 };
 
 use crate::{AuditLog, Event, Filter, Kind, Retention, Scope, time};
@@ -18,10 +18,6 @@ use crate::{AuditLog, Event, Filter, Kind, Retention, Scope, time};
 /// Connections per pool: one writer in the background, a reader now and
 /// then.
 const MAX_CONNECTIONS: u32 = 2;
-/// How long a query waits for a pooled connection.
-const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a SQLite statement waits for another connection's write lock.
-const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 const SQLITE_MIGRATIONS: Migrations = &[(
     1001,
@@ -237,46 +233,17 @@ log!(
 
 impl SqliteLog {
     /// Opens the SQLite file at `path`, creating it (private) and its
-    /// parent directories when missing, and migrates it.
+    /// parent directories when missing, and migrates it. In WAL mode
+    /// NORMAL syncs at checkpoints, not at every commit: a power cut may
+    /// lose the last batches, never corrupt the file.
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
-        let shown = path.display();
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| {
-                StoreError::Database(format!(
-                    "cannot create directory `{}` for SQLite database `{shown}`: {e}",
-                    parent.display()
-                ))
-            })?;
-        }
-        create_private(path).map_err(|e| {
-            StoreError::Database(format!("cannot create SQLite database `{shown}`: {e}"))
-        })?;
-        // In WAL mode NORMAL syncs at checkpoints, not at every commit: a
-        // power cut may lose the last batches, never corrupt the file.
-        let options = SqliteConnectOptions::new()
-            .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(SQLITE_BUSY_TIMEOUT);
-        // One connection first: it fails at once with the real error.
-        let first = SqliteConnection::connect_with(&options)
-            .await
-            .map_err(|e| failed(&format!("open SQLite database `{shown}`"), e))?;
-        let _ = first.close().await;
-        let pool = SqlitePoolOptions::new()
-            .max_connections(MAX_CONNECTIONS)
-            .test_before_acquire(false)
-            .acquire_timeout(ACQUIRE_TIMEOUT)
-            .connect_lazy_with(options);
-        migrator(SQLITE_MIGRATIONS)
-            .await?
-            .run(&pool)
-            .await
-            .map_err(|e| {
-                StoreError::Database(format!("cannot migrate SQLite database `{shown}`: {e}"))
-            })?;
-        Ok(Self { pool })
+        let pool = sqlite_pool(
+            path,
+            MAX_CONNECTIONS,
+            SqliteSynchronous::Normal,
+            SQLITE_MIGRATIONS,
+        );
+        Ok(Self { pool: pool.await? })
     }
 }
 
@@ -284,28 +251,7 @@ impl PostgresLog {
     /// Connects to the PostgreSQL database at `url` and migrates it. Errors
     /// show the URL without its password.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
-        let shown = redact(url);
-        let options = PgConnectOptions::from_str(url).map_err(|e| {
-            StoreError::Invalid(format!(
-                "database `{shown}` is not a PostgreSQL URL ({e}); \
-                 give `postgres://user:password@host:port/database`"
-            ))
-        })?;
-        let first = PgConnection::connect_with(&options)
-            .await
-            .map_err(|e| failed(&format!("connect to PostgreSQL database `{shown}`"), e))?;
-        let _ = first.close().await;
-        let pool = PgPoolOptions::new()
-            .max_connections(MAX_CONNECTIONS)
-            .acquire_timeout(ACQUIRE_TIMEOUT)
-            .connect_lazy_with(options);
-        migrator(POSTGRES_MIGRATIONS)
-            .await?
-            .run(&pool)
-            .await
-            .map_err(|e| {
-                StoreError::Database(format!("cannot migrate PostgreSQL database `{shown}`: {e}"))
-            })?;
-        Ok(Self { pool })
+        let pool = postgres_pool(url, MAX_CONNECTIONS, POSTGRES_MIGRATIONS);
+        Ok(Self { pool: pool.await? })
     }
 }

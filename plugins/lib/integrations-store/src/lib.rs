@@ -72,10 +72,9 @@ pub use credentials::{Authorization, CredentialKey, CredentialRepository};
 pub use error::StoreError;
 pub use model::{Auth, Integration, NewIntegration, Sandbox, Transport};
 pub use pack_sandbox::Mode;
-/// For other tables in the same database (the audit trail's): the
-/// database string read the same way, migrations run the same way, a SQLite
-/// file created private, a URL shown without its password.
-pub use sql::{Migrations, create_private, migrator, redact};
+/// For stores of their own (the audit trail's): pools opened, made private
+/// and migrated the same way, a URL shown without its password.
+pub use sql::{Migrations, postgres_pool, redact, sqlite_pool};
 pub use sql::{PostgresRepository, SqliteRepository};
 
 /// Where integrations are stored. Object safe: held as

@@ -14,6 +14,7 @@ use sqlx::{
     postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions},
     sqlite::{
         SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
+        SqliteSynchronous,
     },
 };
 
@@ -407,45 +408,13 @@ impl SqliteRepository {
     /// Opens the SQLite file at `path`, creating it and its parent
     /// directories when missing, and migrates it.
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
-        let shown = path.display();
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| {
-                StoreError::Database(format!(
-                    "cannot create directory `{}` for SQLite database `{shown}`: {e}",
-                    parent.display()
-                ))
-            })?;
-        }
-        create_private(path).map_err(|e| {
-            StoreError::Database(format!("cannot create SQLite database `{shown}`: {e}"))
-        })?;
-        let options = SqliteConnectOptions::new()
-            .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .busy_timeout(SQLITE_BUSY_TIMEOUT);
-        // One connection first: it fails at once with the real error, where
-        // a pool would retry until its timeout.
-        let first = SqliteConnection::connect_with(&options)
-            .await
-            .map_err(|e| failed(&format!("open SQLite database `{shown}`"), e))?;
-        let _ = first.close().await;
-        // A SQLite connection is a file handle that does not go stale: the
-        // ping sqlx sends before handing one out would be a wasted trip to
-        // its worker thread on every lookup.
-        let pool = SqlitePoolOptions::new()
-            .max_connections(MAX_CONNECTIONS)
-            .test_before_acquire(false)
-            .acquire_timeout(ACQUIRE_TIMEOUT)
-            .connect_lazy_with(options);
-        migrator(SQLITE_MIGRATIONS)
-            .await?
-            .run(&pool)
-            .await
-            .map_err(|e| {
-                StoreError::Database(format!("cannot migrate SQLite database `{shown}`: {e}"))
-            })?;
-        Ok(Self { pool })
+        let pool = sqlite_pool(
+            path,
+            MAX_CONNECTIONS,
+            SqliteSynchronous::Full,
+            SQLITE_MIGRATIONS,
+        );
+        Ok(Self { pool: pool.await? })
     }
 }
 
@@ -453,31 +422,85 @@ impl PostgresRepository {
     /// Connects to the PostgreSQL database at `url` (`postgres://…`) and
     /// migrates it. Errors show the URL without its password.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
-        let shown = redact(url);
-        let options = PgConnectOptions::from_str(url).map_err(|e| {
-            StoreError::Invalid(format!(
-                "database `{shown}` is not a PostgreSQL URL ({e}); \
-                 give `postgres://user:password@host:port/database`"
+        let pool = postgres_pool(url, MAX_CONNECTIONS, POSTGRES_MIGRATIONS);
+        Ok(Self { pool: pool.await? })
+    }
+}
+
+/// A pool of `max_connections` on the SQLite file at `path` (created
+/// private, with its folders, when missing; WAL mode), migrated with
+/// `migrations`; `synchronous` says how often commits reach the disk.
+pub async fn sqlite_pool(
+    path: &Path,
+    max_connections: u32,
+    synchronous: SqliteSynchronous,
+    migrations: Migrations,
+) -> Result<SqlitePool, StoreError> {
+    let shown = path.display();
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            StoreError::Database(format!(
+                "cannot create directory `{}` for SQLite database `{shown}`: {e}",
+                parent.display()
             ))
         })?;
-        // One connection first, to fail fast (as for SQLite).
-        let first = PgConnection::connect_with(&options)
-            .await
-            .map_err(|e| failed(&format!("connect to PostgreSQL database `{shown}`"), e))?;
-        let _ = first.close().await;
-        let pool = PgPoolOptions::new()
-            .max_connections(MAX_CONNECTIONS)
-            .acquire_timeout(ACQUIRE_TIMEOUT)
-            .connect_lazy_with(options);
-        migrator(POSTGRES_MIGRATIONS)
-            .await?
-            .run(&pool)
-            .await
-            .map_err(|e| {
-                StoreError::Database(format!("cannot migrate PostgreSQL database `{shown}`: {e}"))
-            })?;
-        Ok(Self { pool })
     }
+    create_private(path).map_err(|e| {
+        StoreError::Database(format!("cannot create SQLite database `{shown}`: {e}"))
+    })?;
+    let options = SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(synchronous)
+        .busy_timeout(SQLITE_BUSY_TIMEOUT);
+    // One connection first: it fails at once with the real error, where
+    // a pool would retry until its timeout.
+    let first = SqliteConnection::connect_with(&options)
+        .await
+        .map_err(|e| failed(&format!("open SQLite database `{shown}`"), e))?;
+    let _ = first.close().await;
+    // A SQLite connection is a file handle that does not go stale: the
+    // ping sqlx sends before handing one out would be a wasted trip to
+    // its worker thread on every lookup.
+    let pool = SqlitePoolOptions::new()
+        .max_connections(max_connections)
+        .test_before_acquire(false)
+        .acquire_timeout(ACQUIRE_TIMEOUT)
+        .connect_lazy_with(options);
+    migrator(migrations).await?.run(&pool).await.map_err(|e| {
+        StoreError::Database(format!("cannot migrate SQLite database `{shown}`: {e}"))
+    })?;
+    Ok(pool)
+}
+
+/// A pool of `max_connections` on the PostgreSQL database at `url`,
+/// migrated with `migrations`. Errors show the URL without its password.
+pub async fn postgres_pool(
+    url: &str,
+    max_connections: u32,
+    migrations: Migrations,
+) -> Result<PgPool, StoreError> {
+    let shown = redact(url);
+    let options = PgConnectOptions::from_str(url).map_err(|e| {
+        StoreError::Invalid(format!(
+            "database `{shown}` is not a PostgreSQL URL ({e}); \
+             give `postgres://user:password@host:port/database`"
+        ))
+    })?;
+    // One connection first, to fail fast (as for SQLite).
+    let first = PgConnection::connect_with(&options)
+        .await
+        .map_err(|e| failed(&format!("connect to PostgreSQL database `{shown}`"), e))?;
+    let _ = first.close().await;
+    let pool = PgPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(ACQUIRE_TIMEOUT)
+        .connect_lazy_with(options);
+    migrator(migrations).await?.run(&pool).await.map_err(|e| {
+        StoreError::Database(format!("cannot migrate PostgreSQL database `{shown}`: {e}"))
+    })?;
+    Ok(pool)
 }
 
 /// Creates `path`, empty (which SQLite takes for a new database), readable
