@@ -83,6 +83,12 @@ enum Action {
         /// server's metadata lists).
         #[arg(long, value_name = "SCOPES", requires = "per_user")]
         oauth_scope: Option<String>,
+        /// With `--per-user`, for a server that trusts the same identity
+        /// provider as packhost: the account a user signs in with there
+        /// must be their own (its `sub` their packhost user), so a sign-in
+        /// link opened by someone else stores nothing.
+        #[arg(long, requires = "per_user")]
+        oauth_same_user: bool,
         /// Time limit of one call to this server.
         #[arg(long)]
         timeout_ms: Option<u64>,
@@ -229,6 +235,7 @@ impl IntegrationsCommand {
                 oauth_client_id,
                 oauth_client_secret_env,
                 oauth_scope,
+                oauth_same_user,
                 timeout_ms,
                 read,
                 write,
@@ -266,6 +273,7 @@ impl IntegrationsCommand {
                             .map(secret_from)
                             .transpose()?,
                         scope: oauth_scope,
+                        same_user: oauth_same_user,
                     }),
                     (Some(var), _, _) => Some(Auth::Bearer {
                         token: secret_from(&var)?,

@@ -37,9 +37,10 @@ struct Setup {
 }
 
 /// A packhost serving `remote_mcp` (and `exec_py`) to ada and bob of acme,
-/// whose integration `tracker` is the upstream, per user; the provider's
-/// tokens last `lifetimes` (access, refresh) seconds.
-async fn setup(lifetimes: (u64, u64)) -> Setup {
+/// whose integration `tracker` is the upstream, per user (added with
+/// `options` too); the provider's tokens last `lifetimes` (access, refresh)
+/// seconds.
+async fn setup(lifetimes: (u64, u64), options: &[&str]) -> Setup {
     let provider =
         Provider::for_users(&[("ada", "acme"), ("bob", "acme")], &["tracker"], lifetimes).await;
     let upstream = Upstream::start(&provider.issuer).await;
@@ -64,7 +65,7 @@ async fn setup(lifetimes: (u64, u64)) -> Setup {
         &upstream.url,
         "--per-user",
     ];
-    let id = integrations(dir.path(), &add, &[]);
+    let id = integrations(dir.path(), &[&add[..], options].concat(), &[]);
     let env = [("PACKHOST_CREDENTIALS_KEY", KEY)];
     let host = HttpHost::start_at(dir, &format!("127.0.0.1:{port}"), &[], &env).await;
     Setup {
@@ -215,7 +216,7 @@ fn call(id: u64, tool: &str, arguments: Value) -> Value {
 
 #[tokio::test]
 async fn each_user_signs_in_once_and_reaches_the_upstream_as_themselves() {
-    let mut setup = setup((300, 3600)).await;
+    let mut setup = setup((300, 3600), &[]).await;
     let ada = setup.ada.clone();
     let bob = setup.bob.clone();
 
@@ -402,7 +403,7 @@ async fn each_user_signs_in_once_and_reaches_the_upstream_as_themselves() {
 #[tokio::test]
 async fn an_expired_token_is_refreshed_and_an_expired_refresh_asks_again() {
     // Access tokens last 2 s, refresh tokens 8 s.
-    let mut setup = setup((2, 8)).await;
+    let mut setup = setup((2, 8), &[]).await;
     let ada = setup.ada.clone();
     let first = setup.sign_in_stateless(&ada, "ada").await;
     // Her tokens were issued before now.
@@ -438,7 +439,7 @@ async fn an_expired_token_is_refreshed_and_an_expired_refresh_asks_again() {
 
 #[tokio::test]
 async fn the_official_typescript_client_signs_its_user_in_when_asked() {
-    let mut setup = setup((300, 3600)).await;
+    let mut setup = setup((300, 3600), &[]).await;
     let spec = json!({
         "url": setup.host.url(),
         "token": setup.bob,
@@ -465,4 +466,29 @@ async fn the_official_typescript_client_signs_its_user_in_when_asked() {
     let calls = setup.upstream.calls();
     assert_eq!(calls.len(), 1, "{calls:?}");
     assert_eq!(calls[0].sub, "bob");
+}
+
+#[tokio::test]
+async fn a_sign_in_link_opened_by_someone_else_stores_nothing() {
+    // The upstream trusts packhost's provider: its `sub` must be the user.
+    let mut setup = setup((300, 3600), &["--oauth-same-user"]).await;
+    let bob = setup.bob.clone();
+    let asked = setup
+        .stateless(&bob, "remote_mcp.execute_tool", setup.whoami(), None)
+        .await;
+    let (_, link, _) = url_question(&asked);
+    // Ada opens bob's link and signs in as herself.
+    let back = sign_in(&link, "ada", &setup.callback()).await;
+    let (status, page) = open(&back).await;
+    assert_eq!(status, 403, "{page}\n{}", setup.host.stderr());
+    assert!(page.contains("another account"), "{page}");
+    // Nothing was stored for bob: he is asked again, signs in himself, and
+    // reaches the upstream as bob.
+    let again = setup.sign_in_stateless(&bob, "bob").await;
+    assert_eq!(answered(&again), "bob", "{again}");
+    let calls = setup.upstream.calls();
+    assert_eq!(
+        calls.iter().map(|c| c.sub.as_str()).collect::<Vec<_>>(),
+        ["bob"]
+    );
 }

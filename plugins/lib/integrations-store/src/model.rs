@@ -105,6 +105,12 @@ pub enum Auth {
         /// The scopes to ask for; `None`: those the server's metadata lists.
         #[serde(default)]
         scope: Option<String>,
+        /// The account a user signs in with there must be theirs: the
+        /// token's `sub` must be their packhost user (an upstream that
+        /// trusts the same identity provider), so a sign-in link opened by
+        /// someone else stores nothing.
+        #[serde(default)]
+        same_user: bool,
     },
 }
 
@@ -253,11 +259,13 @@ impl fmt::Debug for Auth {
                 client_id,
                 client_secret,
                 scope,
+                same_user,
             } => f
                 .debug_struct("PerUser")
                 .field("client_id", client_id)
                 .field("client_secret", &client_secret.as_ref().map(|_| HIDDEN))
                 .field("scope", scope)
+                .field("same_user", same_user)
                 .finish(),
         }
     }

@@ -160,6 +160,7 @@ fn auth(auth: &Auth, transport: &Transport) -> Result<(), StoreError> {
             client_id,
             client_secret,
             scope,
+            ..
         } => {
             if !matches!(transport, Transport::Http { .. }) {
                 return invalid(

@@ -19,6 +19,9 @@ pub struct Upstream<'a> {
     pub client_secret: Option<&'a str>,
     /// The scopes to ask for, if not those the server lists.
     pub scope: Option<&'a str>,
+    /// The account signed in with must be the user's own: the `sub` of the
+    /// token the server's authorization server gives must be their user id.
+    pub same_user: bool,
 }
 
 /// A sign-in started: where to send the user.
@@ -52,6 +55,9 @@ struct Pending {
     client_id: String,
     client_secret: Option<String>,
     resource: String,
+    /// With [`Upstream::same_user`]: the user the token must be for.
+    #[serde(default)]
+    user: Option<String>,
 }
 
 /// What a sign-in's sealed record is bound to.
@@ -129,6 +135,7 @@ impl Credentials {
             client_id,
             client_secret,
             resource: server.resource,
+            user: upstream.same_user.then(|| who.user_id.to_owned()),
         };
         let plain = serde_json::to_vec(&pending).expect("strings serialize");
         let lifetime = SIGN_IN_LIFETIME.as_secs() as i64;
@@ -190,6 +197,13 @@ impl Credentials {
                 refused.said
             ))
         })?;
+        // The token came straight from the token endpoint, for this code
+        // and verifier: its claims are read as it says them.
+        if let Some(user) = &pending.user
+            && grant.subject().as_ref() != Some(user)
+        {
+            return Err(OAuthError::WrongUser);
+        }
         self.keep(who, &grant).await?;
         Ok(Finished {
             organization_id: taken.organization_id.clone(),

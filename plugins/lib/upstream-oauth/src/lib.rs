@@ -63,6 +63,9 @@ pub enum OAuthError {
     /// A callback that matches no sign-in under way: unknown, used or
     /// expired. Says nothing more, to anyone.
     UnknownSignIn,
+    /// The account signed in with is not the user's the sign-in was made
+    /// for (an integration with `same_user`): nothing was stored.
+    WrongUser,
     /// The integrations database failed.
     Store(String),
 }
@@ -75,6 +78,9 @@ impl std::fmt::Display for OAuthError {
             }
             OAuthError::UnknownSignIn => {
                 f.write_str("this sign-in link is not valid: it expired or was used already")
+            }
+            OAuthError::WrongUser => {
+                f.write_str("the account signed in with is not the user's this link was made for")
             }
         }
     }

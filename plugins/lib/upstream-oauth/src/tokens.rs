@@ -7,6 +7,7 @@ use std::{
     time::{SystemTime, UNIX_EPOCH},
 };
 
+use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
 use integrations_store::CredentialKey;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -119,6 +120,13 @@ impl Grant {
             client_secret,
             resource,
         })
+    }
+
+    /// The `sub` of the access token, when it is a JWT.
+    pub(crate) fn subject(&self) -> Option<String> {
+        let payload = self.access_token.split('.').nth(1)?;
+        let claims: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).ok()?).ok()?;
+        claims.get("sub")?.as_str().map(str::to_owned)
     }
 
     fn fresh(&self) -> bool {

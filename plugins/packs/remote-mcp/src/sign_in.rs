@@ -93,7 +93,9 @@ fn oauth_failed(integration: &Integration, e: OAuthError) -> PackError {
     match e {
         OAuthError::Config(why) => not_set_up(&why),
         OAuthError::Upstream(_) => PackError::new(codes::UPSTREAM_ERROR, message),
-        OAuthError::UnknownSignIn | OAuthError::Store(_) => PackError::internal(message),
+        OAuthError::UnknownSignIn | OAuthError::WrongUser | OAuthError::Store(_) => {
+            PackError::internal(message)
+        }
     }
 }
 
@@ -108,6 +110,7 @@ pub(crate) async fn bearer(
         client_id,
         client_secret,
         scope,
+        same_user,
     }) = &integration.auth
     else {
         unreachable!("only per-user integrations sign their callers in")
@@ -147,6 +150,7 @@ pub(crate) async fn bearer(
         client_id: client_id.as_deref(),
         client_secret: client_secret.as_deref(),
         scope: scope.as_deref(),
+        same_user: *same_user,
     };
     let sign_in = credentials
         .begin(who, upstream, callback)
@@ -290,6 +294,12 @@ pub(crate) async fn returned(
             )
         }
         Err(OAuthError::UnknownSignIn) => page(400, "Not signed in", NOT_VALID),
+        Err(OAuthError::WrongUser) => page(
+            403,
+            "Not signed in",
+            "You signed in with another account than the one this link was made for. Nothing \
+             was stored; the link is used up.",
+        ),
         Err(e) => {
             state.host.log(
                 LogLevel::Warn,
