@@ -75,19 +75,8 @@ impl Setup {
         arguments: Value,
         retry: Option<(Value, &str)>,
     ) -> Value {
-        let mut params = json!({
-            "name": name,
-            "arguments": arguments,
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientInfo": {"name": "audit-test", "version": "1"},
-                "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
-            },
-        });
-        if let Some((responses, state)) = retry {
-            params["inputResponses"] = responses;
-            params["requestState"] = json!(state);
-        }
+        let forms = json!({"elicitation": {}});
+        let params = HttpHost::stateless_params(name, arguments, forms, retry);
         let messages = self.host.stateless_call(token, &params).await;
         messages.last().cloned().expect("a response")
     }
