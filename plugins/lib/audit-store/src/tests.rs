@@ -1,20 +1,12 @@
-//! Every case runs on both backends: `sqlite::<case>` on a file in a fresh
-//! temporary directory, `postgres::<case>` on a fresh database created
-//! through `PACKHOST_TEST_POSTGRES_URL`, as the integrations store's tests
-//! do (`./dev test` sets it; without it the PostgreSQL cases fail under
-//! `CI` and are skipped, loudly, elsewhere).
+//! Every case runs on both backends, on the integrations store's harness
+//! (`integrations_store::testing`): `sqlite::<case>` on a fresh file,
+//! `postgres::<case>` on a fresh database.
 
-use std::{
-    future::Future,
-    time::{Duration, SystemTime},
-};
+use std::time::{Duration, SystemTime};
 
 use serde_json::json;
-use sqlx::Connection as _;
 
 use crate::{CredentialAction, Event, Filter, Kind, Retention, Scope, Who, open, time};
-
-const POSTGRES_URL_VAR: &str = "PACKHOST_TEST_POSTGRES_URL";
 
 fn who(org: &str, user: &str) -> Who {
     Who {
@@ -238,107 +230,13 @@ async fn the_integrations_share_the_database(database: String) {
     assert_eq!(log.query(&Filter::new(Scope::All)).await.unwrap().len(), 1);
 }
 
-/// Runs each case on both backends: `sqlite::<case>`, `postgres::<case>`.
-macro_rules! on_both_backends {
-    ($($case:ident),* $(,)?) => {
-        mod sqlite {
-            $(#[tokio::test]
-            async fn $case() {
-                super::on_sqlite(super::$case).await;
-            })*
-        }
-        mod postgres {
-            $(#[tokio::test]
-            async fn $case() {
-                super::on_postgres(super::$case).await;
-            })*
-        }
-    };
-}
-
-on_both_backends!(
+integrations_store::on_both_backends!(
     every_kind_round_trips,
     an_organisation_reads_its_own_events_only,
     filters_narrow_by_user_tool_kind_and_time,
     retention_drops_the_old_and_the_oldest_past_the_count,
     the_integrations_share_the_database,
 );
-
-async fn on_sqlite<Case, Fut>(case: Case)
-where
-    Case: FnOnce(String) -> Fut,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("data/packhost/integrations.db");
-    run(case(file.to_str().unwrap().to_owned())).await;
-}
-
-/// Runs `case` on a fresh PostgreSQL database, dropped afterwards.
-async fn on_postgres<Case, Fut>(case: Case)
-where
-    Case: FnOnce(String) -> Fut,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    let Some(server) = postgres_server() else {
-        return;
-    };
-    let mut admin = sqlx::PgConnection::connect(&server)
-        .await
-        .unwrap_or_else(|e| panic!("cannot connect to {POSTGRES_URL_VAR}: {e}"));
-    let mut suffix = [0u8; 8];
-    let nanos = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    suffix.copy_from_slice(&(nanos as u64).to_le_bytes());
-    let name = format!(
-        "test_audit_{}_{}",
-        std::process::id(),
-        suffix
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-    );
-    sqlx::raw_sql(&format!("CREATE DATABASE {name}"))
-        .execute(&mut admin)
-        .await
-        .unwrap();
-    let mut url = url::Url::parse(&server).unwrap();
-    url.set_path(&name);
-    let outcome = tokio::spawn(case(url.to_string())).await;
-    sqlx::raw_sql(&format!("DROP DATABASE {name} WITH (FORCE)"))
-        .execute(&mut admin)
-        .await
-        .unwrap();
-    if let Err(e) = outcome {
-        std::panic::resume_unwind(e.into_panic());
-    }
-}
-
-async fn run(case: impl Future<Output = ()> + Send + 'static) {
-    if let Err(e) = tokio::spawn(case).await {
-        std::panic::resume_unwind(e.into_panic());
-    }
-}
-
-/// The PostgreSQL server to test on; `None` (skip) outside CI when unset.
-fn postgres_server() -> Option<String> {
-    if let Ok(url) = std::env::var(POSTGRES_URL_VAR)
-        && !url.is_empty()
-    {
-        return Some(url);
-    }
-    let help = format!(
-        "{POSTGRES_URL_VAR} is not set: `./dev test` starts a PostgreSQL and sets it; \
-         or set it to a server's URL whose user may create databases"
-    );
-    if std::env::var_os("CI").is_some_and(|ci| !ci.is_empty()) {
-        panic!("CI is set, so the PostgreSQL tests must run, but {help}");
-    }
-    eprintln!("\n!!!!! SKIPPED: this PostgreSQL test did not run. {help} !!!!!\n");
-    None
-}
 
 #[tokio::test]
 async fn open_errors_hide_a_postgres_password() {

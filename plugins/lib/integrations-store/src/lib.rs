@@ -59,6 +59,8 @@ mod model;
 mod sql;
 mod validate;
 
+#[cfg(any(test, feature = "test-support"))]
+pub mod testing;
 #[cfg(test)]
 mod tests;
 

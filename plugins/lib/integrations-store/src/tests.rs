@@ -1,17 +1,14 @@
-//! Every case runs against both backends: `sqlite::<case>` on a file in a
-//! fresh temporary directory, `postgres::<case>` on a fresh database created
-//! through `PACKHOST_TEST_POSTGRES_URL` (which `./dev test` sets; without it
-//! the PostgreSQL tests fail under `CI` and are skipped, loudly, elsewhere).
-//! A case gets the string to [`open`] and may open it more than once.
+//! Every case runs against both backends (`testing`): `sqlite::<case>` on a
+//! file in a fresh temporary directory, `postgres::<case>` on a fresh
+//! database. A case gets the string to [`open`] and may open it more than
+//! once.
 
-use std::{collections::BTreeMap, future::Future};
+use std::collections::BTreeMap;
 
 use serde_json::json;
 use sqlx::Connection as _;
 
 use crate::*;
-
-const POSTGRES_URL_VAR: &str = "PACKHOST_TEST_POSTGRES_URL";
 
 /// The secret values the fixtures below carry: none may be listed or shown.
 const SECRETS: [&str; 4] = [
@@ -691,25 +688,7 @@ async fn what_one_connection_takes_and_stores_another_sees(database: String) {
     );
 }
 
-/// Runs each case on both backends: `sqlite::<case>`, `postgres::<case>`.
-macro_rules! on_both_backends {
-    ($($case:ident),* $(,)?) => {
-        mod sqlite {
-            $(#[tokio::test]
-            async fn $case() {
-                super::on_sqlite(super::$case).await;
-            })*
-        }
-        mod postgres {
-            $(#[tokio::test]
-            async fn $case() {
-                super::on_postgres(super::$case).await;
-            })*
-        }
-    };
-}
-
-on_both_backends!(
+crate::on_both_backends!(
     add_then_get_round_trips,
     list_is_by_name_and_per_organization,
     a_name_is_unique_within_its_organization,
@@ -725,83 +704,6 @@ on_both_backends!(
     a_sign_in_is_taken_once_and_never_after_it_expires,
     what_one_connection_takes_and_stores_another_sees,
 );
-
-// ---------------------------------------------------------------------------
-// The backends the cases run on.
-
-/// Runs `case` on a SQLite file, in directories that do not exist yet, in a
-/// fresh temporary directory.
-async fn on_sqlite<Case, Fut>(case: Case)
-where
-    Case: FnOnce(String) -> Fut,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("data/packhost/integrations.db");
-    run(case(file.to_str().unwrap().to_owned())).await;
-}
-
-/// Runs `case` on a fresh PostgreSQL database, dropped afterwards (whether
-/// the case passed or not).
-async fn on_postgres<Case, Fut>(case: Case)
-where
-    Case: FnOnce(String) -> Fut,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    let Some(server) = postgres_server() else {
-        return;
-    };
-    let mut admin = sqlx::PgConnection::connect(&server)
-        .await
-        .unwrap_or_else(|e| {
-            panic!(
-                "cannot connect to {POSTGRES_URL_VAR}={}: {e}",
-                sql::redact(&server)
-            )
-        });
-    let name = format!("test_{}", &clock::new_id().unwrap()[4..]);
-    sqlx::raw_sql(&format!("CREATE DATABASE {name}"))
-        .execute(&mut admin)
-        .await
-        .unwrap();
-    let mut url = url::Url::parse(&server).unwrap();
-    url.set_path(&name);
-    let outcome = tokio::spawn(case(url.to_string())).await;
-    sqlx::raw_sql(&format!("DROP DATABASE {name} WITH (FORCE)"))
-        .execute(&mut admin)
-        .await
-        .unwrap();
-    if let Err(e) = outcome {
-        std::panic::resume_unwind(e.into_panic());
-    }
-}
-
-/// Runs a case as a task of its own, so a panic comes back here (and the
-/// database is dropped first).
-async fn run(case: impl Future<Output = ()> + Send + 'static) {
-    if let Err(e) = tokio::spawn(case).await {
-        std::panic::resume_unwind(e.into_panic());
-    }
-}
-
-/// The PostgreSQL server to test on; `None` (skip) outside CI when unset.
-fn postgres_server() -> Option<String> {
-    if let Ok(url) = std::env::var(POSTGRES_URL_VAR)
-        && !url.is_empty()
-    {
-        return Some(url);
-    }
-    let help = format!(
-        "{POSTGRES_URL_VAR} is not set: `./dev test` starts a PostgreSQL and sets it; \
-         or set it to a server's URL whose user may create databases, e.g. \
-         postgres://postgres@127.0.0.1:5432/postgres"
-    );
-    if std::env::var_os("CI").is_some_and(|ci| !ci.is_empty()) {
-        panic!("CI is set, so the PostgreSQL tests must run, but {help}");
-    }
-    eprintln!("\n!!!!! SKIPPED: this PostgreSQL test did not run. {help} !!!!!\n");
-    None
-}
 
 // ---------------------------------------------------------------------------
 // What needs no database, or only one of them.
