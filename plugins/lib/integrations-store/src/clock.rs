@@ -13,8 +13,9 @@ pub(crate) fn now() -> String {
     rfc3339(since_epoch.as_secs(), since_epoch.subsec_micros())
 }
 
-/// Now in whole seconds since the Unix epoch.
-pub(crate) fn unix_now() -> i64 {
+/// Now in whole seconds since the Unix epoch: the clock a sign-in's
+/// `expires_at` is written and judged by.
+pub fn unix_now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_secs() as i64)

@@ -70,6 +70,7 @@ use std::{
     sync::Arc,
 };
 
+pub use clock::unix_now;
 pub use credentials::{Authorization, CredentialKey, CredentialRepository};
 pub use error::StoreError;
 pub use model::{Auth, Integration, NewIntegration, Sandbox, Transport};

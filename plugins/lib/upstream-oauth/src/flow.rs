@@ -146,7 +146,7 @@ impl Credentials {
                 organization_id: who.organization_id.to_owned(),
                 user_id: who.user_id.to_owned(),
                 integration_id: who.integration_id.to_owned(),
-                expires_at: crate::tokens::unix_now() + lifetime,
+                expires_at: integrations_store::unix_now() + lifetime,
             })
             .await?;
         Ok(SignIn {

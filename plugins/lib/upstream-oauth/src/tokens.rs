@@ -2,13 +2,10 @@
 //! refreshed shortly before they expire, forgotten when the server will not
 //! refresh them.
 
-use std::{
-    sync::Arc,
-    time::{SystemTime, UNIX_EPOCH},
-};
+use std::sync::Arc;
 
 use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
-use integrations_store::CredentialKey;
+use integrations_store::{CredentialKey, unix_now};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -57,12 +54,6 @@ pub(crate) struct Grant {
     client_id: String,
     client_secret: Option<String>,
     resource: String,
-}
-
-pub(crate) fn unix_now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| since.as_secs() as i64)
 }
 
 /// What a credential's sealed text is bound to.
