@@ -118,6 +118,11 @@ pub(super) struct RawPack {
     /// A library pack's settings, handed to its constructor as JSON.
     #[serde(default)]
     pub config: Option<Value>,
+    /// Read only to refuse it with the way that works: a server reached as
+    /// each user is a per-user integration (`remote_mcp`), where the
+    /// sign-ins, the sealed tokens and each caller's own listing are kept.
+    #[serde(default)]
+    pub auth: Option<Value>,
 }
 
 /// `[packs.<name>] kind`.
@@ -144,6 +149,21 @@ impl RawPack {
                 ConfigCode::Value,
                 format!("`packs.{name}.timeout_ms` must be at least 1 (milliseconds)"),
             ));
+        }
+        if self.auth.is_some() {
+            problems.push(
+                ConfigProblem::new(
+                    ConfigCode::PackSource,
+                    format!(
+                        "`packs.{name}.auth`: a pack does not sign in as each user; a server \
+                         pack reaches its server with one credential for every caller (`headers`)"
+                    ),
+                )
+                .with_fix(
+                    "to reach the server as each user, add it as a per-user integration: \
+                     `packhost integrations add --org <org> --name <name> --url <url> --per-user`",
+                ),
+            );
         }
         let source = match self.kind {
             PackKind::Library => self.library(name, &mut problems),

@@ -604,3 +604,18 @@ fn the_audit_trail_is_kept_beside_the_integrations_unless_audit_names_a_database
         &["`audit.keep_days` must be at least 1 (days)"],
     );
 }
+
+#[test]
+fn a_pack_that_would_sign_in_as_each_user_is_sent_to_per_user_integrations() {
+    let message = refused(
+        "[packs.s]\nkind = \"mcp\"\nurl = \"http://h/mcp\"\nauth = \"per_user\"\n",
+        &[],
+    );
+    assert_eq!(
+        message,
+        "`packs.s.auth`: a pack does not sign in as each user; a server pack reaches its server \
+         with one credential for every caller (`headers`); to reach the server as each user, add \
+         it as a per-user integration: `packhost integrations add --org <org> --name <name> \
+         --url <url> --per-user`"
+    );
+}
