@@ -2,26 +2,30 @@
 //! gets a preview (size, shape, head) and a handle, and reads on with the
 //! `packhost.result_*` functions or `resources/read`. A kept result belongs
 //! to the caller that made it (organisation and user): anyone else gets
-//! what an unknown handle gets. Memory is bounded (the oldest go first) and
-//! every result expires.
+//! what an unknown handle gets. Every result expires, and what is kept is
+//! bounded per user, per organisation and in all (`kept_results::Bounds`).
+//! They live in this process, or with `[state] database` in PostgreSQL,
+//! where every instance on it reads them.
 //!
 //! Only what reaches an MCP client is kept: code calling tools (Python,
 //! TypeScript) gets whole values, since filtering data in code is the point.
 
-use std::{
-    collections::{HashMap, VecDeque},
-    sync::{Arc, Mutex},
-    time::{Duration, Instant},
-};
+use std::{sync::Arc, time::Duration};
 
-use pack_api::Owner;
+pub use kept_results::Kept;
+use kept_results::{Bounds, InMemory, Listed, Postgres, ResultStore};
+use pack_api::{Owner, codes};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use tokio::sync::OnceCell;
+
+use crate::failure::Failure;
 
 /// Where a kept result is a resource.
 pub const URI_PREFIX: &str = "packhost://results/";
 
-/// `[results]`: when a result is kept instead of sent, and for how long.
+/// `[results]`: when a result is kept instead of sent, for how long, and
+/// how much is kept at most.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct ResultsConfig {
@@ -31,8 +35,16 @@ pub struct ResultsConfig {
     /// How long a kept result stays readable.
     pub ttl_secs: u64,
     /// The kept results' text together, at most, in bytes: past it the
-    /// oldest are dropped.
-    pub max_bytes: usize,
+    /// oldest of the organisation that holds the most are dropped.
+    pub max_bytes: u64,
+    /// One organisation's kept text, at most: past it its oldest go.
+    pub max_bytes_per_org: u64,
+    /// One organisation's kept results, at most.
+    pub max_results_per_org: u64,
+    /// One user's kept text, at most: past it their oldest go.
+    pub max_bytes_per_user: u64,
+    /// One user's kept results, at most.
+    pub max_results_per_user: u64,
 }
 
 impl Default for ResultsConfig {
@@ -41,52 +53,35 @@ impl Default for ResultsConfig {
             max_result_chars: 20_000,
             ttl_secs: 3600,
             max_bytes: 256 << 20,
+            max_bytes_per_org: 64 << 20,
+            max_results_per_org: 10_000,
+            max_bytes_per_user: 32 << 20,
+            max_results_per_user: 1_000,
         }
     }
 }
 
-/// One kept result.
-pub struct Kept {
-    /// Who made it.
-    pub owner: Owner,
-    /// The tool that returned it.
-    pub tool: String,
-    /// Its text, as the client would have got it.
-    pub text: Arc<str>,
-    expires: Instant,
+impl ResultsConfig {
+    fn bounds(&self) -> Bounds {
+        Bounds {
+            bytes: self.max_bytes,
+            org_bytes: self.max_bytes_per_org,
+            org_count: self.max_results_per_org,
+            user_bytes: self.max_bytes_per_user,
+            user_count: self.max_results_per_user,
+        }
+    }
 }
 
 /// The kept results of the host.
 pub struct Results {
     config: ResultsConfig,
-    store: Mutex<Store>,
-}
-
-#[derive(Default)]
-struct Store {
-    by_handle: HashMap<String, Arc<Kept>>,
-    /// Handles in the order they were kept, which is also expiry order.
-    order: VecDeque<String>,
-    bytes: usize,
-}
-
-impl Store {
-    fn drop_oldest(&mut self) {
-        if let Some(handle) = self.order.pop_front()
-            && let Some(kept) = self.by_handle.remove(&handle)
-        {
-            self.bytes -= kept.text.len();
-        }
-    }
-
-    fn expire(&mut self, now: Instant) {
-        while let Some(oldest) = self.order.front() {
-            match self.by_handle.get(oldest) {
-                Some(kept) if kept.expires > now => break,
-                _ => self.drop_oldest(),
-            }
-        }
-    }
+    /// `[state] database`: PostgreSQL shared by every instance; `None`:
+    /// this process.
+    database: Option<String>,
+    /// Opened by the first use, never on the start path; a database that
+    /// could not be reached is tried again by the next use.
+    store: OnceCell<Arc<dyn ResultStore>>,
 }
 
 /// What the client gets instead of a kept result.
@@ -110,12 +105,26 @@ pub struct Preview {
 }
 
 impl Results {
-    /// An empty store with `config`'s bounds.
-    pub fn new(config: ResultsConfig) -> Arc<Self> {
+    /// Kept results as `config` bounds them, in `database` (PostgreSQL)
+    /// when given, else in this process.
+    pub fn new(config: ResultsConfig, database: Option<String>) -> Arc<Self> {
         Arc::new(Self {
             config,
-            store: Mutex::new(Store::default()),
+            database,
+            store: OnceCell::new(),
         })
+    }
+
+    async fn store(&self) -> Result<&Arc<dyn ResultStore>, Failure> {
+        let bounds = self.config.bounds();
+        let opened = self.store.get_or_try_init(|| async {
+            let store: Arc<dyn ResultStore> = match &self.database {
+                None => Arc::new(InMemory::new(bounds)),
+                Some(url) => Arc::new(Postgres::connect(url, bounds).await?),
+            };
+            Ok(store)
+        });
+        opened.await.map_err(unavailable)
     }
 
     /// Whether `text` is past the budget, so it is to be kept.
@@ -132,33 +141,35 @@ impl Results {
     }
 
     /// Keep `text` (with `value`, what it was made from, for its shape) for
-    /// `owner`; the preview to send instead. A text larger than the whole
-    /// store is not kept: its preview says so.
-    pub fn keep(&self, owner: &Owner, tool: &str, text: String, value: Option<&Value>) -> Preview {
+    /// `owner`; the preview to send instead. A text larger than a bound
+    /// allows, or that the store failed to keep, is not kept: its preview
+    /// says so.
+    pub async fn keep(
+        &self,
+        owner: &Owner,
+        tool: &str,
+        text: String,
+        value: Option<&Value>,
+    ) -> Preview {
         let chars = text.chars().count();
         let head: String = text.chars().take(self.head_chars()).collect();
         let shape = value.map_or_else(|| text_shape(&text), |v| shape(v, 0));
         let handle = new_handle();
         let uri = format!("{URI_PREFIX}{handle}");
         let ttl = Duration::from_secs(self.config.ttl_secs);
-        let stored = text.len() <= self.config.max_bytes;
-        if stored {
-            let now = Instant::now();
-            let mut store = lock(&self.store);
-            store.expire(now);
-            while store.bytes + text.len() > self.config.max_bytes {
-                store.drop_oldest();
-            }
-            store.bytes += text.len();
-            store.order.push_back(handle.clone());
-            let kept = Kept {
-                owner: owner.clone(),
-                tool: tool.to_owned(),
-                text: text.into(),
-                expires: now + ttl,
-            };
-            store.by_handle.insert(handle.clone(), Arc::new(kept));
-        }
+        let kept = Kept {
+            owner: owner.clone(),
+            tool: tool.to_owned(),
+            text: text.into(),
+        };
+        let stored = match self.store().await {
+            Ok(store) => store.keep(&handle, &kept, ttl).await.map_err(unavailable),
+            Err(failure) => Err(failure),
+        };
+        let stored = stored.unwrap_or_else(|failure| {
+            tracing::warn!(tool, error = %failure, "a large result was not kept");
+            false
+        });
         let budget = self.config.max_result_chars;
         let next = head.chars().count();
         let text = if stored {
@@ -204,27 +215,15 @@ impl Results {
 
     /// `handle`'s result if `owner` made it and it has not expired; `None`
     /// alike for unknown, expired and another caller's.
-    pub fn get(&self, owner: &Owner, handle: &str) -> Option<Arc<Kept>> {
-        let mut store = lock(&self.store);
-        store.expire(Instant::now());
-        store
-            .by_handle
-            .get(handle)
-            .filter(|kept| &kept.owner == owner)
-            .cloned()
+    pub async fn get(&self, owner: &Owner, handle: &str) -> Result<Option<Kept>, Failure> {
+        let store = self.store().await?;
+        store.get(owner, handle).await.map_err(unavailable)
     }
 
-    /// `owner`'s kept results, oldest first: `(handle, kept)`.
-    pub fn list(&self, owner: &Owner) -> Vec<(String, Arc<Kept>)> {
-        let mut store = lock(&self.store);
-        store.expire(Instant::now());
-        let store = &*store;
-        store
-            .order
-            .iter()
-            .filter_map(|handle| Some((handle.clone(), Arc::clone(store.by_handle.get(handle)?))))
-            .filter(|(_, kept)| &kept.owner == owner)
-            .collect()
+    /// `owner`'s kept results, oldest first.
+    pub async fn list(&self, owner: &Owner) -> Result<Vec<Listed>, Failure> {
+        let store = self.store().await?;
+        store.list(owner).await.map_err(unavailable)
     }
 
     /// How much of a kept result its preview shows.
@@ -233,8 +232,10 @@ impl Results {
     }
 }
 
-fn lock(store: &Mutex<Store>) -> std::sync::MutexGuard<'_, Store> {
-    store.lock().unwrap_or_else(|e| e.into_inner())
+/// The store could not be reached: says which and what to do.
+fn unavailable(e: kept_results::StoreError) -> Failure {
+    Failure::new(codes::UPSTREAM_ERROR, e.to_string())
+        .with_help("kept results are in `[state] database`; try again once it answers")
 }
 
 /// `r` and 16 random hex digits: not guessable, so a handle seen in a log
@@ -329,48 +330,40 @@ fn text_shape(text: &str) -> String {
 mod tests {
     use super::*;
 
-    fn results(max_bytes: usize) -> Arc<Results> {
-        Results::new(ResultsConfig {
+    fn results(max_bytes: u64) -> Arc<Results> {
+        let config = ResultsConfig {
             max_result_chars: 100,
-            ttl_secs: 3600,
             max_bytes,
-        })
+            ..ResultsConfig::default()
+        };
+        Results::new(config, None)
     }
 
-    #[test]
-    fn a_kept_result_is_its_owners_alone() {
+    #[tokio::test]
+    async fn a_kept_result_is_its_owners_alone() {
         let results = results(1 << 20);
         let ada = Owner::new("acme", "ada");
-        let preview = results.keep(&ada, "proj.read", "x".repeat(500), None);
+        let preview = results.keep(&ada, "proj.read", "x".repeat(500), None).await;
         assert!(
             preview
                 .text
                 .contains(&format!("kept as `{}`", preview.handle))
         );
-        assert_eq!(
-            &*results.get(&ada, &preview.handle).unwrap().text,
-            "x".repeat(500)
-        );
-        for other in [Owner::new("acme", "bo"), Owner::new("evil", "ada")] {
-            assert!(results.get(&other, &preview.handle).is_none());
-            assert!(results.list(&other).is_empty());
-        }
-        assert_eq!(results.list(&ada).len(), 1);
+        let kept = results.get(&ada, &preview.handle).await.unwrap().unwrap();
+        assert_eq!(&*kept.text, "x".repeat(500));
+        let bo = Owner::new("acme", "bo");
+        assert!(results.get(&bo, &preview.handle).await.unwrap().is_none());
+        assert_eq!(results.list(&ada).await.unwrap().len(), 1);
     }
 
-    #[test]
-    fn memory_is_bounded_by_dropping_the_oldest() {
+    #[tokio::test]
+    async fn a_result_past_the_bounds_is_previewed_and_not_kept() {
         let results = results(1000);
         let ada = Owner::new("acme", "ada");
-        let handles: Vec<String> = (0..10)
-            .map(|_| results.keep(&ada, "t", "y".repeat(300), None).handle)
-            .collect();
-        assert!(lock(&results.store).bytes <= 1000);
-        assert!(results.get(&ada, &handles[0]).is_none());
-        assert!(results.get(&ada, &handles[9]).is_some());
-        let huge = results.keep(&ada, "t", "z".repeat(5000), None);
-        assert!(results.get(&ada, &huge.handle).is_none());
+        let huge = results.keep(&ada, "t", "z".repeat(5000), None).await;
+        assert!(results.get(&ada, &huge.handle).await.unwrap().is_none());
         assert!(huge.text.contains("more than this server keeps"));
+        assert_eq!(huge.meta["handle"], Value::Null);
     }
 
     #[test]

@@ -1,10 +1,15 @@
 //! Results too large to send: a preview with a handle and a resource link,
 //! read on with `packhost.result_*` and `resources/read`, owned by the
-//! caller that made them, expiring; code still gets whole values.
+//! caller that made them, expiring; code still gets whole values. With
+//! `[state] database`, one instance reads what another kept, and one
+//! organisation's flood never pushes out another's.
 
 use std::time::Duration;
 
-use packhost_tests::{TestHost, call, failed, http::HttpHost, is_error, ok, structured, text};
+use packhost_tests::{
+    TestHost, call, downstream::postgres_database, failed, http::HttpHost, is_error, ok,
+    structured, text,
+};
 use rmcp::model::{CallToolResult, ContentBlock, ReadResourceRequestParams, ResourceContents};
 use serde_json::json;
 use tempfile::TempDir;
@@ -239,4 +244,63 @@ async fn another_organisations_caller_cannot_read_a_kept_result() {
         )
         .replace(&handle, "H")
     );
+}
+
+/// Two instances on one PostgreSQL database, as behind a load balancer.
+#[tokio::test]
+async fn a_result_kept_through_one_instance_reads_through_another_for_its_owner_only() {
+    let Some(database) = postgres_database() else {
+        return;
+    };
+    let (ada_token, ada) = token("ada", "acme", &["*"]);
+    let (eve_token, eve) = token("eve", "evil", &["*"]);
+    // Room for about three of the log's ~130 kB results in all.
+    let extra = format!("{ada}\n{eve}\n[state]\ndatabase = \"{database}\"\n");
+    let (_dir, config) = setup(3600, &extra);
+    let config = config.replace("[results]\n", "[results]\nmax_bytes = 400000\n");
+    let one = HttpHost::start(&config, &[]).await;
+    let two = HttpHost::start(&config, &[]).await;
+    let read = json!({"name": "logs", "path": "app.log", "limit": 3000});
+
+    let ada_one = one.client(Some(&ada_token)).await.unwrap();
+    let kept = call(&ada_one, "proj.read", read.clone()).await.unwrap();
+    let handle = handle_of(&kept);
+    let ada_two = two.client(Some(&ada_token)).await.unwrap();
+    let page = call(&ada_two, "packhost.result_read", json!({"handle": handle}));
+    assert!(
+        text(&page.await.unwrap()).contains("line 1 INFO ok"),
+        "the other instance reads ada's result"
+    );
+    let uri = format!("packhost://results/{handle}");
+    let listed = ada_two.list_all_resources().await.unwrap();
+    assert!(listed.iter().any(|r| r.uri == uri), "{listed:?}");
+
+    let eve_two = two.client(Some(&eve_token)).await.unwrap();
+    let refused = call(&eve_two, "packhost.result_read", json!({"handle": handle}));
+    let refused = text(&refused.await.unwrap());
+    assert!(
+        refused.starts_with(&format!("NOT_FOUND: no kept result `{handle}`")),
+        "{refused}"
+    );
+    let read_uri = eve_two.read_resource(ReadResourceRequestParams::new(&uri));
+    assert!(read_uri.await.is_err(), "eve read ada's result by its URI");
+
+    // Eve keeps five through the other instance: past the bound only her
+    // own oldest go.
+    let mut eves = Vec::new();
+    for _ in 0..5 {
+        let result = call(&eve_two, "proj.read", read.clone()).await.unwrap();
+        eves.push(handle_of(&result));
+    }
+    let eve_one = one.client(Some(&eve_token)).await.unwrap();
+    let first = call(&eve_one, "packhost.result_read", json!({"handle": eves[0]}));
+    failed(
+        &first.await.unwrap(),
+        "NOT_FOUND",
+        &["is unknown or has expired"],
+    );
+    let last = call(&eve_one, "packhost.result_read", json!({"handle": eves[4]}));
+    ok(&last.await.unwrap());
+    let still = call(&ada_one, "packhost.result_read", json!({"handle": handle}));
+    ok(&still.await.unwrap());
 }

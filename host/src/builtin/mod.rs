@@ -50,9 +50,12 @@ struct Request {
 }
 
 impl Request {
-    /// The caller's kept result `handle`.
-    fn kept(&self, handle: &str) -> Result<Arc<Kept>, Failure> {
-        self.results.get(&self.owner, handle).ok_or_else(|| {
+    /// The caller's kept result `handle`. Runs on the blocking pool (see
+    /// [`Builtin::call`]), where waiting for the store is allowed.
+    fn kept(&self, handle: &str) -> Result<Kept, Failure> {
+        let found =
+            tokio::runtime::Handle::current().block_on(self.results.get(&self.owner, handle));
+        found?.ok_or_else(|| {
             Failure::new(
                 codes::NOT_FOUND,
                 format!("no kept result `{handle}`: it is unknown or has expired"),

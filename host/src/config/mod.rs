@@ -16,6 +16,7 @@ mod paths;
 mod rules;
 mod search;
 mod server;
+mod state;
 #[cfg(test)]
 mod tests;
 
@@ -36,6 +37,7 @@ pub use self::{
     packs::{Library, PackConfig, PackSource},
     search::SearchConfig,
     server::{AuthConfig, Expose, HttpConfig, ServerConfig, TokenConfig},
+    state::StateConfig,
 };
 pub use crate::error::{ConfigCode, ConfigError, ConfigProblem};
 use crate::identity::Identity;
@@ -85,6 +87,9 @@ pub struct Config<P = PackConfig, A = Approval> {
     /// `[audit]`: the audit trail; absent, nothing is recorded.
     #[serde(default)]
     pub audit: Option<AuditConfig>,
+    /// `[state]`: where state shared by several instances lives.
+    #[serde(default)]
+    pub state: StateConfig,
 }
 
 /// The sections as written, before they are checked and parsed.
@@ -105,6 +110,7 @@ impl<P, A: Default> Default for Config<P, A> {
             search: SearchConfig::default(),
             approval: A::default(),
             audit: None,
+            state: StateConfig::default(),
         }
     }
 }

@@ -90,6 +90,7 @@ impl RawConfig {
         if let Some(audit) = &self.audit {
             problems.extend(audit.problems());
         }
+        problems.extend(self.state.problems());
         for (key, value, example) in [
             ("code_pack", &self.server.code_pack, "exec_py"),
             ("typescript_pack", &self.server.typescript_pack, "exec_ts"),
@@ -120,6 +121,7 @@ impl RawConfig {
             search: self.search,
             approval,
             audit: self.audit,
+            state: self.state,
         })
     }
 }

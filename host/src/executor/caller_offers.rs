@@ -73,7 +73,7 @@ impl Executor {
         caller: &Caller,
     ) -> (Vec<Value>, Vec<Value>) {
         let identity = &caller.identity;
-        let mut resources = as_json(self.resources(identity));
+        let mut resources = as_json(self.resources(identity).await);
         resources.extend(
             self.caller_offers(RESOURCES_LIST, "resources", caller)
                 .await,

@@ -98,7 +98,7 @@ impl Executor {
     /// Build from loaded packs, `packhost.search` ranking with `searcher`;
     /// must run inside the host's runtime.
     pub fn new(mut loaded: Vec<LoadedPack>, config: &Config, searcher: Arc<Searcher>) -> Arc<Self> {
-        let results = Results::new(config.results.clone());
+        let results = Results::new(config.results.clone(), config.state.database.clone());
         let audit = Audit::start(config);
         loaded.push(LoadedPack::builtin(
             Arc::clone(&results),

@@ -12,20 +12,23 @@ use crate::{failure::Failure, identity::Identity, results::URI_PREFIX};
 
 impl Executor {
     /// `identity`'s kept results, oldest first, then its packs' resources.
-    pub fn resources(&self, identity: &Identity) -> Vec<ResourceSpec> {
+    /// A store that does not answer lists no kept results (and says so in
+    /// the log); reading one then says why.
+    pub async fn resources(&self, identity: &Identity) -> Vec<ResourceSpec> {
         let owner = Owner::new(&identity.org, &identity.user);
-        let kept = self
-            .results
-            .list(&owner)
-            .into_iter()
-            .map(|(handle, kept)| ResourceSpec {
-                uri: format!("{URI_PREFIX}{handle}"),
-                description: Some(format!("The whole result of `{}`", kept.tool)),
-                mime_type: Some("text/plain".to_owned()),
-                size: Some(kept.text.chars().count() as u64),
-                name: handle,
-                ..ResourceSpec::default()
-            });
+        let listed = self.results.list(&owner).await;
+        let listed = listed.unwrap_or_else(|failure| {
+            tracing::warn!(error = %failure, "kept results not listed");
+            Vec::new()
+        });
+        let kept = listed.into_iter().map(|kept| ResourceSpec {
+            uri: format!("{URI_PREFIX}{}", kept.handle),
+            description: Some(format!("The whole result of `{}`", kept.tool)),
+            mime_type: Some("text/plain".to_owned()),
+            size: Some(kept.chars),
+            name: kept.handle,
+            ..ResourceSpec::default()
+        });
         kept.chain(self.pack_resources(identity)).collect()
     }
 
@@ -56,24 +59,31 @@ impl Executor {
         uri: &str,
         caller: &Caller,
     ) -> Option<Result<Value, Failure>> {
-        let owner = Owner::new(&caller.identity.org, &caller.identity.user);
-        let kept = uri
-            .strip_prefix(URI_PREFIX)
-            .and_then(|handle| self.results.get(&owner, handle));
-        if let Some(kept) = kept {
-            let contents = json!({"uri": uri, "mimeType": "text/plain", "text": &*kept.text});
-            return Some(Ok(json!({ "contents": [contents] })));
+        if let Some(handle) = uri.strip_prefix(URI_PREFIX) {
+            let owner = Owner::new(&caller.identity.org, &caller.identity.user);
+            match self.results.get(&owner, handle).await {
+                Ok(Some(kept)) => {
+                    let contents =
+                        json!({"uri": uri, "mimeType": "text/plain", "text": &*kept.text});
+                    return Some(Ok(json!({ "contents": [contents] })));
+                }
+                Ok(None) => {}
+                Err(failure) => return Some(Err(failure)),
+            }
         }
         self.read_pack_resource(uri, caller).await
     }
 
     /// Whether `identity` may read `uri` (a kept result of its own, or what
     /// a pack it may call serves).
-    pub fn may_read(&self, identity: &Identity, uri: &str) -> bool {
-        let owner = Owner::new(&identity.org, &identity.user);
-        let kept = uri
-            .strip_prefix(URI_PREFIX)
-            .is_some_and(|handle| self.results.get(&owner, handle).is_some());
-        kept || self.serves_uri(identity, uri)
+    pub async fn may_read(&self, identity: &Identity, uri: &str) -> bool {
+        if let Some(handle) = uri.strip_prefix(URI_PREFIX) {
+            let owner = Owner::new(&identity.org, &identity.user);
+            let kept = self.results.get(&owner, handle).await;
+            if kept.is_ok_and(|kept| kept.is_some()) {
+                return true;
+            }
+        }
+        self.serves_uri(identity, uri)
     }
 }

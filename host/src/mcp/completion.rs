@@ -36,8 +36,14 @@ impl PackhostServer {
                 }),
             Reference::Resource(template) if template.uri == format!("{URI_PREFIX}{{handle}}") => {
                 let owner = Owner::new(&caller.identity.org, &caller.identity.user);
-                let kept = self.executor.results().list(&owner).into_iter();
-                Some(kept.map(|(handle, _)| handle).collect())
+                // Completion is a hint: a store that does not answer offers none.
+                let kept = self.executor.results().list(&owner).await;
+                Some(
+                    kept.unwrap_or_default()
+                        .into_iter()
+                        .map(|k| k.handle)
+                        .collect(),
+                )
             }
             _ => None,
         };

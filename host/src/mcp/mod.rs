@@ -221,7 +221,7 @@ impl PackhostServer {
     }
 
     /// A call's outcome as the client gets it.
-    fn answer(
+    async fn answer(
         &self,
         tool: &str,
         outcome: Result<Output, Failure>,
@@ -230,7 +230,7 @@ impl PackhostServer {
         match outcome {
             Ok(output) => {
                 let owner = Owner::new(&identity.org, &identity.user);
-                self.kept_if_large(success(output), tool, &owner)
+                self.kept_if_large(success(output), tool, &owner).await
             }
             Err(e) => self.failure(tool, &e, identity),
         }
@@ -273,7 +273,12 @@ impl PackhostServer {
     /// A success whose text is past the results budget is kept for `owner`
     /// and answered with its preview, a link to it, and its handle in
     /// `_meta`. Reading a kept result is never kept again.
-    fn kept_if_large(&self, result: CallToolResult, tool: &str, owner: &Owner) -> CallToolResult {
+    async fn kept_if_large(
+        &self,
+        result: CallToolResult,
+        tool: &str,
+        owner: &Owner,
+    ) -> CallToolResult {
         let results = self.executor.results();
         let text: String = result
             .content
@@ -283,7 +288,8 @@ impl PackhostServer {
         if tool == READ_RESULT || !results.too_large(&text) {
             return result;
         }
-        let preview = results.keep(owner, tool, text, result.structured_content.as_ref());
+        let structured = result.structured_content.as_ref();
+        let preview = results.keep(owner, tool, text, structured).await;
         let mut content = vec![ContentBlock::text(preview.text)];
         if preview.meta["handle"].is_string() {
             let link = Resource::new(preview.uri, preview.handle)
@@ -590,7 +596,7 @@ impl ServerHandler for PackhostServer {
             }
             Step::Running(call) => return Ok(tasks.adopt(self, identity, tool, call, &context)),
         };
-        let answer = self.answer(&request.name, outcome, &identity);
+        let answer = self.answer(&request.name, outcome, &identity).await;
         notices.caught_up().await;
         Ok(answer.into())
     }

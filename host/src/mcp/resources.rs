@@ -28,7 +28,7 @@ impl PackhostServer {
         context: &RequestContext<RoleServer>,
     ) -> ListResourcesResult {
         let caller = self.caller_for(context);
-        let resources = self.executor.resources(&caller.identity);
+        let resources = self.executor.resources(&caller.identity).await;
         let resources = resources.iter().filter_map(|spec| as_mcp(spec, &spec.uri));
         let listed = self
             .executor

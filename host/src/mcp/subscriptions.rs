@@ -41,8 +41,8 @@ impl PackhostServer {
         let caller = self.caller_for(context);
         let identity = &caller.identity;
         // What no server nor pack follows never changes while served.
-        let unchanging =
-            self.executor.may_read(identity, uri) && !self.executor.server_serves(identity, uri);
+        let unchanging = self.executor.may_read(identity, uri).await
+            && !self.executor.server_serves(identity, uri);
         if unchanging || self.subscriptions.held().contains_key(uri) {
             return Ok(());
         }

@@ -349,7 +349,7 @@ async fn run(
         Err(failure) if failure.code() == codes::INTERNAL => Err(TaskExit::Error(
             ErrorData::internal_error(failure.text(), Some(failure.error_object())),
         )),
-        outcome => Ok(server.answer(&tool, outcome, &identity)),
+        outcome => Ok(server.answer(&tool, outcome, &identity).await),
     }
 }
 
