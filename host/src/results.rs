@@ -220,6 +220,12 @@ impl Results {
         store.get(owner, handle).await.map_err(unavailable)
     }
 
+    /// Whether the store answers (`/readyz`); why not.
+    pub async fn reachable(&self) -> Result<(), Failure> {
+        let store = self.store().await?;
+        store.reachable().await.map_err(unavailable)
+    }
+
     /// `owner`'s kept results, oldest first.
     pub async fn list(&self, owner: &Owner) -> Result<Vec<Listed>, Failure> {
         let store = self.store().await?;

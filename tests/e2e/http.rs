@@ -47,6 +47,30 @@ async fn serves_mcp_over_http_on_loopback() {
         .await
         .unwrap();
     assert_eq!(health.status(), 200);
+    let ready = web_client().get(format!("{}/readyz", host.base)).send();
+    assert_eq!(ready.await.unwrap().status(), 200);
+}
+
+#[tokio::test]
+async fn an_instance_whose_shared_state_does_not_answer_is_alive_but_not_ready() {
+    // Nothing listens on port 1.
+    let database = "postgres://packhost:secret@127.0.0.1:1/state";
+    let config = format!(
+        "{}\n[state]\ndatabase = \"{database}\"\n",
+        hello_section("")
+    );
+    let host = HttpHost::start(&config, &[]).await;
+    let get = |path: &str| web_client().get(format!("{}{path}", host.base)).send();
+    assert_eq!(get("/healthz").await.unwrap().status(), 200);
+    let ready = get("/readyz").await.unwrap();
+    assert_eq!(ready.status(), 503);
+    let body = ready.text().await.unwrap();
+    assert_eq!(
+        body,
+        "not ready: the shared state database does not answer\n"
+    );
+    assert!(host.stderr().contains("not ready"), "{}", host.stderr());
+    assert!(!host.stderr().contains("secret"), "{}", host.stderr());
 }
 
 #[tokio::test]

@@ -18,6 +18,7 @@ mod exec_ts;
 mod first_hour;
 mod hostile_files;
 mod http;
+mod instances;
 mod jupyter;
 mod kept_results;
 mod loading;

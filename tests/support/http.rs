@@ -31,6 +31,25 @@ pub fn web_client() -> reqwest::Client {
         .expect("an HTTP client with default options builds")
 }
 
+/// An MCP client of the endpoint `url`, with `token` as bearer when given.
+pub async fn client_at(
+    url: &str,
+    token: Option<&str>,
+) -> Result<RunningService<RoleClient, Recorder>, String> {
+    Recorder::default()
+        .serve(transport(url, token))
+        .await
+        .map_err(|e| e.to_string())
+}
+
+fn transport(url: &str, token: Option<&str>) -> StreamableHttpClientTransport<reqwest::Client> {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+    if let Some(token) = token {
+        config = config.auth_header(token);
+    }
+    StreamableHttpClientTransport::with_client(web_client(), config)
+}
+
 /// A running `packhost serve --http 127.0.0.1:0`.
 pub struct HttpHost {
     /// The host process.
@@ -178,10 +197,7 @@ impl HttpHost {
         &self,
         token: Option<&str>,
     ) -> Result<RunningService<RoleClient, Recorder>, String> {
-        Recorder::default()
-            .serve(self.transport(token))
-            .await
-            .map_err(|e| e.to_string())
+        client_at(&self.url(), token).await
     }
 
     /// An MCP client of the stateless 2026-07-28 wire (`server/discover`,
@@ -209,11 +225,7 @@ impl HttpHost {
     }
 
     fn transport(&self, token: Option<&str>) -> StreamableHttpClientTransport<reqwest::Client> {
-        let mut config = StreamableHttpClientTransportConfig::with_uri(self.url());
-        if let Some(token) = token {
-            config = config.auth_header(token);
-        }
-        StreamableHttpClientTransport::with_client(web_client(), config)
+        transport(&self.url(), token)
     }
 
     /// The text of `/metrics`, as `token`'s caller when given.

@@ -16,6 +16,7 @@ pub mod bench;
 pub mod bystander;
 pub mod downstream;
 pub mod http;
+pub mod instances;
 pub mod jupyter;
 pub mod oauth;
 pub mod official;

@@ -2,7 +2,8 @@
 //! server transport under axum), bearer tokens → identity, sessions bound
 //! to their opener ([`sessions`]), bodies checked as JSON-RPC ([`jsonrpc`]),
 //! OAuth's protected resource metadata and challenges ([`bearer`]),
-//! `/healthz`, `/metrics` (the caller's organisation's), a cap on sessions,
+//! `/healthz` (alive), `/readyz` (ready for calls: the shared state
+//! answers), `/metrics` (the caller's organisation's), a cap on sessions,
 //! and a graceful stop on SIGTERM.
 
 mod bearer;
@@ -138,6 +139,7 @@ pub async fn serve(
         .layer(middleware::from_fn_with_state(state.clone(), guard));
     let app = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(ready))
         .route("/oauth/callback/{pack}", get(callback::returned))
         .merge(metadata)
         .merge(guarded)
@@ -331,6 +333,20 @@ fn json_error(status: StatusCode, message: &str) -> Response {
         Body::from(body.to_string()),
     )
         .into_response()
+}
+
+/// Whether a load balancer may send calls here: the packs are loaded (they
+/// are before the host listens) and the shared state answers. The reason
+/// goes to the log only: the endpoint is open to anyone.
+async fn ready(State(state): State<AppState>) -> Response {
+    match state.executor.results().reachable().await {
+        Ok(()) => "ready\n".into_response(),
+        Err(failure) => {
+            tracing::warn!(error = %failure, "not ready");
+            let body = "not ready: the shared state database does not answer\n";
+            (StatusCode::SERVICE_UNAVAILABLE, body).into_response()
+        }
+    }
 }
 
 /// The caller's organisation's figures only.

@@ -78,6 +78,9 @@ pub trait ResultStore: Send + Sync {
 
     /// `owner`'s results, oldest first.
     async fn list(&self, owner: &Owner) -> Result<Vec<Listed>, StoreError>;
+
+    /// Whether the store answers now.
+    async fn reachable(&self) -> Result<(), StoreError>;
 }
 
 #[cfg(test)]

@@ -141,4 +141,8 @@ impl ResultStore for InMemory {
             })
             .collect())
     }
+
+    async fn reachable(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }

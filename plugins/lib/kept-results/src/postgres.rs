@@ -173,4 +173,9 @@ impl ResultStore for Postgres {
             })
             .collect())
     }
+
+    async fn reachable(&self) -> Result<(), StoreError> {
+        let ping = sqlx::query("SELECT 1").execute(&self.pool).await;
+        ping.map(drop).map_err(|e| failed("reach the database", e))
+    }
 }

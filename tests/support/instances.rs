@@ -1,0 +1,109 @@
+//! Three packhost instances behind a real HAProxy, started by
+//! `deploy/local` as a team would start them, sharing one PostgreSQL
+//! database.
+
+use std::{
+    io::{BufRead as _, BufReader},
+    os::unix::process::CommandExt as _,
+    path::Path,
+    process::{Child, Command, Stdio},
+};
+
+use rmcp::{RoleClient, service::RunningService};
+use tempfile::TempDir;
+
+use crate::{Recorder, http::client_at, packhost_bin};
+
+/// The instances and the proxy, stopped together when dropped.
+pub struct Instances {
+    script: Child,
+    /// HAProxy's MCP endpoint.
+    pub url: String,
+    /// Holds `packs.toml`, each instance's log and pid.
+    pub dir: TempDir,
+}
+
+/// Whether `haproxy` can be run: a loud skip locally, a failure in CI
+/// (where `./dev test` installs it).
+pub fn haproxy_installed() -> bool {
+    let found = Command::new("haproxy").arg("-v").output().is_ok();
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "haproxy is not installed in CI: `./dev test` installs it"
+        );
+        eprintln!("\n!!! SKIPPED: no haproxy on PATH; run `./dev test` !!!\n");
+    }
+    found
+}
+
+impl Instances {
+    /// Three instances on `config`, their state in PostgreSQL `database`,
+    /// behind HAProxy on a free port; returns once all answer through it.
+    pub fn start(config: &str, database: &str) -> Self {
+        let dir = TempDir::new().expect("temp dir");
+        let file = dir.path().join("packs.toml");
+        std::fs::write(&file, config).expect("write config");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/local");
+        let mut command = Command::new(script);
+        command
+            .args(["--config", file.to_str().unwrap()])
+            .args(["--port", &port.to_string()])
+            .args(["--dir", dir.path().to_str().unwrap()])
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", std::env::var_os("HOME").unwrap_or_default())
+            .env("PACKHOST", packhost_bin())
+            .env("PACKHOST_STATE__DATABASE", database)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            // Its own group, so that all it started stop with it.
+            .process_group(0);
+        let mut script = command.spawn().expect("run deploy/local");
+        let stdout = script.stdout.take().expect("piped");
+        let ready = BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .find_map(|line| line.strip_prefix("ready: ").map(str::to_owned));
+        let Some(url) = ready else {
+            panic!("deploy/local did not get ready (its errors are above)");
+        };
+        Self { script, url, dir }
+    }
+
+    /// An MCP client through the proxy.
+    pub async fn client(
+        &self,
+        token: Option<&str>,
+    ) -> Result<RunningService<RoleClient, Recorder>, String> {
+        client_at(&self.url, token).await
+    }
+
+    /// SIGKILL instance `n` (1 to 3): no drain, as a crash.
+    pub fn kill(&self, n: usize) {
+        let pid = std::fs::read_to_string(self.dir.path().join(format!("instance-{n}.pid")))
+            .expect("the instance's pid file");
+        let pid: i32 = pid.trim().parse().expect("a pid");
+        // SAFETY: plain kill(2) on a pid this test's script started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+
+    /// What instance `n` logged.
+    pub fn log(&self, n: usize) -> String {
+        let log = self.dir.path().join(format!("instance-{n}.log"));
+        std::fs::read_to_string(log).unwrap_or_default()
+    }
+}
+
+impl Drop for Instances {
+    fn drop(&mut self) {
+        // SAFETY: plain killpg(2) on the group the script leads.
+        unsafe { libc::killpg(self.script.id() as i32, libc::SIGTERM) };
+        let _ = self.script.wait();
+    }
+}
