@@ -3,7 +3,7 @@
 //! `packhost.result_*` functions or `resources/read`. A kept result belongs
 //! to the caller that made it (organisation and user): anyone else gets
 //! what an unknown handle gets. Every result expires, and what is kept is
-//! bounded per user, per organisation and in all (`kept_results::Bounds`).
+//! bounded per user, per organisation and in all (`state_store::Bounds`).
 //! They live in this process, or with `[state] database` in PostgreSQL,
 //! where every instance on it reads them.
 //!
@@ -12,12 +12,11 @@
 
 use std::{sync::Arc, time::Duration};
 
-pub use kept_results::Kept;
-use kept_results::{Bounds, InMemory, Listed, Postgres, ResultStore};
 use pack_api::{Owner, codes};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tokio::sync::OnceCell;
+pub use state_store::Kept;
+use state_store::{Bounds, Listed, ResultStore, State};
 
 use crate::failure::Failure;
 
@@ -62,7 +61,7 @@ impl Default for ResultsConfig {
 }
 
 impl ResultsConfig {
-    fn bounds(&self) -> Bounds {
+    pub(crate) fn bounds(&self) -> Bounds {
         Bounds {
             bytes: self.max_bytes,
             org_bytes: self.max_bytes_per_org,
@@ -76,12 +75,7 @@ impl ResultsConfig {
 /// The kept results of the host.
 pub struct Results {
     config: ResultsConfig,
-    /// `[state] database`: PostgreSQL shared by every instance; `None`:
-    /// this process.
-    database: Option<String>,
-    /// Opened by the first use, never on the start path; a database that
-    /// could not be reached is tried again by the next use.
-    store: OnceCell<Arc<dyn ResultStore>>,
+    store: Arc<dyn ResultStore>,
 }
 
 /// What the client gets instead of a kept result.
@@ -105,26 +99,10 @@ pub struct Preview {
 }
 
 impl Results {
-    /// Kept results as `config` bounds them, in `database` (PostgreSQL)
-    /// when given, else in this process.
-    pub fn new(config: ResultsConfig, database: Option<String>) -> Arc<Self> {
-        Arc::new(Self {
-            config,
-            database,
-            store: OnceCell::new(),
-        })
-    }
-
-    async fn store(&self) -> Result<&Arc<dyn ResultStore>, Failure> {
-        let bounds = self.config.bounds();
-        let opened = self.store.get_or_try_init(|| async {
-            let store: Arc<dyn ResultStore> = match &self.database {
-                None => Arc::new(InMemory::new(bounds)),
-                Some(url) => Arc::new(Postgres::connect(url, bounds).await?),
-            };
-            Ok(store)
-        });
-        opened.await.map_err(unavailable)
+    /// Kept results as `config` bounds them, where `state` lives.
+    pub fn new(config: ResultsConfig, state: &Arc<State>) -> Arc<Self> {
+        let store = state.results(config.bounds());
+        Arc::new(Self { config, store })
     }
 
     /// Whether `text` is past the budget, so it is to be kept.
@@ -162,11 +140,8 @@ impl Results {
             tool: tool.to_owned(),
             text: text.into(),
         };
-        let stored = match self.store().await {
-            Ok(store) => store.keep(&handle, &kept, ttl).await.map_err(unavailable),
-            Err(failure) => Err(failure),
-        };
-        let stored = stored.unwrap_or_else(|failure| {
+        let stored = self.store.keep(&handle, &kept, ttl).await;
+        let stored = stored.map_err(unavailable).unwrap_or_else(|failure| {
             tracing::warn!(tool, error = %failure, "a large result was not kept");
             false
         });
@@ -216,20 +191,12 @@ impl Results {
     /// `handle`'s result if `owner` made it and it has not expired; `None`
     /// alike for unknown, expired and another caller's.
     pub async fn get(&self, owner: &Owner, handle: &str) -> Result<Option<Kept>, Failure> {
-        let store = self.store().await?;
-        store.get(owner, handle).await.map_err(unavailable)
-    }
-
-    /// Whether the store answers (`/readyz`); why not.
-    pub async fn reachable(&self) -> Result<(), Failure> {
-        let store = self.store().await?;
-        store.reachable().await.map_err(unavailable)
+        self.store.get(owner, handle).await.map_err(unavailable)
     }
 
     /// `owner`'s kept results, oldest first.
     pub async fn list(&self, owner: &Owner) -> Result<Vec<Listed>, Failure> {
-        let store = self.store().await?;
-        store.list(owner).await.map_err(unavailable)
+        self.store.list(owner).await.map_err(unavailable)
     }
 
     /// How much of a kept result its preview shows.
@@ -239,7 +206,7 @@ impl Results {
 }
 
 /// The store could not be reached: says which and what to do.
-fn unavailable(e: kept_results::StoreError) -> Failure {
+fn unavailable(e: state_store::StoreError) -> Failure {
     Failure::new(codes::UPSTREAM_ERROR, e.to_string())
         .with_help("kept results are in `[state] database`; try again once it answers")
 }
@@ -342,7 +309,7 @@ mod tests {
             max_bytes,
             ..ResultsConfig::default()
         };
-        Results::new(config, None)
+        Results::new(config, &State::open(None))
     }
 
     #[tokio::test]

@@ -1,13 +1,18 @@
 //! Several instances behind a load balancer, as `deploy/` sets them up:
 //! three packhosts behind a real HAProxy (round robin, no stickiness), one
 //! PostgreSQL. What one instance keeps, any other answers for, to its owner
-//! only; an instance that dies is routed around.
+//! only; an answer used through one instance is refused by all; an
+//! instance that dies is routed around.
 
 use packhost_tests::{
-    call, downstream::postgres_database, failed, http::token, instances::Instances,
-    instances::haproxy_installed, ok, text,
+    call,
+    downstream::postgres_database,
+    failed,
+    http::{HttpHost, token, web_client},
+    instances::{Instances, haproxy_installed},
+    ok, text,
 };
-use serde_json::json;
+use serde_json::{Value, json};
 use tempfile::TempDir;
 
 /// Three instances, a project holding a log of ~130 kB, results past 2,000
@@ -26,7 +31,7 @@ fn start() -> Option<(Instances, TempDir, [String; 2])> {
     let (eve_token, eve) = token("eve", "evil", &["*"]);
     let config = format!(
         "[http]\nsessions = false\n[results]\nmax_result_chars = 2000\n[packs.proj]\n\
-         [projects]\nlogs = {:?}\n{ada}\n{eve}\n",
+         [projects]\nlogs = {:?}\n[approval.listing]\ncalls = [\"proj.ls\"]\n{ada}\n{eve}\n",
         project.path().display().to_string()
     );
     let instances = Instances::start(&config, &database);
@@ -75,5 +80,59 @@ async fn a_kept_result_is_read_through_every_instance_by_its_owner_alone() {
         let page = call(&ada, "packhost.result_read", json!({"handle": handle}));
         let page = page.await.unwrap();
         assert!(text(&page).contains("line 1 INFO"), "{}", text(&page));
+    }
+}
+
+/// POST a 2026-07-28 `tools/call` with `params` to `url` as `token`'s
+/// caller: the JSON-RPC response.
+async fn post(url: &str, token: &str, params: &Value) -> Value {
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    let response = web_client()
+        .post(url)
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", params["name"].as_str().unwrap())
+        .json(&request)
+        .send()
+        .await
+        .unwrap();
+    response.json().await.unwrap()
+}
+
+#[tokio::test]
+async fn an_answer_used_through_one_instance_is_refused_by_the_others() {
+    let Some((instances, _project, [ada_token, _])) = start() else {
+        return;
+    };
+    let ls = |retry| {
+        let capabilities = json!({"elicitation": {}});
+        HttpHost::stateless_params("proj.ls", json!({"name": "logs"}), capabilities, retry)
+    };
+    let one = instances.instance_url(1);
+    let asked = post(&one, &ada_token, &ls(None)).await;
+    let result = &asked["result"];
+    assert_eq!(result["resultType"], "input_required", "{asked}");
+    let key = result["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap();
+    let state = result["requestState"].as_str().unwrap();
+    let yes = json!({ key: {"action": "accept", "content": {"decision": "accept"}} });
+    let retry = ls(Some((yes, state)));
+    let done = post(&one, &ada_token, &retry).await;
+    assert!(done["result"]["structuredContent"].is_object(), "{done}");
+    // The same retry replayed on each instance: no second listing.
+    for n in 1..=3 {
+        let replayed = post(&instances.instance_url(n), &ada_token, &retry).await;
+        assert_eq!(
+            replayed["error"]["code"], -32602,
+            "instance {n}: {replayed}"
+        );
+        let message = replayed["error"]["message"].as_str().unwrap();
+        assert!(message.contains("used already"), "instance {n}: {message}");
     }
 }

@@ -93,6 +93,16 @@ impl Instances {
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
 
+    /// Instance `n`'s own MCP endpoint, past the proxy.
+    pub fn instance_url(&self, n: usize) -> String {
+        let log = self.log(n);
+        let at = log
+            .split("serving MCP at ")
+            .nth(1)
+            .expect("the instance said where");
+        at.split_whitespace().next().unwrap_or_default().to_owned()
+    }
+
     /// What instance `n` logged.
     pub fn log(&self, n: usize) -> String {
         let log = self.dir.path().join(format!("instance-{n}.log"));

@@ -84,6 +84,8 @@ pub struct Executor {
     exposure: Exposure,
     /// Results kept instead of sent whole.
     results: Arc<Results>,
+    /// `[state]`: where what several instances share lives.
+    state: Arc<state_store::State>,
     /// Counters for `/metrics`.
     metrics: Metrics,
     /// `[approval]`: the calls that ask the user first.
@@ -98,7 +100,8 @@ impl Executor {
     /// Build from loaded packs, `packhost.search` ranking with `searcher`;
     /// must run inside the host's runtime.
     pub fn new(mut loaded: Vec<LoadedPack>, config: &Config, searcher: Arc<Searcher>) -> Arc<Self> {
-        let results = Results::new(config.results.clone(), config.state.database.clone());
+        let state = state_store::State::open(config.state.database.clone());
+        let results = Results::new(config.results.clone(), &state);
         let audit = Audit::start(config);
         loaded.push(LoadedPack::builtin(
             Arc::clone(&results),
@@ -142,6 +145,7 @@ impl Executor {
             typescript_pack: config.server.typescript_pack.clone(),
             exposure: Exposure::new(config),
             results,
+            state,
             runtime: tokio::runtime::Handle::current(),
         })
     }
@@ -298,6 +302,11 @@ impl Executor {
     /// Results kept instead of sent whole (read back by handle).
     pub fn results(&self) -> &Arc<Results> {
         &self.results
+    }
+
+    /// Where what several instances share lives.
+    pub fn state(&self) -> &Arc<state_store::State> {
+        &self.state
     }
 
     /// Counters for `/metrics`.

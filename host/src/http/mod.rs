@@ -339,10 +339,10 @@ fn json_error(status: StatusCode, message: &str) -> Response {
 /// are before the host listens) and the shared state answers. The reason
 /// goes to the log only: the endpoint is open to anyone.
 async fn ready(State(state): State<AppState>) -> Response {
-    match state.executor.results().reachable().await {
+    match state.executor.state().reachable().await {
         Ok(()) => "ready\n".into_response(),
-        Err(failure) => {
-            tracing::warn!(error = %failure, "not ready");
+        Err(e) => {
+            tracing::warn!(error = %e, "not ready");
             let body = "not ready: the shared state database does not answer\n";
             (StatusCode::SERVICE_UNAVAILABLE, body).into_response()
         }

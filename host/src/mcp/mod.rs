@@ -126,7 +126,8 @@ impl PackhostServer {
     /// ([`STATE_KEY_VARIABLE`]) is unusable.
     pub fn new(executor: Arc<Executor>, identity: Identity) -> Result<Self, String> {
         let tools = Listing::of(&executor);
-        let states = Arc::new(States::new(HELD_FOR)?);
+        let spent = executor.state().spent_states();
+        let states = Arc::new(States::new(HELD_FOR, spent)?);
         Ok(Self {
             executor,
             identity,

@@ -184,11 +184,10 @@ impl<T: Send + 'static> Rounds<T> {
             escalate_after,
         } = request;
         let binding = format!("{}\n{}\n{binding}", owner.org, owner.user);
-        let state = retry
-            .state
-            .as_deref()
-            .map(|state| self.states.open::<State>(state, &binding))
-            .transpose()?;
+        let state = match retry.state.as_deref() {
+            Some(state) => Some(self.states.open::<State>(state, &binding).await?),
+            None => None,
+        };
         let responses = retry.responses.unwrap_or_default();
         let held = state.as_ref().and_then(|state| self.take(&state.id, owner));
         let (id, call, answers) = match (held, state) {
@@ -452,7 +451,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::mcp::states::SpentHere;
+    use state_store::SpentHere;
 
     /// States sealed with one test key, as instances sharing it have.
     fn states() -> Arc<States> {

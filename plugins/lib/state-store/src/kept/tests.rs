@@ -1,12 +1,13 @@
 //! Each case runs on both stores: the same bounds keep the same results.
 
-use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
+use std::{sync::Arc, time::Duration};
 
-use crate::{Bounds, InMemory, Kept, Owner, Postgres, ResultStore};
+use super::{Bounds, InMemory, Kept, ResultStore};
+use crate::Owner;
 
-type Store = Box<dyn ResultStore>;
+type Store = Arc<dyn ResultStore>;
 /// Opens a fresh store keeping to the bounds given.
-type Open = Arc<dyn Fn(Bounds) -> Pin<Box<dyn Future<Output = Store> + Send>> + Send + Sync>;
+type Open = Arc<dyn Fn(Bounds) -> Store + Send + Sync>;
 
 macro_rules! on_both_stores {
     ($($case:ident),* $(,)?) => {
@@ -14,7 +15,7 @@ macro_rules! on_both_stores {
             $(#[tokio::test]
             async fn $case() {
                 let open: super::Open = std::sync::Arc::new(|bounds| {
-                    Box::pin(async move { Box::new(crate::InMemory::new(bounds)) as super::Store })
+                    std::sync::Arc::new(super::InMemory::new(bounds)) as super::Store
                 });
                 super::$case(open).await;
             })*
@@ -23,13 +24,8 @@ macro_rules! on_both_stores {
             $(#[tokio::test]
             async fn $case() {
                 integrations_store::testing::on_postgres(|url| async move {
-                    let open: super::Open = std::sync::Arc::new(move |bounds| {
-                        let url = url.clone();
-                        Box::pin(async move {
-                            Box::new(crate::Postgres::connect(&url, bounds).await.unwrap())
-                                as super::Store
-                        })
-                    });
+                    let state = crate::State::open(Some(url));
+                    let open: super::Open = std::sync::Arc::new(move |bounds| state.results(bounds));
                     super::$case(open).await;
                 })
                 .await;
@@ -47,10 +43,6 @@ on_both_stores!(
     an_expired_result_is_gone,
     any_text_comes_back_as_it_was_kept,
 );
-
-// Keep the names used: the macro refers to them through `crate::`.
-const _: fn(Bounds) -> InMemory = InMemory::new;
-const _: Option<Postgres> = None;
 
 const HOUR: Duration = Duration::from_secs(3600);
 
@@ -90,7 +82,7 @@ async fn has(store: &Store, org: &str, user: &str, handle: &str) -> bool {
 }
 
 async fn a_result_is_its_owners_alone(open: Open) {
-    let store = open(ROOMY).await;
+    let store = open(ROOMY);
     let handle = keep(&store, "acme", "ada", &"x".repeat(500)).await;
     let ada = Owner::new("acme", "ada");
     let found = store.get(&ada, &handle).await.unwrap().unwrap();
@@ -111,8 +103,7 @@ async fn a_users_flood_pushes_out_only_their_own_oldest(open: Open) {
     let store = open(Bounds {
         user_bytes: 1000,
         ..ROOMY
-    })
-    .await;
+    });
     let bo = keep(&store, "acme", "bo", &"b".repeat(900)).await;
     let mut ada = Vec::new();
     for _ in 0..5 {
@@ -130,8 +121,7 @@ async fn an_organisations_flood_never_pushes_out_another_organisations_results(o
     let store = open(Bounds {
         bytes: 3000,
         ..ROOMY
-    })
-    .await;
+    });
     let calm = keep(&store, "calm", "cy", &"c".repeat(1000)).await;
     let mut flood = Vec::new();
     for user in ["a", "b", "c", "d", "e", "f"] {
@@ -147,8 +137,7 @@ async fn counts_are_bounded_per_user_and_per_organisation(open: Open) {
         user_count: 2,
         org_count: 3,
         ..ROOMY
-    })
-    .await;
+    });
     let a: Vec<String> = [
         keep(&store, "acme", "ada", "1").await,
         keep(&store, "acme", "ada", "2").await,
@@ -170,8 +159,7 @@ async fn a_result_larger_than_a_bound_is_not_kept(open: Open) {
     let store = open(Bounds {
         org_bytes: 100,
         ..ROOMY
-    })
-    .await;
+    });
     let before = keep(&store, "acme", "ada", "small").await;
     let big = kept("acme", "ada", &"x".repeat(101));
     assert!(!store.keep("rbig", &big, HOUR).await.unwrap());
@@ -180,7 +168,7 @@ async fn a_result_larger_than_a_bound_is_not_kept(open: Open) {
 }
 
 async fn an_expired_result_is_gone(open: Open) {
-    let store = open(ROOMY).await;
+    let store = open(ROOMY);
     let short = kept("acme", "ada", "soon gone");
     assert!(
         store
@@ -195,7 +183,7 @@ async fn an_expired_result_is_gone(open: Open) {
 }
 
 async fn any_text_comes_back_as_it_was_kept(open: Open) {
-    let store = open(ROOMY).await;
+    let store = open(ROOMY);
     let text = "nul \u{0} and é, 漢字, 🦀";
     let handle = keep(&store, "acme", "ada", text).await;
     let owner = Owner::new("acme", "ada");

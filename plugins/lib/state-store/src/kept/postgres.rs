@@ -2,25 +2,12 @@
 //! any of them kept. Bodies are `BYTEA` (TOASTed, compressed by the
 //! server); times are the database's, so instances' clocks never matter.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
-use integrations_store::{Migrations, postgres_pool};
-use sqlx::{PgPool, Postgres as Pg, Row, Transaction};
+use sqlx::{Postgres as Pg, Row, Transaction};
 
-use crate::{Bounds, Kept, Listed, Owner, ResultStore, StoreError};
-
-/// Enough for the calls of one instance that keep or read at once; a
-/// caller waits for a free one no longer than the pool's acquire timeout.
-const MAX_CONNECTIONS: u32 = 8;
-
-const MIGRATIONS: Migrations = &[(
-    2001,
-    "kept results",
-    include_str!("../migrations/2001_kept_results.sql"),
-)];
-
-/// The database's clock, in milliseconds.
-const NOW: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
+use super::{Bounds, Kept, Listed, ResultStore};
+use crate::{NOW, Owner, State, StoreError, failed};
 
 /// Keeps, and the room each makes, one at a time across all instances: two
 /// at once could each see room the other is about to take.
@@ -44,22 +31,16 @@ const TRIM_OLDEST: &str = "DELETE FROM kept_results WHERE handle IN (SELECT hand
      SELECT handle, bytes, SUM(bytes) OVER (ORDER BY seq) AS upto FROM kept_results \
      WHERE organization_id = $1) r WHERE upto - bytes < $2)";
 
-/// Kept results in a PostgreSQL database.
+/// Kept results in the PostgreSQL database of `state`.
 pub struct Postgres {
-    pool: PgPool,
+    state: Arc<State>,
     bounds: Bounds,
 }
 
-fn failed(what: &str, e: sqlx::Error) -> StoreError {
-    StoreError::Database(format!("kept results: cannot {what}: {e}"))
-}
-
 impl Postgres {
-    /// Connects to `url` (`postgres://…`) and migrates it; keeps to
-    /// `bounds`. Errors show the URL without its password.
-    pub async fn connect(url: &str, bounds: Bounds) -> Result<Self, StoreError> {
-        let pool = postgres_pool(url, MAX_CONNECTIONS, MIGRATIONS).await?;
-        Ok(Self { pool, bounds })
+    /// Kept in `state`'s database, within `bounds`.
+    pub(crate) fn new(state: Arc<State>, bounds: Bounds) -> Self {
+        Self { state, bounds }
     }
 
     async fn make_room(&self, tx: &mut Transaction<'_, Pg>, owner: &Owner) -> sqlx::Result<()> {
@@ -103,8 +84,9 @@ impl ResultStore for Postgres {
         if !self.bounds.room_for(bytes) {
             return Ok(false);
         }
+        let pool = self.state.pool().await?;
         let keep = async {
-            let mut tx = self.pool.begin().await?;
+            let mut tx = pool.begin().await?;
             sqlx::query("SELECT pg_advisory_xact_lock($1)")
                 .bind(KEEP_LOCK)
                 .execute(&mut *tx)
@@ -143,7 +125,7 @@ impl ResultStore for Postgres {
         .bind(handle)
         .bind(&owner.org)
         .bind(&owner.user)
-        .fetch_optional(&self.pool)
+        .fetch_optional(self.state.pool().await?)
         .await
         .map_err(|e| failed("read a kept result", e))?;
         Ok(row.map(|row| Kept {
@@ -161,7 +143,7 @@ impl ResultStore for Postgres {
         ))
         .bind(&owner.org)
         .bind(&owner.user)
-        .fetch_all(&self.pool)
+        .fetch_all(self.state.pool().await?)
         .await
         .map_err(|e| failed("list kept results", e))?;
         Ok(rows
@@ -172,10 +154,5 @@ impl ResultStore for Postgres {
                 chars: row.get::<i64, _>("chars") as u64,
             })
             .collect())
-    }
-
-    async fn reachable(&self) -> Result<(), StoreError> {
-        let ping = sqlx::query("SELECT 1").execute(&self.pool).await;
-        ping.map(drop).map_err(|e| failed("reach the database", e))
     }
 }

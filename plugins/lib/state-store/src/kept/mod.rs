@@ -1,22 +1,18 @@
 //! Results too large to send, kept for their owner (organisation and user)
-//! until they expire: in this process ([`InMemory`], one instance), or in
-//! PostgreSQL ([`Postgres`]), where every instance behind a load balancer
-//! reads what any of them kept.
-//!
-//! Both keep the same [`Bounds`], so one owner's flood pushes out only its
-//! own results: past a user's bound their oldest go, past an
-//! organisation's its oldest, and past the total the oldest of the
+//! until they expire. Both stores keep the same [`Bounds`], so one owner's
+//! flood pushes out only its own: past a user's bound their oldest go,
+//! past an organisation's its oldest, and past the total the oldest of the
 //! organisation that holds the most.
 
 mod memory;
 mod postgres;
+#[cfg(test)]
+mod tests;
 
 use std::{sync::Arc, time::Duration};
 
-pub use integrations_store::StoreError;
-pub use pack_api::Owner;
-
-pub use crate::{memory::InMemory, postgres::Postgres};
+pub use self::{memory::InMemory, postgres::Postgres};
+use crate::{Owner, StoreError};
 
 /// One kept result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,10 +74,4 @@ pub trait ResultStore: Send + Sync {
 
     /// `owner`'s results, oldest first.
     async fn list(&self, owner: &Owner) -> Result<Vec<Listed>, StoreError>;
-
-    /// Whether the store answers now.
-    async fn reachable(&self) -> Result<(), StoreError>;
 }
-
-#[cfg(test)]
-mod tests;

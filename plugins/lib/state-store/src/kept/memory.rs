@@ -6,7 +6,8 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::{Bounds, Kept, Listed, Owner, ResultStore, StoreError};
+use super::{Bounds, Kept, Listed, ResultStore};
+use crate::{Owner, StoreError};
 
 /// Kept results in memory, gone with the process.
 pub struct InMemory {
@@ -140,9 +141,5 @@ impl ResultStore for InMemory {
                 })
             })
             .collect())
-    }
-
-    async fn reachable(&self) -> Result<(), StoreError> {
-        Ok(())
     }
 }

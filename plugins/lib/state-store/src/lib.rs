@@ -1,0 +1,108 @@
+//! State that several packhost instances behind a load balancer share:
+//! each kind behind a trait of its own, with an implementation in this
+//! process (one instance, the default) and one in PostgreSQL, where every
+//! instance on the database sees what any of them wrote.
+//!
+//! - [`ResultStore`]: results too large to send, kept for their owner.
+//! - [`SpentStates`]: the request states already used, so one answer makes
+//!   one call whichever instance a replay reaches.
+//!
+//! [`State::open`] picks the implementations from the configured database;
+//! the PostgreSQL ones share one pool, connected and migrated by the first
+//! use (never on the start path) and tried again after a failure.
+
+mod kept;
+mod spent;
+
+use std::sync::Arc;
+
+pub use integrations_store::StoreError;
+use integrations_store::{Migrations, postgres_pool};
+pub use pack_api::Owner;
+use sqlx::PgPool;
+use tokio::sync::OnceCell;
+
+pub use crate::{
+    kept::{Bounds, InMemory, Kept, Listed, ResultStore},
+    spent::{SpentHere, SpentStates},
+};
+
+/// Connections one instance opens at most: its calls that keep, read or
+/// spend at once; a caller waits for a free one no longer than the pool's
+/// acquire timeout.
+const MAX_CONNECTIONS: u32 = 8;
+
+/// The tables of this crate, numbered after the integrations' (1–1000) and
+/// the audit trail's (1001–2000), in the same migrations table.
+const MIGRATIONS: Migrations = &[
+    (
+        2001,
+        "kept results",
+        include_str!("../migrations/2001_kept_results.sql"),
+    ),
+    (
+        2002,
+        "spent states",
+        include_str!("../migrations/2002_spent_states.sql"),
+    ),
+];
+
+/// Where the shared state lives: this process, or a PostgreSQL database.
+pub struct State {
+    /// `postgres://…`; `None`: this process.
+    database: Option<String>,
+    pool: OnceCell<PgPool>,
+}
+
+impl State {
+    /// State in `database` (a `postgres://` URL), or in this process.
+    pub fn open(database: Option<String>) -> Arc<Self> {
+        Arc::new(Self {
+            database,
+            pool: OnceCell::new(),
+        })
+    }
+
+    /// Kept results within `bounds`.
+    pub fn results(self: &Arc<Self>, bounds: Bounds) -> Arc<dyn ResultStore> {
+        match self.database {
+            None => Arc::new(InMemory::new(bounds)),
+            Some(_) => Arc::new(kept::Postgres::new(Arc::clone(self), bounds)),
+        }
+    }
+
+    /// The record of used request states.
+    pub fn spent_states(self: &Arc<Self>) -> Arc<dyn SpentStates> {
+        match self.database {
+            None => Arc::new(SpentHere::default()),
+            Some(_) => Arc::new(spent::Postgres::new(Arc::clone(self))),
+        }
+    }
+
+    /// Whether the database answers now (always, in this process).
+    pub async fn reachable(&self) -> Result<(), StoreError> {
+        if self.database.is_none() {
+            return Ok(());
+        }
+        let ping = sqlx::query("SELECT 1").execute(self.pool().await?).await;
+        ping.map(drop).map_err(|e| failed("reach the database", e))
+    }
+
+    /// The pool, connected and migrated by the first caller.
+    async fn pool(&self) -> Result<&PgPool, StoreError> {
+        let url = self
+            .database
+            .as_deref()
+            .expect("only PostgreSQL stores ask");
+        self.pool
+            .get_or_try_init(|| postgres_pool(url, MAX_CONNECTIONS, MIGRATIONS))
+            .await
+    }
+}
+
+/// The database's clock, in milliseconds: instances' clocks never matter.
+const NOW: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
+
+fn failed(what: &str, e: sqlx::Error) -> StoreError {
+    StoreError::Database(format!("shared state: cannot {what}: {e}"))
+}
