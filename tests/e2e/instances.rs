@@ -1,8 +1,9 @@
 //! Several instances behind a load balancer, as `deploy/` sets them up:
 //! three packhosts behind a real HAProxy (round robin, no stickiness), one
 //! PostgreSQL. What one instance keeps, any other answers for, to its owner
-//! only; an answer used through one instance is refused by all; an
-//! instance that dies is routed around.
+//! only; an answer used through one instance is refused by all, and an
+//! approval remembered through one holds on all; an instance that dies is
+//! routed around.
 
 use packhost_tests::{
     call,
@@ -30,8 +31,8 @@ fn start() -> Option<(Instances, TempDir, [String; 2])> {
     let (ada_token, ada) = token("ada", "acme", &["*"]);
     let (eve_token, eve) = token("eve", "evil", &["*"]);
     let config = format!(
-        "[http]\nsessions = false\n[results]\nmax_result_chars = 2000\n[packs.proj]\n\
-         [projects]\nlogs = {:?}\n[approval.listing]\ncalls = [\"proj.ls\"]\n{ada}\n{eve}\n",
+        "[http]\nsessions = false\nshutdown_grace_secs = 1\n[results]\nmax_result_chars = 2000\n[packs.proj]\n\
+         [projects]\nlogs = {:?}\n[approval.listing]\ncalls = [\"proj.ls\"]\nremember = \"30m\"\n{ada}\n{eve}\n",
         project.path().display().to_string()
     );
     let instances = Instances::start(&config, &database);
@@ -134,5 +135,39 @@ async fn an_answer_used_through_one_instance_is_refused_by_the_others() {
         );
         let message = replayed["error"]["message"].as_str().unwrap();
         assert!(message.contains("used already"), "instance {n}: {message}");
+    }
+}
+
+#[tokio::test]
+async fn an_approval_remembered_through_one_instance_holds_on_the_others() {
+    let Some((instances, _project, [ada_token, eve_token])) = start() else {
+        return;
+    };
+    let ls = |retry| {
+        let capabilities = json!({"elicitation": {}});
+        HttpHost::stateless_params("proj.ls", json!({"name": "logs"}), capabilities, retry)
+    };
+    let one = instances.instance_url(1);
+    let asked = post(&one, &ada_token, &ls(None)).await;
+    let result = &asked["result"];
+    let key = result["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap();
+    let state = result["requestState"].as_str().unwrap();
+    let remember = json!({"decision": "accept", "remember": true});
+    let yes = json!({ key: {"action": "accept", "content": remember} });
+    let done = post(&one, &ada_token, &ls(Some((yes, state)))).await;
+    assert!(done["result"]["structuredContent"].is_object(), "{done}");
+    for n in 2..=3 {
+        let url = instances.instance_url(n);
+        let listed = post(&url, &ada_token, &ls(None)).await;
+        let listing = &listed["result"]["structuredContent"]["entries"];
+        assert!(listing.is_array(), "instance {n} asked again: {listed}");
+        // Another organisation's caller is still asked.
+        let theirs = post(&url, &eve_token, &ls(None)).await;
+        assert_eq!(theirs["result"]["resultType"], "input_required", "{theirs}");
     }
 }

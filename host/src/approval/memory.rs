@@ -1,63 +1,94 @@
 //! Approvals the user asked to have remembered: each belongs to one caller
-//! (organisation and user), names one function, holds for one session or
-//! for any, and expires. Bounded: a caller keeps its latest
-//! [`PER_CALLER`], the host its [`CALLERS`] most recent callers, so no one
-//! can grow it without end.
+//! (organisation and user), names one function, and expires. One for this
+//! session is kept here, beside the session (which lives in this
+//! instance): a caller keeps its latest [`PER_CALLER`], the host its
+//! [`CALLERS`] most recent callers. One for any session is kept in the
+//! shared state (`state_store::RememberedApprovals`, bounded per user and
+//! per organisation), so with `[state] database` every instance honours it.
 
 use std::{
     collections::HashMap,
-    sync::Mutex,
+    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
+use state_store::RememberedApprovals;
+
 use crate::executor::SessionId;
 
-/// Remembered approvals one caller keeps at most.
+/// Session approvals one caller keeps at most.
 pub const PER_CALLER: usize = 64;
 
-/// Callers with remembered approvals the host keeps at most.
+/// Callers with session approvals the host keeps at most.
 pub const CALLERS: usize = 4096;
 
 /// Who approved: (organisation, user). One organisation's approval never
 /// answers for another, whatever their user names.
 pub type Owner = (String, String);
 
-/// One remembered approval.
+/// One approval remembered for a session.
 #[derive(Debug)]
 struct Remembered {
     tool: String,
-    /// `None`: any session of the caller.
-    session: Option<SessionId>,
+    session: SessionId,
     until: Instant,
 }
 
-/// The approvals remembered, by caller.
-#[derive(Debug, Default)]
+/// The approvals remembered.
 pub struct Memory {
-    callers: Mutex<HashMap<Owner, Vec<Remembered>>>,
+    /// For one session, by caller.
+    sessions: Mutex<HashMap<Owner, Vec<Remembered>>>,
+    /// For any session.
+    shared: Arc<dyn RememberedApprovals>,
+}
+
+fn as_owner((org, user): &Owner) -> state_store::Owner {
+    state_store::Owner::new(org, user)
 }
 
 impl Memory {
+    /// Approvals for any session kept in `shared`.
+    pub fn new(shared: Arc<dyn RememberedApprovals>) -> Self {
+        Self {
+            sessions: Mutex::default(),
+            shared,
+        }
+    }
+
     /// Whether `owner` approved calls of `tool`, for this `session` or any,
-    /// and that approval still holds at `now`.
-    pub fn approved(
+    /// and that approval still holds at `now`. A shared state that does
+    /// not answer counts as no approval: the user is asked.
+    pub async fn approved(
         &self,
         owner: &Owner,
         tool: &str,
         session: Option<SessionId>,
         now: Instant,
     ) -> bool {
-        let callers = self.callers.lock().unwrap_or_else(|e| e.into_inner());
-        callers.get(owner).is_some_and(|remembered| {
-            remembered.iter().any(|r| {
-                r.tool == tool && r.until > now && r.session.is_none_or(|s| Some(s) == session)
+        let here = {
+            let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+            sessions.get(owner).is_some_and(|remembered| {
+                remembered
+                    .iter()
+                    .any(|r| r.tool == tool && r.until > now && Some(r.session) == session)
             })
-        })
+        };
+        if here {
+            return true;
+        }
+        self.shared
+            .approved(&as_owner(owner), tool)
+            .await
+            .unwrap_or_else(|e| {
+                tracing::warn!(tool, error = %e, "remembered approvals not read: asking");
+                false
+            })
     }
 
     /// Remember that `owner` approved calls of `tool` for `session` (or any,
-    /// `None`) from `now` for `duration`.
-    pub fn remember(
+    /// `None`) from `now` for `duration`. A shared state that does not
+    /// answer forgets it (logged): the user is asked next time.
+    pub async fn remember(
         &self,
         owner: &Owner,
         tool: &str,
@@ -65,7 +96,14 @@ impl Memory {
         now: Instant,
         duration: Duration,
     ) {
-        let mut callers = self.callers.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(session) = session else {
+            let owner = as_owner(owner);
+            if let Err(e) = self.shared.remember(&owner, tool, duration).await {
+                tracing::warn!(tool, error = %e, "an approval was not remembered");
+            }
+            return;
+        };
+        let mut callers = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         if !callers.contains_key(owner) && callers.len() >= CALLERS {
             callers.retain(|_, remembered| remembered.iter().any(|r| r.until > now));
             // Still full: the caller whose approvals end soonest goes.
@@ -101,81 +139,103 @@ mod tests {
         (org.to_owned(), user.to_owned())
     }
 
+    fn memory() -> Memory {
+        Memory::new(state_store::State::open(None).remembered_approvals())
+    }
+
     const MINUTE: Duration = Duration::from_secs(60);
 
-    /// How many approvals are remembered, expired or not.
+    /// How many session approvals are remembered, expired or not.
     fn count(memory: &Memory) -> usize {
-        memory.callers.lock().unwrap().values().map(Vec::len).sum()
+        memory.sessions.lock().unwrap().values().map(Vec::len).sum()
     }
 
-    #[test]
-    fn an_approval_holds_for_its_caller_and_tool_until_it_expires() {
-        let memory = Memory::default();
-        let now = Instant::now();
-        let alice = owner("acme", "alice");
-        memory.remember(&alice, "fx.drop", None, now, 30 * MINUTE);
-        assert!(memory.approved(&alice, "fx.drop", None, now + 29 * MINUTE));
-        assert!(!memory.approved(&alice, "fx.drop", None, now + 30 * MINUTE));
-        assert!(!memory.approved(&alice, "fx.other", None, now));
-        // Same user name, another organisation: not theirs.
-        assert!(!memory.approved(&owner("globex", "alice"), "fx.drop", None, now));
-        assert!(!memory.approved(&owner("acme", "bob"), "fx.drop", None, now));
-    }
-
-    #[test]
-    fn a_session_approval_holds_in_that_session_only() {
-        let memory = Memory::default();
+    #[tokio::test]
+    async fn a_session_approval_holds_for_its_caller_tool_and_session_until_it_expires() {
+        let memory = memory();
         let now = Instant::now();
         let alice = owner("acme", "alice");
         let (one, two) = (SessionId::unique(), SessionId::unique());
-        memory.remember(&alice, "fx.drop", Some(one), now, MINUTE);
-        assert!(memory.approved(&alice, "fx.drop", Some(one), now));
-        assert!(!memory.approved(&alice, "fx.drop", Some(two), now));
-        assert!(!memory.approved(&alice, "fx.drop", None, now));
-        // One for any session holds in every one.
-        memory.remember(&alice, "fx.drop", None, now, MINUTE);
-        assert!(memory.approved(&alice, "fx.drop", Some(two), now));
+        memory
+            .remember(&alice, "fx.drop", Some(one), now, 30 * MINUTE)
+            .await;
+        let later = now + 29 * MINUTE;
+        assert!(memory.approved(&alice, "fx.drop", Some(one), later).await);
+        assert!(
+            !memory
+                .approved(&alice, "fx.drop", Some(one), now + 30 * MINUTE)
+                .await
+        );
+        assert!(!memory.approved(&alice, "fx.other", Some(one), now).await);
+        assert!(!memory.approved(&alice, "fx.drop", Some(two), now).await);
+        assert!(!memory.approved(&alice, "fx.drop", None, now).await);
+        // Same user name, another organisation: not theirs.
+        let globex = owner("globex", "alice");
+        assert!(!memory.approved(&globex, "fx.drop", Some(one), now).await);
     }
 
-    #[test]
-    fn a_caller_keeps_its_latest_approvals_only() {
-        let memory = Memory::default();
+    #[tokio::test]
+    async fn an_approval_for_any_session_holds_in_every_one() {
+        let memory = memory();
         let now = Instant::now();
         let alice = owner("acme", "alice");
+        memory.remember(&alice, "fx.drop", None, now, MINUTE).await;
+        let two = SessionId::unique();
+        assert!(memory.approved(&alice, "fx.drop", Some(two), now).await);
+        assert!(memory.approved(&alice, "fx.drop", None, now).await);
+        assert!(
+            !memory
+                .approved(&owner("acme", "bob"), "fx.drop", None, now)
+                .await
+        );
+    }
+
+    #[tokio::test]
+    async fn a_caller_keeps_its_latest_session_approvals_only() {
+        let memory = memory();
+        let now = Instant::now();
+        let alice = owner("acme", "alice");
+        let session = Some(SessionId::unique());
         for i in 0..PER_CALLER + 10 {
             let tool = format!("fx.f{i}");
             let at = now + Duration::from_secs(i as u64);
-            memory.remember(&alice, &tool, None, at, 60 * MINUTE);
+            memory
+                .remember(&alice, &tool, session, at, 60 * MINUTE)
+                .await;
         }
         assert_eq!(count(&memory), PER_CALLER);
         let later = now + Duration::from_secs(PER_CALLER as u64 + 9);
-        assert!(memory.approved(&alice, &format!("fx.f{}", PER_CALLER + 9), None, later));
-        assert!(!memory.approved(&alice, "fx.f0", None, now));
+        let newest = format!("fx.f{}", PER_CALLER + 9);
+        assert!(memory.approved(&alice, &newest, session, later).await);
+        assert!(!memory.approved(&alice, "fx.f0", session, now).await);
         // Approving again replaces, never duplicates.
-        memory.remember(&alice, "fx.f70", None, later, 60 * MINUTE);
-        memory.remember(&alice, "fx.f70", None, later, 60 * MINUTE);
+        memory
+            .remember(&alice, "fx.f70", session, later, 60 * MINUTE)
+            .await;
+        memory
+            .remember(&alice, "fx.f70", session, later, 60 * MINUTE)
+            .await;
         assert_eq!(count(&memory), PER_CALLER);
     }
 
-    #[test]
-    fn the_host_keeps_a_bounded_number_of_callers() {
-        let memory = Memory::default();
+    #[tokio::test]
+    async fn the_host_keeps_a_bounded_number_of_callers() {
+        let memory = memory();
         let now = Instant::now();
+        let session = Some(SessionId::unique());
         for i in 0..CALLERS + 5 {
             let at = now + Duration::from_millis(i as u64);
-            memory.remember(
-                &owner("acme", &format!("u{i}")),
-                "fx.drop",
-                None,
-                at,
-                MINUTE,
-            );
+            let caller = owner("acme", &format!("u{i}"));
+            memory
+                .remember(&caller, "fx.drop", session, at, MINUTE)
+                .await;
         }
-        let callers = memory.callers.lock().unwrap().len();
+        let callers = memory.sessions.lock().unwrap().len();
         assert_eq!(callers, CALLERS);
         // The newest stayed, the soonest to end went.
         let newest = owner("acme", &format!("u{}", CALLERS + 4));
-        assert!(memory.approved(&newest, "fx.drop", None, now));
-        assert!(!memory.approved(&owner("acme", "u0"), "fx.drop", None, now));
+        assert!(memory.approved(&newest, "fx.drop", session, now).await);
+        let first = owner("acme", "u0");
+        assert!(!memory.approved(&first, "fx.drop", session, now).await);
     }
 }

@@ -34,7 +34,6 @@ mod tests;
 
 /// The policy and the approvals remembered under it; every question asked
 /// and its answer go to the audit trail.
-#[derive(Default)]
 pub struct Approvals {
     policy: Approval,
     memory: Memory,
@@ -50,11 +49,16 @@ struct Keep {
 }
 
 impl Approvals {
-    /// Ask as `policy` says, recording to `audit`.
-    pub fn new(policy: Approval, audit: Audit) -> Self {
+    /// Ask as `policy` says, recording to `audit`; approvals for any
+    /// session remembered in `remembered`.
+    pub fn new(
+        policy: Approval,
+        audit: Audit,
+        remembered: std::sync::Arc<dyn state_store::RememberedApprovals>,
+    ) -> Self {
         Self {
             policy,
-            memory: Memory::default(),
+            memory: Memory::new(remembered),
             audit,
         }
     }
@@ -78,6 +82,7 @@ impl Approvals {
         if self
             .memory
             .approved(&owner, tool, caller.session, Instant::now())
+            .await
         {
             return Ok(());
         }
@@ -137,7 +142,8 @@ impl Approvals {
                 if let (true, Some(keep)) = (remember, keep) {
                     let now = Instant::now();
                     self.memory
-                        .remember(&owner, tool, keep.session, now, keep.duration);
+                        .remember(&owner, tool, keep.session, now, keep.duration)
+                        .await;
                 }
                 Ok(())
             }

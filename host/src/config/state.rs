@@ -1,6 +1,7 @@
 //! `[state]`: where state that several instances share lives. Without it,
 //! in this process (one instance); with `database`, in PostgreSQL, so any
-//! instance behind a load balancer answers for it (kept results today).
+//! instance behind a load balancer answers for it (kept results, used
+//! request states, approvals remembered for a duration).
 
 use serde::{Deserialize, Serialize};
 

@@ -135,7 +135,11 @@ impl Executor {
             offered: watch::Sender::new(0),
             catalog_config,
             metrics: Metrics::default(),
-            approvals: Approvals::new(config.approval.clone(), audit.clone()),
+            approvals: Approvals::new(
+                config.approval.clone(),
+                audit.clone(),
+                state.remembered_approvals(),
+            ),
             audit,
             front: Front {
                 aliases: config.aliases.clone(),

@@ -6,11 +6,14 @@
 //! - [`ResultStore`]: results too large to send, kept for their owner.
 //! - [`SpentStates`]: the request states already used, so one answer makes
 //!   one call whichever instance a replay reaches.
+//! - [`RememberedApprovals`]: the approvals a user asked to have remembered
+//!   for any of their sessions.
 //!
 //! [`State::open`] picks the implementations from the configured database;
 //! the PostgreSQL ones share one pool, connected and migrated by the first
 //! use (never on the start path) and tried again after a failure.
 
+mod approvals;
 mod kept;
 mod spent;
 
@@ -23,6 +26,7 @@ use sqlx::PgPool;
 use tokio::sync::OnceCell;
 
 pub use crate::{
+    approvals::RememberedApprovals,
     kept::{Bounds, InMemory, Kept, Listed, ResultStore},
     spent::{SpentHere, SpentStates},
 };
@@ -44,6 +48,11 @@ const MIGRATIONS: Migrations = &[
         2002,
         "spent states",
         include_str!("../migrations/2002_spent_states.sql"),
+    ),
+    (
+        2003,
+        "remembered approvals",
+        include_str!("../migrations/2003_remembered_approvals.sql"),
     ),
 ];
 
@@ -76,6 +85,14 @@ impl State {
         match self.database {
             None => Arc::new(SpentHere::default()),
             Some(_) => Arc::new(spent::Postgres::new(Arc::clone(self))),
+        }
+    }
+
+    /// Approvals remembered for any session.
+    pub fn remembered_approvals(self: &Arc<Self>) -> Arc<dyn RememberedApprovals> {
+        match self.database {
+            None => Arc::new(approvals::InMemory::default()),
+            Some(_) => Arc::new(approvals::Postgres::new(Arc::clone(self))),
         }
     }
 
