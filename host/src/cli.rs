@@ -165,7 +165,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
 }
 
 async fn serve(executor: &Arc<Executor>, loaded: &Loaded) -> Result<ExitCode, Error> {
-    let server = PackhostServer::new(Arc::clone(executor), loaded.config.identity.clone())?;
+    let server = PackhostServer::new(Arc::clone(executor), loaded.config.identity.clone(), None)?;
     let service = server.serve(rmcp::transport::stdio_pipes()).await?;
     let stop = service.cancellation_token();
     tokio::spawn(async move {

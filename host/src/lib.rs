@@ -47,3 +47,4 @@ pub mod server_pack;
 pub mod servers;
 pub mod shutdown;
 pub mod tool_name;
+pub mod web;

@@ -17,8 +17,9 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 /// Three instances, a project holding a log of ~130 kB, results past 2,000
-/// characters kept, and callers `ada` (acme) and `eve` (evil).
-fn start() -> Option<(Instances, TempDir, [String; 2])> {
+/// characters kept, `proj.ls` asked about first, and callers `ada` (acme)
+/// and `eve` (evil); `extra` is added to the config.
+fn start_with(extra: &str) -> Option<(Instances, TempDir, [String; 2])> {
     let database = postgres_database()?;
     if !haproxy_installed() {
         return None;
@@ -32,11 +33,16 @@ fn start() -> Option<(Instances, TempDir, [String; 2])> {
     let (eve_token, eve) = token("eve", "evil", &["*"]);
     let config = format!(
         "[http]\nsessions = false\nshutdown_grace_secs = 1\n[results]\nmax_result_chars = 2000\n[packs.proj]\n\
-         [projects]\nlogs = {:?}\n[approval.listing]\ncalls = [\"proj.ls\"]\nremember = \"30m\"\n{ada}\n{eve}\n",
+         [projects]\nlogs = {:?}\n[approval.listing]\ncalls = [\"proj.ls\"]\nremember = \"30m\"\n{ada}\n{eve}\n{extra}\n",
         project.path().display().to_string()
     );
+    let config = config.replace("{database}", &database);
     let instances = Instances::start(&config, &database);
     Some((instances, project, [ada_token, eve_token]))
+}
+
+fn start() -> Option<(Instances, TempDir, [String; 2])> {
+    start_with("")
 }
 
 #[tokio::test]
@@ -170,4 +176,55 @@ async fn an_approval_remembered_through_one_instance_holds_on_the_others() {
         let theirs = post(&url, &eve_token, &ls(None)).await;
         assert_eq!(theirs["result"]["resultType"], "input_required", "{theirs}");
     }
+}
+
+#[tokio::test]
+async fn a_call_held_on_one_instance_goes_on_there_when_its_retry_reaches_another() {
+    // The trail in the shared database records each call code makes.
+    let audit = "[packs.exec_py]\n[audit]\ndatabase = \"{database}\"\n";
+    let Some((instances, _project, [ada_token, _])) = start_with(audit) else {
+        return;
+    };
+    let code = "```python\nproj.list()\nproj.ls(name='logs')['path']\n```";
+    let run = |retry| {
+        let capabilities = json!({"elicitation": {}});
+        HttpHost::stateless_params("run", json!({"command": code}), capabilities, retry)
+    };
+    // Asked on instance one, after the code listed the projects...
+    let asked = post(&instances.instance_url(1), &ada_token, &run(None)).await;
+    let result = &asked["result"];
+    assert_eq!(result["resultType"], "input_required", "{asked}");
+    let key = result["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap();
+    let state = result["requestState"].as_str().unwrap();
+    let yes = json!({ key: {"action": "accept", "content": {"decision": "accept"}} });
+    // ...answered through instance two: the code goes on on instance one.
+    let done = post(
+        &instances.instance_url(2),
+        &ada_token,
+        &run(Some((yes, state))),
+    )
+    .await;
+    assert_eq!(done["result"]["structuredContent"]["result"], "", "{done}");
+    // The trail is written in the background: wait for the block's event.
+    for _ in 0..200 {
+        if !instances
+            .audit_events(&["--tool", "exec_py.run"])
+            .is_empty()
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let trail = instances.audit_events(&["--tool", "proj.list"]);
+    assert_eq!(trail.len(), 1, "proj.list ran again: {trail:#?}");
+    assert!(
+        instances.log(2).contains("forwarded"),
+        "{}",
+        instances.log(2)
+    );
 }

@@ -17,6 +17,8 @@ use crate::{Recorder, http::client_at, packhost_bin};
 /// The instances and the proxy, stopped together when dropped.
 pub struct Instances {
     script: Child,
+    /// The PostgreSQL database they share.
+    database: String,
     /// HAProxy's MCP endpoint.
     pub url: String,
     /// Holds `packs.toml`, each instance's log and pid.
@@ -58,6 +60,7 @@ impl Instances {
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", std::env::var_os("HOME").unwrap_or_default())
             .env("PACKHOST", packhost_bin())
+            .env("LANG", std::env::var_os("LANG").unwrap_or_default())
             .env("PACKHOST_STATE__DATABASE", database)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -73,7 +76,13 @@ impl Instances {
         let Some(url) = ready else {
             panic!("deploy/local did not get ready (its errors are above)");
         };
-        Self { script, url, dir }
+        let database = database.to_owned();
+        Self {
+            script,
+            database,
+            url,
+            dir,
+        }
     }
 
     /// An MCP client through the proxy.
@@ -101,6 +110,24 @@ impl Instances {
             .nth(1)
             .expect("the instance said where");
         at.split_whitespace().next().unwrap_or_default().to_owned()
+    }
+
+    /// The audit events `packhost audit args` prints of a trail kept in
+    /// the shared database.
+    pub fn audit_events(&self, args: &[&str]) -> Vec<serde_json::Value> {
+        let output = crate::packhost_command(self.dir.path())
+            .args(["audit", "--database", &self.database, "--limit", "10000"])
+            .args(args)
+            .output()
+            .expect("run packhost audit");
+        assert!(
+            output.status.success(),
+            "packhost audit {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let text = String::from_utf8_lossy(&output.stdout);
+        let lines = text.lines().map(serde_json::from_str);
+        lines.collect::<Result<_, _>>().expect("JSON lines")
     }
 
     /// What instance `n` logged.

@@ -91,6 +91,7 @@ impl RawConfig {
             problems.extend(audit.problems());
         }
         problems.extend(self.state.problems());
+        problems.extend(self.http.problems());
         for (key, value, example) in [
             ("code_pack", &self.server.code_pack, "exec_py"),
             ("typescript_pack", &self.server.typescript_pack, "exec_ts"),

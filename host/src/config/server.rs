@@ -1,8 +1,13 @@
 //! The sections that hold no packs: `[server]`, `[http]`, `[auth]`.
 
-use std::path::{Path, PathBuf};
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+};
 
 use serde::{Deserialize, Serialize};
+
+use crate::error::{ConfigCode, ConfigProblem};
 
 /// `[http]`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -26,6 +31,12 @@ pub struct HttpConfig {
     pub max_request_bytes: usize,
     /// On SIGTERM, how long running calls may take to finish.
     pub shutdown_grace_secs: u64,
+    /// This instance's name among `peers`, when several instances run.
+    pub instance: Option<String>,
+    /// Every instance by name → its base URL as the others reach it: a
+    /// retry that reaches one instance for a call held on another is
+    /// forwarded there, so the call goes on where it stopped.
+    pub peers: BTreeMap<String, String>,
 }
 
 impl Default for HttpConfig {
@@ -38,7 +49,46 @@ impl Default for HttpConfig {
             max_sessions: 256,
             max_request_bytes: 4 << 20,
             shutdown_grace_secs: 10,
+            instance: None,
+            peers: BTreeMap::new(),
         }
+    }
+}
+
+impl HttpConfig {
+    /// Everything wrong with `instance` and `peers`, one problem each.
+    pub(crate) fn problems(&self) -> Vec<ConfigProblem> {
+        let mut problems = Vec::new();
+        let value = |what: String| ConfigProblem::new(ConfigCode::Value, what);
+        if let Some(instance) = &self.instance
+            && !self.peers.contains_key(instance)
+        {
+            problems.push(
+                value(format!(
+                    "`http.instance` is `{instance}`, which `http.peers` does not name"
+                ))
+                .with_fix(format!(
+                    "add `{instance} = \"http://<address the other instances reach it at>\"` \
+                     to `[http.peers]`"
+                )),
+            );
+        }
+        if self.instance.is_none() && !self.peers.is_empty() {
+            problems.push(
+                value("`http.peers` is set, but not which of them this instance is".to_owned())
+                    .with_fix("set `http.instance` (or PACKHOST_HTTP__INSTANCE) to its name"),
+            );
+        }
+        for (name, url) in &self.peers {
+            let http = url.starts_with("http://") || url.starts_with("https://");
+            if !http || url.parse::<http::Uri>().is_err() {
+                problems.push(value(format!(
+                    "`http.peers.{name}` is `{url}`: give the instance's base URL, such as \
+                     `http://10.0.0.11:8080`"
+                )));
+            }
+        }
+        problems
     }
 }
 

@@ -619,3 +619,21 @@ fn a_pack_that_would_sign_in_as_each_user_is_sent_to_per_user_integrations() {
          --url <url> --per-user`"
     );
 }
+
+#[test]
+fn an_instance_must_be_one_of_its_peers_each_with_a_url() {
+    let message = refused(
+        "[http]\ninstance = \"four\"\n[http.peers]\none = \"http://10.0.0.11:8080\"\ntwo = \"ftp://x\"\n",
+        &[],
+    );
+    assert!(
+        message.contains("`http.instance` is `four`, which `http.peers` does not name"),
+        "{message}"
+    );
+    assert!(
+        message.contains("`http.peers.two` is `ftp://x`"),
+        "{message}"
+    );
+    let loaded = load_text("[http]\ninstance = \"one\"\n[http.peers]\none = \"http://a:1\"\n");
+    assert_eq!(loaded.unwrap().config.http.instance.as_deref(), Some("one"));
+}

@@ -93,6 +93,10 @@ pub async fn serve(
     let port = bound.port();
     let mut hosts = http.allowed_hosts.clone();
     hosts.extend([bound.ip().to_string(), bound.to_string()]);
+    // This instance as the others name it: they forward retries here.
+    let mine = http.instance.as_ref().and_then(|name| http.peers.get(name));
+    let authority = mine.and_then(|url| url.parse::<http::Uri>().ok()?.authority().cloned());
+    hosts.extend(authority.map(|a| a.to_string()));
     let mut origins = http.allowed_origins.clone();
     origins.push(format!("http://{bound}"));
     if bound.ip().is_loopback() {
@@ -111,7 +115,8 @@ pub async fn serve(
         // Without sessions a plain request-response call is answered with
         // JSON: no SSE framing, one write.
         .with_json_response(!http.sessions);
-    let server = PackhostServer::new(Arc::clone(executor), config.identity.clone())?;
+    let peers = crate::mcp::Peers::of(http);
+    let server = PackhostServer::new(Arc::clone(executor), config.identity.clone(), peers)?;
     let mcp = StreamableHttpService::new(
         move || Ok(server.for_session()),
         Arc::clone(&sessions),

@@ -51,6 +51,7 @@ mod ask;
 mod completion;
 mod logging;
 mod notices;
+mod peers;
 mod prompts;
 mod request;
 mod resources;
@@ -59,6 +60,7 @@ mod states;
 mod subscriptions;
 mod tasks;
 mod wire;
+pub use peers::Peers;
 pub use states::STATE_KEY_VARIABLE;
 use tokio_util::sync::CancellationToken;
 
@@ -90,6 +92,8 @@ pub struct PackhostServer {
     tasks: Arc<Tasks>,
     /// The pack resources this session follows.
     subscriptions: Arc<subscriptions::Subscriptions>,
+    /// The other instances, which hand each other retries of held calls.
+    peers: Option<Arc<Peers>>,
 }
 
 struct Listing {
@@ -124,20 +128,27 @@ impl PackhostServer {
     /// Serve `executor`'s tools; calls run as `identity`. Fails when the
     /// key that signs the states of requests taking several rounds
     /// ([`STATE_KEY_VARIABLE`]) is unusable.
-    pub fn new(executor: Arc<Executor>, identity: Identity) -> Result<Self, String> {
+    /// With `peers`, it hands them the retries of calls they hold.
+    pub fn new(
+        executor: Arc<Executor>,
+        identity: Identity,
+        peers: Option<Arc<Peers>>,
+    ) -> Result<Self, String> {
         let tools = Listing::of(&executor);
         let spent = executor.state().spent_states();
         let states = Arc::new(States::new(HELD_FOR, spent)?);
+        let here = peers.as_ref().map(|peers| peers.here().to_owned());
         Ok(Self {
             executor,
             identity,
             tools: Arc::new(Mutex::new(tools)),
             session: Arc::new(SessionEnd(CancellationToken::new(), SessionId::unique())),
             log: SessionLog::default(),
-            rounds: Arc::new(Rounds::new(Arc::clone(&states))),
-            prompt_rounds: Arc::new(Rounds::new(states)),
+            rounds: Arc::new(Rounds::new(Arc::clone(&states), here.clone())),
+            prompt_rounds: Arc::new(Rounds::new(states, here)),
             tasks: Arc::default(),
             subscriptions: Arc::default(),
+            peers,
         })
     }
 
@@ -219,6 +230,24 @@ impl PackhostServer {
     fn owner_of(&self, context: &RequestContext<RoleServer>) -> Owner {
         let identity = self.identity_of(context);
         Owner::new(&identity.org, &identity.user)
+    }
+
+    /// The answer of the instance holding the call a retry resumes, when
+    /// that is another instance that answers.
+    async fn held_elsewhere(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        binding: &str,
+    ) -> Option<Result<CallToolResponse, ErrorData>> {
+        let (peers, sealed) = (self.peers.as_ref()?, request.request_state.as_deref()?);
+        let parts = context.extensions.get::<http::request::Parts>()?;
+        let at = self
+            .rounds
+            .holder(sealed, &self.owner_of(context), binding)?;
+        let mut params = serde_json::to_value(request).ok()?;
+        params["_meta"] = serde_json::to_value(&context.meta).ok()?;
+        peers.forward(&at, parts, params).await
     }
 
     /// A call's outcome as the client gets it.
@@ -566,8 +595,15 @@ impl ServerHandler for PackhostServer {
             session: self.session_of(&context),
             ..Caller::new(identity.clone(), context.id.to_string())
         };
-        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let args = request
+            .arguments
+            .clone()
+            .map(Value::Object)
+            .unwrap_or(Value::Null);
         let binding = format!("tools/call\n{}\n{args}", request.name);
+        if let Some(answer) = self.held_elsewhere(&request, &context, &binding).await {
+            return answer;
+        }
         let retry = Retry {
             state: request.request_state,
             responses: request.input_responses,

@@ -82,6 +82,11 @@ pub(super) enum Step<T> {
     Running(Escalated<T>),
 }
 
+/// What a state is sealed for: the caller and the request.
+fn bound(owner: &Owner, binding: &str) -> String {
+    format!("{}\n{}\n{binding}", owner.org, owner.user)
+}
+
 /// A call handed back running: it goes on elsewhere (as a task), its
 /// further questions asked the way that place asks.
 pub(super) struct Escalated<T>(Running<T>);
@@ -115,6 +120,9 @@ impl<T: Send + 'static> Escalated<T> {
 pub(super) struct Rounds<T> {
     states: Arc<States>,
     held: Mutex<HashMap<String, Held<T>>>,
+    /// This instance's name (`[http] instance`), written in each state it
+    /// seals so that a retry reaching another instance finds the holder.
+    here: Option<String>,
 }
 
 /// What ends a request's wait besides the call: the client cancelling,
@@ -130,6 +138,9 @@ struct Watch {
 #[derive(Serialize, Deserialize)]
 struct State {
     id: String,
+    /// The instance holding the call (`[http] instance`), when named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    at: Option<String>,
     #[serde(default)]
     answers: Answers,
     #[serde(default)]
@@ -157,11 +168,21 @@ struct Asked {
 }
 
 impl<T: Send + 'static> Rounds<T> {
-    pub(super) fn new(states: Arc<States>) -> Self {
+    pub(super) fn new(states: Arc<States>, here: Option<String>) -> Self {
         Self {
             states,
             held: Mutex::default(),
+            here,
         }
+    }
+
+    /// The instance that holds the call `sealed` (a retry's state of
+    /// `owner`'s request `binding`) resumes, when its state names one; the
+    /// state is checked, not used.
+    pub(super) fn holder(&self, sealed: &str, owner: &Owner, binding: &str) -> Option<String> {
+        let binding = bound(owner, binding);
+        let state: State = self.states.verify(sealed, &binding).ok()?;
+        state.at
     }
 
     /// One request of a call: `start` runs it (given how it asks and the
@@ -183,7 +204,7 @@ impl<T: Send + 'static> Rounds<T> {
             cancelled,
             escalate_after,
         } = request;
-        let binding = format!("{}\n{}\n{binding}", owner.org, owner.user);
+        let binding = bound(owner, binding);
         let state = match retry.state.as_deref() {
             Some(state) => Some(self.states.open::<State>(state, &binding).await?),
             None => None,
@@ -295,6 +316,7 @@ impl<T: Send + 'static> Rounds<T> {
         let carried = serde_json::to_string(answers).map_or(0, |a| a.len());
         let state = State {
             id: id.to_owned(),
+            at: self.here.clone(),
             answers: if carried <= CARRIED_ANSWERS_MAX {
                 answers.clone()
             } else {
@@ -460,7 +482,7 @@ mod tests {
     }
 
     fn rounds() -> Rounds<String> {
-        Rounds::new(states())
+        Rounds::new(states(), None)
     }
 
     /// A request of `owner` to the test's tool, retrying with `retry`.
@@ -662,8 +684,8 @@ mod tests {
         let states = states();
         // Two instances sharing a key: a call held on one is not held on
         // the other, which runs it again.
-        let here = Rounds::<String>::new(Arc::clone(&states));
-        let elsewhere = Rounds::<String>::new(states);
+        let here = Rounds::<String>::new(Arc::clone(&states), None);
+        let elsewhere = Rounds::<String>::new(states, None);
         let ada = owner("ada");
         let request = |retry| request(&ada, retry);
         let keys = ["first", "second"];

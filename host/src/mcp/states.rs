@@ -71,24 +71,32 @@ impl States {
         sealed: &str,
         binding: &str,
     ) -> Result<T, ErrorData> {
-        let refused = |why: String| {
-            ErrorData::invalid_params(
-                format!(
-                    "requestState refused ({why}): it was changed, has expired, was used \
-                     already, or belongs to another request or caller; send the request again \
-                     without it"
-                ),
-                None,
-            )
-        };
-        let state = self
-            .codec
-            .open_json_with(sealed, binding.as_bytes())
-            .map_err(|e| refused(e.to_string()))?;
+        let state = self.verify(sealed, binding)?;
         let digest = Sha256::digest(sealed.as_bytes()).into();
         self.spent.spend(digest, self.ttl).await.map_err(refused)?;
         Ok(state)
     }
+
+    /// What `sealed` says, as [`Self::open`] checks it, without using it:
+    /// where to send a retry that another instance is to open.
+    pub(super) fn verify<T: DeserializeOwned>(
+        &self,
+        sealed: &str,
+        binding: &str,
+    ) -> Result<T, ErrorData> {
+        let opened = self.codec.open_json_with(sealed, binding.as_bytes());
+        opened.map_err(|e| refused(e.to_string()))
+    }
+}
+
+fn refused(why: String) -> ErrorData {
+    ErrorData::invalid_params(
+        format!(
+            "requestState refused ({why}): it was changed, has expired, was used already, or \
+             belongs to another request or caller; send the request again without it"
+        ),
+        None,
+    )
 }
 
 #[cfg(test)]

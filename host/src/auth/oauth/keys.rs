@@ -57,10 +57,7 @@ struct Fetching {
 
 impl Keys {
     pub(super) fn new(config: &OAuthConfig) -> Arc<Self> {
-        // reqwest is built without a default TLS crypto provider (see
-        // `mcp-downstream`); an `Err` means one is installed already.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder()
+        let http = crate::web::client()
             .connect_timeout(FETCH_TIMEOUT)
             .timeout(FETCH_TIMEOUT)
             .redirect(reqwest::redirect::Policy::limited(3))

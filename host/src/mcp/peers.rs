@@ -1,0 +1,129 @@
+//! Instances that hand each other the retries of calls they hold
+//! (`[http] instance` and `peers`). A call held on a question stays where
+//! it stopped; a retry of it that the load balancer sends to another
+//! instance is forwarded to the holder, with the caller's own credentials,
+//! so what the call did before its question is not done again. When the
+//! holder does not answer, the call runs again where the retry landed (as
+//! without peers).
+
+use std::{collections::BTreeMap, sync::Arc, time::Duration};
+
+use rmcp::{
+    ErrorData,
+    model::{CallToolResponse, CallToolResult, CreateTaskResult, InputRequiredResult},
+};
+use serde_json::Value;
+
+use crate::config::HttpConfig;
+
+/// Marks a forwarded request: it is never forwarded again.
+pub(crate) const FORWARDED: &str = "packhost-forwarded";
+
+/// The headers a forwarded request keeps: who calls, and the wire.
+const KEPT_HEADERS: [&str; 5] = [
+    "authorization",
+    "mcp-protocol-version",
+    "mcp-method",
+    "mcp-name",
+    "accept",
+];
+
+/// How long a forwarded retry may take: as long as a held call may wait
+/// and then run.
+const FORWARD_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// This instance and the others.
+pub struct Peers {
+    here: String,
+    urls: BTreeMap<String, String>,
+    http: reqwest::Client,
+}
+
+impl Peers {
+    /// As `[http]` names them; `None` when it names no instance.
+    pub fn of(http: &HttpConfig) -> Option<Arc<Self>> {
+        let here = http.instance.clone()?;
+        let client = crate::web::client()
+            .timeout(FORWARD_TIMEOUT)
+            .build()
+            .expect("a plain HTTP client builds");
+        Some(Arc::new(Self {
+            here,
+            urls: http.peers.clone(),
+            http: client,
+        }))
+    }
+
+    /// This instance's name.
+    pub(super) fn here(&self) -> &str {
+        &self.here
+    }
+
+    /// The answer of instance `at` to the `tools/call` with `params` that
+    /// reached this one as `request`; `None` when `at` is this instance or
+    /// none known, the request was forwarded already, or `at` does not
+    /// answer (then the call is made here).
+    pub(super) async fn forward(
+        &self,
+        at: &str,
+        request: &http::request::Parts,
+        params: Value,
+    ) -> Option<Result<CallToolResponse, ErrorData>> {
+        if at == self.here || request.headers.contains_key(FORWARDED) {
+            return None;
+        }
+        let base = self.urls.get(at)?;
+        let body = serde_json::json!({
+            "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params,
+        });
+        let mut forwarded = self
+            .http
+            .post(format!("{}/mcp", base.trim_end_matches('/')))
+            .header(FORWARDED, &self.here)
+            .json(&body);
+        for name in KEPT_HEADERS {
+            if let Some(value) = request.headers.get(name) {
+                forwarded = forwarded.header(name, value.as_bytes());
+            }
+        }
+        let answer = match forwarded.send().await {
+            Ok(answer) => {
+                tracing::info!(peer = at, "a retry of a call held there: forwarded");
+                answer
+            }
+            Err(e) => {
+                tracing::warn!(peer = at, error = %e, "the call's holder does not answer: made here");
+                return None;
+            }
+        };
+        let reply: Value = match answer.json().await {
+            Ok(reply) => reply,
+            Err(e) => {
+                let why = format!("instance `{at}` answered the retry with no JSON-RPC: {e}");
+                return Some(Err(ErrorData::internal_error(why, None)));
+            }
+        };
+        Some(match (reply.get("result"), reply.get("error")) {
+            (Some(result), _) => response(result.clone()).map_err(|e| {
+                let why = format!("instance `{at}` answered the retry with no call result: {e}");
+                ErrorData::internal_error(why, None)
+            }),
+            (None, Some(error)) => Err(serde_json::from_value(error.clone()).unwrap_or_else(|e| {
+                ErrorData::internal_error(format!("instance `{at}` failed the retry: {e}"), None)
+            })),
+            (None, None) => Err(ErrorData::internal_error(
+                format!("instance `{at}` answered the retry with neither result nor error"),
+                None,
+            )),
+        })
+    }
+}
+
+/// A `tools/call` result as its `resultType` says it is.
+fn response(result: Value) -> serde_json::Result<CallToolResponse> {
+    Ok(match result["resultType"].as_str() {
+        Some("input_required") => serde_json::from_value::<InputRequiredResult>(result)?.into(),
+        Some("task") => serde_json::from_value::<CreateTaskResult>(result)?.into(),
+        _ => serde_json::from_value::<CallToolResult>(result)?.into(),
+    })
+}
