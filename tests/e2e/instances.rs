@@ -6,7 +6,7 @@
 //! routed around.
 
 use packhost_tests::{
-    call,
+    build_dir, call,
     downstream::postgres_database,
     failed,
     http::{HttpHost, token, web_client},
@@ -93,19 +93,29 @@ async fn a_kept_result_is_read_through_every_instance_by_its_owner_alone() {
 /// POST a 2026-07-28 `tools/call` with `params` to `url` as `token`'s
 /// caller: the JSON-RPC response.
 async fn post(url: &str, token: &str, params: &Value) -> Value {
-    let request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-    let response = web_client()
+    send(url, token, "tools/call", params).await
+}
+
+/// POST a 2026-07-28 request `method` with `params` to `url` as `token`'s
+/// caller: the JSON-RPC response.
+async fn send(url: &str, token: &str, method: &str, params: &Value) -> Value {
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let mut post = web_client()
         .post(url)
         .bearer_auth(token)
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", params["name"].as_str().unwrap())
-        .json(&request)
+        .header("mcp-method", method);
+    if let Some(name) = params["name"].as_str().or(params["taskId"].as_str()) {
+        post = post.header("mcp-name", name);
+    }
+    post.json(&request)
         .send()
         .await
-        .unwrap();
-    response.json().await.unwrap()
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
@@ -227,4 +237,61 @@ async fn a_call_held_on_one_instance_goes_on_there_when_its_retry_reaches_anothe
         "{}",
         instances.log(2)
     );
+}
+
+#[tokio::test]
+async fn a_task_started_through_one_instance_is_read_through_the_others_by_its_owner_alone() {
+    let lib = build_dir().join("libconformance.so");
+    let pack = format!(
+        "[packs.conformance]\npath = {:?}\n",
+        lib.display().to_string()
+    );
+    let Some((instances, _project, [ada_token, eve_token])) = start_with(&pack) else {
+        return;
+    };
+    let capabilities = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let meta =
+        HttpHost::stateless_params("x", json!({}), capabilities.clone(), None)["_meta"].clone();
+    let args = json!({"seconds": 0.3, "label": "shared"});
+    let slow = HttpHost::stateless_params("conformance.slow_compute", args, capabilities, None);
+    let started = post(&instances.instance_url(1), &ada_token, &slow).await;
+    let id = started["result"]["taskId"].as_str();
+    let id = id
+        .unwrap_or_else(|| panic!("no task: {started}"))
+        .to_owned();
+    let get = json!({"taskId": id, "_meta": meta});
+    let mut task = Value::Null;
+    for _ in 0..100 {
+        task = send(&instances.instance_url(2), &ada_token, "tasks/get", &get).await;
+        if task["result"]["status"] == "completed" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(task["result"]["status"], "completed", "{task}");
+    let text = &task["result"]["result"]["structuredContent"]["text"];
+    assert_eq!(text, "computed shared in 0.3 s", "{task}");
+    // Another organisation's caller gets what an unknown id gets.
+    let theirs = send(&instances.instance_url(3), &eve_token, "tasks/get", &get).await;
+    let unknown = json!({"taskId": "no-such-task", "_meta": get["_meta"]});
+    let none = send(
+        &instances.instance_url(3),
+        &eve_token,
+        "tasks/get",
+        &unknown,
+    )
+    .await;
+    let message = |reply: &Value| {
+        reply["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(message(&theirs).starts_with("no task"), "{theirs}");
+    assert_eq!(
+        message(&theirs).replace(&id, "ID"),
+        message(&none).replace("no-such-task", "ID")
+    );
+    let cancel = send(&instances.instance_url(3), &eve_token, "tasks/cancel", &get).await;
+    assert!(message(&cancel).starts_with("no task"), "{cancel}");
 }

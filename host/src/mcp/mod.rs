@@ -247,7 +247,40 @@ impl PackhostServer {
             .holder(sealed, &self.owner_of(context), binding)?;
         let mut params = serde_json::to_value(request).ok()?;
         params["_meta"] = serde_json::to_value(&context.meta).ok()?;
-        peers.forward(&at, parts, params).await
+        peers.call(&at, parts, params).await
+    }
+
+    /// `response`, a task's instance recorded first when it is one and
+    /// instances are named, so that the others send its `tasks/*` here.
+    async fn announced(&self, response: CallToolResponse, identity: &Identity) -> CallToolResponse {
+        if let (CallToolResponse::Task(created), Some(peers)) = (&response, &self.peers) {
+            let owner = Owner::new(&identity.org, &identity.user);
+            let holders = self.executor.state().task_holders();
+            let id = &created.task.task_id;
+            let recorded = holders.record(id, &owner, peers.here(), tasks::KEPT).await;
+            if let Err(e) = recorded {
+                tracing::warn!(task = %id, error = %e, "other instances will not find this task");
+            }
+        }
+        response
+    }
+
+    /// The answer of the instance running task `id` to `method` with
+    /// `params`, when another instance runs it.
+    async fn task_elsewhere<P: serde::Serialize>(
+        &self,
+        method: &str,
+        id: &str,
+        params: &P,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<Result<Value, ErrorData>> {
+        let peers = self.peers.as_ref()?;
+        let parts = context.extensions.get::<http::request::Parts>()?;
+        let holders = self.executor.state().task_holders();
+        let at = holders.holder(id, &self.owner_of(context)).await.ok()??;
+        let mut params = serde_json::to_value(params).ok()?;
+        params["_meta"] = serde_json::to_value(&context.meta).ok()?;
+        peers.request(&at, parts, method, params).await
     }
 
     /// A call's outcome as the client gets it.
@@ -580,7 +613,8 @@ impl ServerHandler for PackhostServer {
             && answers_by_retry(&context)
             && self.executor.asks_first(&request.name, &identity);
         if as_task && !asks_first {
-            return Ok(self.tasks.start(self, request, identity, &context));
+            let started = self.tasks.start(self, request, identity.clone(), &context);
+            return Ok(self.announced(started, &identity).await);
         }
         let notices = Notices::to(&context.peer);
         let progress = context
@@ -624,14 +658,18 @@ impl ServerHandler for PackhostServer {
         let (tool, tasks) = (request.name.to_string(), &self.tasks);
         let outcome = match step.await? {
             Step::Done(outcome) if asks_first => {
-                return Ok(tasks.ended(self, identity, tool, outcome));
+                let ended = tasks.ended(self, identity.clone(), tool, outcome);
+                return Ok(self.announced(ended, &identity).await);
             }
             Step::Done(outcome) => outcome,
             Step::Asked(asked) => {
                 notices.caught_up().await;
                 return Ok(asked.into());
             }
-            Step::Running(call) => return Ok(tasks.adopt(self, identity, tool, call, &context)),
+            Step::Running(call) => {
+                let adopted = tasks.adopt(self, identity.clone(), tool, call, &context);
+                return Ok(self.announced(adopted, &identity).await);
+            }
         };
         let answer = self.answer(&request.name, outcome, &identity).await;
         notices.caught_up().await;
@@ -643,7 +681,20 @@ impl ServerHandler for PackhostServer {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        self.tasks.get(&request.task_id, &self.owner_of(&context))
+        let here = self.tasks.get(&request.task_id, &self.owner_of(&context));
+        let Err(unknown) = here else { return here };
+        let id = &request.task_id;
+        match self
+            .task_elsewhere("tasks/get", id, &request, &context)
+            .await
+        {
+            Some(result) => result.and_then(|task| {
+                serde_json::from_value(task).map_err(|e| {
+                    ErrorData::internal_error(format!("another instance's task: {e}"), None)
+                })
+            }),
+            None => Err(unknown),
+        }
     }
 
     async fn update_task(
@@ -651,9 +702,15 @@ impl ServerHandler for PackhostServer {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let answers = request.input_responses.into_iter().collect();
+        let answers = request.input_responses.clone().into_iter().collect();
         let owner = self.owner_of(&context);
-        self.tasks.update(&request.task_id, answers, &owner)
+        let here = self.tasks.update(&request.task_id, answers, &owner);
+        let Err(unknown) = here else { return here };
+        let id = &request.task_id;
+        let elsewhere = self.task_elsewhere("tasks/update", id, &request, &context);
+        elsewhere
+            .await
+            .map_or(Err(unknown), |result| result.map(drop))
     }
 
     async fn cancel_task(
@@ -661,8 +718,15 @@ impl ServerHandler for PackhostServer {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.tasks
-            .cancel(&request.task_id, &self.owner_of(&context))
+        let here = self
+            .tasks
+            .cancel(&request.task_id, &self.owner_of(&context));
+        let Err(unknown) = here else { return here };
+        let id = &request.task_id;
+        let elsewhere = self.task_elsewhere("tasks/cancel", id, &request, &context);
+        elsewhere
+            .await
+            .map_or(Err(unknown), |result| result.map(drop))
     }
 }
 

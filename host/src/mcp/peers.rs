@@ -1,10 +1,10 @@
-//! Instances that hand each other the retries of calls they hold
-//! (`[http] instance` and `peers`). A call held on a question stays where
-//! it stopped; a retry of it that the load balancer sends to another
-//! instance is forwarded to the holder, with the caller's own credentials,
-//! so what the call did before its question is not done again. When the
-//! holder does not answer, the call runs again where the retry landed (as
-//! without peers).
+//! Instances that hand each other what they hold (`[http] instance` and
+//! `peers`). A call held on a question stays where it stopped; a retry of
+//! it that the load balancer sends to another instance is forwarded to the
+//! holder, with the caller's own credentials, so what the call did before
+//! its question is not done again (when the holder does not answer, the
+//! call runs again where the retry landed, as without peers). A task runs
+//! where it started; its `tasks/*` requests are forwarded there.
 
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
@@ -20,10 +20,9 @@ use crate::config::HttpConfig;
 pub(crate) const FORWARDED: &str = "packhost-forwarded";
 
 /// The headers a forwarded request keeps: who calls, and the wire.
-const KEPT_HEADERS: [&str; 5] = [
+const KEPT_HEADERS: [&str; 4] = [
     "authorization",
     "mcp-protocol-version",
-    "mcp-method",
     "mcp-name",
     "accept",
 ];
@@ -63,23 +62,43 @@ impl Peers {
     /// reached this one as `request`; `None` when `at` is this instance or
     /// none known, the request was forwarded already, or `at` does not
     /// answer (then the call is made here).
-    pub(super) async fn forward(
+    pub(super) async fn call(
         &self,
         at: &str,
         request: &http::request::Parts,
         params: Value,
     ) -> Option<Result<CallToolResponse, ErrorData>> {
+        let answer = self.request(at, request, "tools/call", params).await?;
+        Some(answer.and_then(|result| {
+            response(result).map_err(|e| {
+                let why = format!("instance `{at}` answered the retry with no call result: {e}");
+                ErrorData::internal_error(why, None)
+            })
+        }))
+    }
+
+    /// The result of instance `at` for request `method` with `params`,
+    /// sent as the caller of `request` sent it here; `None` as for
+    /// [`Self::call`].
+    pub(super) async fn request(
+        &self,
+        at: &str,
+        request: &http::request::Parts,
+        method: &str,
+        params: Value,
+    ) -> Option<Result<Value, ErrorData>> {
         if at == self.here || request.headers.contains_key(FORWARDED) {
             return None;
         }
         let base = self.urls.get(at)?;
         let body = serde_json::json!({
-            "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params,
+            "jsonrpc": "2.0", "id": 1, "method": method, "params": params,
         });
         let mut forwarded = self
             .http
             .post(format!("{}/mcp", base.trim_end_matches('/')))
             .header(FORWARDED, &self.here)
+            .header("mcp-method", method)
             .json(&body);
         for name in KEPT_HEADERS {
             if let Some(value) = request.headers.get(name) {
@@ -88,31 +107,28 @@ impl Peers {
         }
         let answer = match forwarded.send().await {
             Ok(answer) => {
-                tracing::info!(peer = at, "a retry of a call held there: forwarded");
+                tracing::info!(peer = at, method, "held there: forwarded");
                 answer
             }
             Err(e) => {
-                tracing::warn!(peer = at, error = %e, "the call's holder does not answer: made here");
+                tracing::warn!(peer = at, method, error = %e, "its holder does not answer");
                 return None;
             }
         };
         let reply: Value = match answer.json().await {
             Ok(reply) => reply,
             Err(e) => {
-                let why = format!("instance `{at}` answered the retry with no JSON-RPC: {e}");
+                let why = format!("instance `{at}` answered `{method}` with no JSON-RPC: {e}");
                 return Some(Err(ErrorData::internal_error(why, None)));
             }
         };
         Some(match (reply.get("result"), reply.get("error")) {
-            (Some(result), _) => response(result.clone()).map_err(|e| {
-                let why = format!("instance `{at}` answered the retry with no call result: {e}");
-                ErrorData::internal_error(why, None)
-            }),
+            (Some(result), _) => Ok(result.clone()),
             (None, Some(error)) => Err(serde_json::from_value(error.clone()).unwrap_or_else(|e| {
-                ErrorData::internal_error(format!("instance `{at}` failed the retry: {e}"), None)
+                ErrorData::internal_error(format!("instance `{at}` failed `{method}`: {e}"), None)
             })),
             (None, None) => Err(ErrorData::internal_error(
-                format!("instance `{at}` answered the retry with neither result nor error"),
+                format!("instance `{at}` answered `{method}` with neither result nor error"),
                 None,
             )),
         })

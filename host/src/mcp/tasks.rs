@@ -54,6 +54,10 @@ use crate::{
 /// task still running at its TTL is stopped and reads `failed`.
 const TTL_MS: u64 = 60 * 60 * 1000;
 
+/// How long a task's instance is recorded for the others: as long as rmcp
+/// keeps the task (its TTL from the start, and one more after it ends).
+pub(super) const KEPT: Duration = Duration::from_millis(2 * TTL_MS);
+
 /// How often a client is asked to poll `tasks/get`.
 const POLL_INTERVAL_MS: u64 = 500;
 

@@ -8,6 +8,7 @@
 //!   one call whichever instance a replay reaches.
 //! - [`RememberedApprovals`]: the approvals a user asked to have remembered
 //!   for any of their sessions.
+//! - [`TaskHolders`]: which instance runs each task.
 //!
 //! [`State::open`] picks the implementations from the configured database;
 //! the PostgreSQL ones share one pool, connected and migrated by the first
@@ -16,6 +17,7 @@
 mod approvals;
 mod kept;
 mod spent;
+mod tasks;
 
 use std::sync::Arc;
 
@@ -29,6 +31,7 @@ pub use crate::{
     approvals::RememberedApprovals,
     kept::{Bounds, InMemory, Kept, Listed, ResultStore},
     spent::{SpentHere, SpentStates},
+    tasks::TaskHolders,
 };
 
 /// Connections one instance opens at most: its calls that keep, read or
@@ -53,6 +56,11 @@ const MIGRATIONS: Migrations = &[
         2003,
         "remembered approvals",
         include_str!("../migrations/2003_remembered_approvals.sql"),
+    ),
+    (
+        2004,
+        "task holders",
+        include_str!("../migrations/2004_task_holders.sql"),
     ),
 ];
 
@@ -93,6 +101,14 @@ impl State {
         match self.database {
             None => Arc::new(approvals::InMemory::default()),
             Some(_) => Arc::new(approvals::Postgres::new(Arc::clone(self))),
+        }
+    }
+
+    /// Which instance runs each task.
+    pub fn task_holders(self: &Arc<Self>) -> Arc<dyn TaskHolders> {
+        match self.database {
+            None => Arc::new(tasks::InMemory::default()),
+            Some(_) => Arc::new(tasks::Postgres::new(Arc::clone(self))),
         }
     }
 
