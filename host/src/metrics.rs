@@ -1,6 +1,8 @@
 //! Counters for `/metrics`, in the Prometheus text format. Kept by the
 //! executor (every call passes there) per organisation, read by the HTTP
-//! transport, which shows a caller its own organisation's only.
+//! transport, which shows a caller its own organisation's only. Every
+//! series of a named instance (`[http] instance`) says which, so figures
+//! of several instances read through one proxy stay apart.
 
 use std::{
     collections::BTreeMap,
@@ -33,6 +35,11 @@ pub struct Metrics {
     /// organisation → calls under way.
     running: Mutex<BTreeMap<String, usize>>,
     load_failures: AtomicU64,
+    /// `packhost_instance="<name>",` when the instance has a name: the
+    /// first label of a series with labels.
+    instance: String,
+    /// `{packhost_instance="<name>"}` likewise: a series' only label.
+    instance_only: String,
 }
 
 /// Counts a call of an organisation as running until dropped, however the
@@ -93,6 +100,16 @@ impl Metrics {
         histogram.sum += seconds;
     }
 
+    /// The counters of instance `name` (`None`: unnamed).
+    pub fn of_instance(name: Option<&str>) -> Self {
+        let label = name.map(|name| format!("packhost_instance=\"{name}\""));
+        Self {
+            instance: label.as_ref().map_or(String::new(), |l| format!("{l},")),
+            instance_only: label.map_or(String::new(), |l| format!("{{{l}}}")),
+            ..Self::default()
+        }
+    }
+
     /// Count packs that failed to load.
     pub fn set_load_failures(&self, failures: usize) {
         self.load_failures.store(failures as u64, Ordering::Relaxed);
@@ -102,13 +119,14 @@ impl Metrics {
     /// with its `sessions` open now.
     pub fn render(&self, org: &str, sessions: usize) -> String {
         let mut out = String::new();
+        let (i, only) = (&self.instance, &self.instance_only);
         out.push_str("# HELP packhost_calls_total Tool calls by tool and outcome.\n");
         out.push_str("# TYPE packhost_calls_total counter\n");
         let calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
         for ((_, tool, outcome), count) in calls.iter().filter(|((of, ..), _)| of == org) {
             let _ = writeln!(
                 out,
-                "packhost_calls_total{{tool=\"{tool}\",outcome=\"{outcome}\"}} {count}"
+                "packhost_calls_total{{{i}tool=\"{tool}\",outcome=\"{outcome}\"}} {count}"
             );
         }
         out.push_str("# HELP packhost_call_duration_seconds Tool call latency.\n");
@@ -120,29 +138,29 @@ impl Metrics {
                 cumulative += count;
                 let _ = writeln!(
                     out,
-                    "packhost_call_duration_seconds_bucket{{tool=\"{tool}\",le=\"{bound}\"}} {cumulative}"
+                    "packhost_call_duration_seconds_bucket{{{i}tool=\"{tool}\",le=\"{bound}\"}} {cumulative}"
                 );
             }
             let _ = writeln!(
                 out,
-                "packhost_call_duration_seconds_bucket{{tool=\"{tool}\",le=\"+Inf\"}} {}\n\
-                 packhost_call_duration_seconds_sum{{tool=\"{tool}\"}} {}\n\
-                 packhost_call_duration_seconds_count{{tool=\"{tool}\"}} {}",
+                "packhost_call_duration_seconds_bucket{{{i}tool=\"{tool}\",le=\"+Inf\"}} {}\n\
+                 packhost_call_duration_seconds_sum{{{i}tool=\"{tool}\"}} {}\n\
+                 packhost_call_duration_seconds_count{{{i}tool=\"{tool}\"}} {}",
                 histogram.count, histogram.sum, histogram.count
             );
         }
         let _ = writeln!(
             out,
-            "# HELP packhost_sessions Open MCP sessions.\n# TYPE packhost_sessions gauge\npackhost_sessions {sessions}"
+            "# HELP packhost_sessions Open MCP sessions.\n# TYPE packhost_sessions gauge\npackhost_sessions{only} {sessions}"
         );
         let _ = writeln!(
             out,
-            "# HELP packhost_calls_running Tool calls under way.\n# TYPE packhost_calls_running gauge\npackhost_calls_running {}",
+            "# HELP packhost_calls_running Tool calls under way.\n# TYPE packhost_calls_running gauge\npackhost_calls_running{only} {}",
             self.running().get(org).copied().unwrap_or(0)
         );
         let _ = writeln!(
             out,
-            "# HELP packhost_pack_load_failures Packs that failed to load.\n# TYPE packhost_pack_load_failures gauge\npackhost_pack_load_failures {}",
+            "# HELP packhost_pack_load_failures Packs that failed to load.\n# TYPE packhost_pack_load_failures gauge\npackhost_pack_load_failures{only} {}",
             self.load_failures.load(Ordering::Relaxed)
         );
         out
@@ -173,6 +191,20 @@ mod tests {
             "packhost_sessions 3\n",
             "packhost_calls_running 2\n",
             "packhost_pack_load_failures 1\n",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
+    }
+
+    #[test]
+    fn a_named_instances_series_say_its_name() {
+        let metrics = Metrics::of_instance(Some("two"));
+        metrics.record("acme", "proj.list", "ok", Duration::from_micros(500));
+        let text = metrics.render("acme", 1);
+        for line in [
+            "packhost_calls_total{packhost_instance=\"two\",tool=\"proj.list\",outcome=\"ok\"} 1\n",
+            "packhost_call_duration_seconds_count{packhost_instance=\"two\",tool=\"proj.list\"} 1\n",
+            "packhost_sessions{packhost_instance=\"two\"} 1\n",
         ] {
             assert!(text.contains(line), "{line} in {text}");
         }

@@ -134,7 +134,7 @@ impl Executor {
             generation: watch::Sender::new(0),
             offered: watch::Sender::new(0),
             catalog_config,
-            metrics: Metrics::default(),
+            metrics: Metrics::of_instance(config.http.instance.as_deref()),
             approvals: Approvals::new(
                 config.approval.clone(),
                 audit.clone(),
