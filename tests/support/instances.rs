@@ -43,6 +43,11 @@ impl Instances {
     /// Three instances on `config`, their state in PostgreSQL `database`,
     /// behind HAProxy on a free port; returns once all answer through it.
     pub fn start(config: &str, database: &str) -> Self {
+        Self::start_n(config, database, 3)
+    }
+
+    /// [`Self::start`] with `count` of the three (1 to 3).
+    pub fn start_n(config: &str, database: &str, count: usize) -> Self {
         let dir = TempDir::new().expect("temp dir");
         let file = dir.path().join("packs.toml");
         std::fs::write(&file, config).expect("write config");
@@ -56,6 +61,7 @@ impl Instances {
             .args(["--config", file.to_str().unwrap()])
             .args(["--port", &port.to_string()])
             .args(["--dir", dir.path().to_str().unwrap()])
+            .args(["--instances", &count.to_string()])
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", std::env::var_os("HOME").unwrap_or_default())
@@ -95,11 +101,8 @@ impl Instances {
 
     /// SIGKILL instance `n` (1 to 3): no drain, as a crash.
     pub fn kill(&self, n: usize) {
-        let pid = std::fs::read_to_string(self.dir.path().join(format!("instance-{n}.pid")))
-            .expect("the instance's pid file");
-        let pid: i32 = pid.trim().parse().expect("a pid");
         // SAFETY: plain kill(2) on a pid this test's script started.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+        unsafe { libc::kill(self.pid(n) as i32, libc::SIGKILL) };
     }
 
     /// Instance `n`'s own MCP endpoint, past the proxy.
@@ -128,6 +131,13 @@ impl Instances {
         let text = String::from_utf8_lossy(&output.stdout);
         let lines = text.lines().map(serde_json::from_str);
         lines.collect::<Result<_, _>>().expect("JSON lines")
+    }
+
+    /// Instance `n`'s process id.
+    pub fn pid(&self, n: usize) -> u32 {
+        let pid = std::fs::read_to_string(self.dir.path().join(format!("instance-{n}.pid")))
+            .expect("the instance's pid file");
+        pid.trim().parse().expect("a pid")
     }
 
     /// What instance `n` logged.
