@@ -304,6 +304,30 @@ async fn sessions_are_capped() {
 }
 
 #[tokio::test]
+async fn one_callers_or_one_organisations_sessions_never_take_them_all() {
+    let (ada, ada_entry) = token("ada", "acme", &[]);
+    let (bob, bob_entry) = token("bob", "acme", &[]);
+    let (eve, eve_entry) = token("eve", "evil", &[]);
+    let config = format!(
+        "{}\n[http]\nmax_sessions = 10\nmax_sessions_per_org = 3\nmax_sessions_per_caller = 2\n\
+         {ada_entry}\n{bob_entry}\n{eve_entry}\n",
+        hello_section("")
+    );
+    let host = HttpHost::start(&config, &[]).await;
+    let _ada = [
+        host.client(Some(&ada)).await.expect("ada's first"),
+        host.client(Some(&ada)).await.expect("ada's second"),
+    ];
+    let refused = host.client(Some(&ada)).await.expect_err("ada's third");
+    assert!(refused.contains("max_sessions_per_caller"), "{refused}");
+    let _bob = host.client(Some(&bob)).await.expect("bob's first");
+    let refused = host.client(Some(&bob)).await.expect_err("acme's fourth");
+    assert!(refused.contains("max_sessions_per_org"), "{refused}");
+    // Another organisation is untouched by acme's.
+    let _eve = host.client(Some(&eve)).await.expect("eve's first");
+}
+
+#[tokio::test]
 async fn without_sessions_every_post_stands_alone_and_answers_json() {
     let (token, entry) = token("ada", "acme", &[]);
     let host = HttpHost::start(

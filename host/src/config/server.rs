@@ -27,6 +27,11 @@ pub struct HttpConfig {
     pub session_idle_secs: u64,
     /// Sessions open at once; a new one past this is refused (503).
     pub max_sessions: usize,
+    /// Sessions one organisation's callers may have open at once (with
+    /// tokens or OAuth): one organisation never takes them all.
+    pub max_sessions_per_org: usize,
+    /// Sessions one caller (a token, an OAuth user) may have open at once.
+    pub max_sessions_per_caller: usize,
     /// Largest request body accepted (413 past it).
     pub max_request_bytes: usize,
     /// On SIGTERM, how long running calls may take to finish.
@@ -47,6 +52,8 @@ impl Default for HttpConfig {
             sessions: true,
             session_idle_secs: 1800,
             max_sessions: 256,
+            max_sessions_per_org: 64,
+            max_sessions_per_caller: 16,
             max_request_bytes: 4 << 20,
             shutdown_grace_secs: 10,
             instance: None,

@@ -52,7 +52,8 @@ struct AppState {
     /// `[identity]`: who calls when no authentication is configured.
     anonymous: Identity,
     sessions: Arc<Sessions>,
-    max_sessions: usize,
+    /// How many sessions may be open: in all, per organisation, per caller.
+    session_caps: SessionCaps,
     max_request_bytes: usize,
     /// Answers to POST requests not yet written whole. A call's result
     /// leaves the executor before its SSE stream carries it to the client:
@@ -133,7 +134,11 @@ pub async fn serve(
         auth,
         anonymous: config.identity.clone(),
         sessions,
-        max_sessions: http.max_sessions,
+        session_caps: SessionCaps {
+            max_sessions: http.max_sessions,
+            max_sessions_per_org: http.max_sessions_per_org,
+            max_sessions_per_caller: http.max_sessions_per_caller,
+        },
         max_request_bytes: http.max_request_bytes,
         answering: TaskTracker::new(),
     };
@@ -250,6 +255,37 @@ fn refused_sign_in(refused: Refused) -> Event {
     Event::sign_in_refused(org, user, refused.method, refused.reason, &refused.why)
 }
 
+#[derive(Clone, Copy)]
+struct SessionCaps {
+    max_sessions: usize,
+    max_sessions_per_org: usize,
+    max_sessions_per_caller: usize,
+}
+
+/// Which bound a new session of `sender` would pass, if any: the caller's,
+/// its organisation's (both only where callers sign in), the host's.
+async fn session_cap(state: &AppState, sender: &Sender<'_>) -> Option<String> {
+    let caps = &state.session_caps;
+    let signed_in = sender.principal != ANYONE;
+    if signed_in && state.sessions.open_by(&sender.principal).await >= caps.max_sessions_per_caller
+    {
+        let cap = caps.max_sessions_per_caller;
+        return Some(format!(
+            "you have {cap} sessions open (`max_sessions_per_caller`)"
+        ));
+    }
+    if signed_in && state.sessions.open_of(sender.org).await >= caps.max_sessions_per_org {
+        let cap = caps.max_sessions_per_org;
+        return Some(format!(
+            "your organisation has {cap} sessions open (`max_sessions_per_org`)"
+        ));
+    }
+    if state.sessions.open().await >= caps.max_sessions {
+        return Some(format!("too many open sessions ({})", caps.max_sessions));
+    }
+    None
+}
+
 /// Who sends a POST: the principal sessions are bound to, their
 /// organisation, and the scopes of their access token (`None` for a static
 /// token or none).
@@ -289,13 +325,10 @@ async fn post(
         return refused;
     }
     let request = Request::from_parts(parts, Body::from(body));
-    if opens_session && state.sessions.open().await >= state.max_sessions {
+    if opens_session && let Some(full) = session_cap(state, &sender).await {
         return json_error(
             StatusCode::SERVICE_UNAVAILABLE,
-            &format!(
-                "too many open sessions ({}); close one (HTTP DELETE) or wait for idle ones to expire",
-                state.max_sessions
-            ),
+            &format!("{full}; close one (HTTP DELETE) or wait for idle ones to expire"),
         );
     }
     let answering = state.answering.token();

@@ -81,6 +81,15 @@ impl Sessions {
         self.manager.sessions.read().await.len()
     }
 
+    /// Sessions open now that `principal` opened.
+    pub(super) async fn open_by(&self, principal: &Principal) -> usize {
+        let open = self.manager.sessions.read().await;
+        self.owners()
+            .iter()
+            .filter(|(id, opener)| opener.principal == *principal && open.contains_key(id.as_str()))
+            .count()
+    }
+
     /// Sessions open now that callers of organisation `org` opened.
     pub(super) async fn open_of(&self, org: &str) -> usize {
         let open = self.manager.sessions.read().await;
