@@ -118,28 +118,36 @@ async fn send(url: &str, token: &str, method: &str, params: &Value) -> Value {
         .unwrap()
 }
 
+/// The params of a 2026-07-28 `proj.ls` of the project, which is asked
+/// about first; `retry`: the answers and state of a retry.
+fn ls(retry: Option<(Value, &str)>) -> Value {
+    let capabilities = json!({"elicitation": {}});
+    HttpHost::stateless_params("proj.ls", json!({"name": "logs"}), capabilities, retry)
+}
+
+/// The key of the question `reply` asks, and its state.
+fn asked(reply: &Value) -> (String, String) {
+    let result = &reply["result"];
+    assert_eq!(result["resultType"], "input_required", "{reply}");
+    let questions = result["inputRequests"].as_object().unwrap();
+    let key = questions.keys().next().unwrap().to_owned();
+    (key, result["requestState"].as_str().unwrap().to_owned())
+}
+
+/// "Yes" to approval question `key`, to be remembered when `remember`.
+fn yes(key: &str, remember: bool) -> Value {
+    let content = json!({"decision": "accept", "remember": remember});
+    json!({ key: {"action": "accept", "content": content} })
+}
+
 #[tokio::test]
 async fn an_answer_used_through_one_instance_is_refused_by_the_others() {
     let Some((instances, _project, [ada_token, _])) = start() else {
         return;
     };
-    let ls = |retry| {
-        let capabilities = json!({"elicitation": {}});
-        HttpHost::stateless_params("proj.ls", json!({"name": "logs"}), capabilities, retry)
-    };
     let one = instances.instance_url(1);
-    let asked = post(&one, &ada_token, &ls(None)).await;
-    let result = &asked["result"];
-    assert_eq!(result["resultType"], "input_required", "{asked}");
-    let key = result["inputRequests"]
-        .as_object()
-        .unwrap()
-        .keys()
-        .next()
-        .unwrap();
-    let state = result["requestState"].as_str().unwrap();
-    let yes = json!({ key: {"action": "accept", "content": {"decision": "accept"}} });
-    let retry = ls(Some((yes, state)));
+    let (key, state) = asked(&post(&one, &ada_token, &ls(None)).await);
+    let retry = ls(Some((yes(&key, false), &state)));
     let done = post(&one, &ada_token, &retry).await;
     assert!(done["result"]["structuredContent"].is_object(), "{done}");
     // The same retry replayed on each instance: no second listing.
@@ -159,23 +167,9 @@ async fn an_approval_remembered_through_one_instance_holds_on_the_others() {
     let Some((instances, _project, [ada_token, eve_token])) = start() else {
         return;
     };
-    let ls = |retry| {
-        let capabilities = json!({"elicitation": {}});
-        HttpHost::stateless_params("proj.ls", json!({"name": "logs"}), capabilities, retry)
-    };
     let one = instances.instance_url(1);
-    let asked = post(&one, &ada_token, &ls(None)).await;
-    let result = &asked["result"];
-    let key = result["inputRequests"]
-        .as_object()
-        .unwrap()
-        .keys()
-        .next()
-        .unwrap();
-    let state = result["requestState"].as_str().unwrap();
-    let remember = json!({"decision": "accept", "remember": true});
-    let yes = json!({ key: {"action": "accept", "content": remember} });
-    let done = post(&one, &ada_token, &ls(Some((yes, state)))).await;
+    let (key, state) = asked(&post(&one, &ada_token, &ls(None)).await);
+    let done = post(&one, &ada_token, &ls(Some((yes(&key, true), &state)))).await;
     assert!(done["result"]["structuredContent"].is_object(), "{done}");
     for n in 2..=3 {
         let url = instances.instance_url(n);
@@ -201,24 +195,11 @@ async fn a_call_held_on_one_instance_goes_on_there_when_its_retry_reaches_anothe
         HttpHost::stateless_params("run", json!({"command": code}), capabilities, retry)
     };
     // Asked on instance one, after the code listed the projects...
-    let asked = post(&instances.instance_url(1), &ada_token, &run(None)).await;
-    let result = &asked["result"];
-    assert_eq!(result["resultType"], "input_required", "{asked}");
-    let key = result["inputRequests"]
-        .as_object()
-        .unwrap()
-        .keys()
-        .next()
-        .unwrap();
-    let state = result["requestState"].as_str().unwrap();
-    let yes = json!({ key: {"action": "accept", "content": {"decision": "accept"}} });
+    let one = instances.instance_url(1);
+    let (key, state) = asked(&post(&one, &ada_token, &run(None)).await);
     // ...answered through instance two: the code goes on on instance one.
-    let done = post(
-        &instances.instance_url(2),
-        &ada_token,
-        &run(Some((yes, state))),
-    )
-    .await;
+    let retry = run(Some((yes(&key, false), &state)));
+    let done = post(&instances.instance_url(2), &ada_token, &retry).await;
     assert_eq!(done["result"]["structuredContent"]["result"], "", "{done}");
     // The trail is written in the background: wait for the block's event.
     for _ in 0..200 {

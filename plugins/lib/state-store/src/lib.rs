@@ -14,6 +14,30 @@
 //! the PostgreSQL ones share one pool, connected and migrated by the first
 //! use (never on the start path) and tried again after a failure.
 
+/// Runs each case (an `async fn(Arc<State>)`) on state in this process and
+/// in a fresh PostgreSQL database, as tests `in_memory::<case>` and
+/// `postgres::<case>`: both implementations keep to the same rules.
+#[cfg(test)]
+macro_rules! on_both {
+    ($($case:ident),* $(,)?) => {
+        mod in_memory {
+            $(#[tokio::test]
+            async fn $case() {
+                super::$case(crate::State::open(None)).await;
+            })*
+        }
+        mod postgres {
+            $(#[tokio::test]
+            async fn $case() {
+                integrations_store::testing::on_postgres(|url| async move {
+                    super::$case(crate::State::open(Some(url))).await;
+                })
+                .await;
+            })*
+        }
+    };
+}
+
 mod approvals;
 mod kept;
 mod spent;
@@ -135,6 +159,11 @@ impl State {
 
 /// The database's clock, in milliseconds: instances' clocks never matter.
 const NOW: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
+
+/// `d` in the database's milliseconds (past `i64`: forever).
+fn millis(d: std::time::Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
 
 fn failed(what: &str, e: sqlx::Error) -> StoreError {
     StoreError::Database(format!("shared state: cannot {what}: {e}"))

@@ -8,7 +8,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::{NOW, Owner, State, StoreError, failed};
+use crate::{NOW, Owner, State, StoreError, failed, millis};
 
 /// Tasks the process records at most (one instance runs no more at once
 /// than its callers' bounds allow; ended ones are dropped first).
@@ -98,7 +98,7 @@ impl TaskHolders for Postgres {
             .bind(&owner.org)
             .bind(&owner.user)
             .bind(instance)
-            .bind(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX))
+            .bind(millis(ttl))
             .execute(&mut *tx)
             .await?;
             tx.commit().await
@@ -129,7 +129,8 @@ mod tests {
 
     const HOUR: Duration = Duration::from_secs(3600);
 
-    async fn a_task_is_found_for_its_owner_only(holders: Arc<dyn TaskHolders>) {
+    async fn a_task_is_found_for_its_owner_only(state: Arc<State>) {
+        let holders = state.task_holders();
         let ada = Owner::new("acme", "ada");
         holders.record("t1", &ada, "two", HOUR).await.unwrap();
         let found = holders.holder("t1", &ada).await.unwrap();
@@ -146,17 +147,5 @@ mod tests {
         assert_eq!(holders.holder("t3", &ada).await.unwrap(), None);
     }
 
-    #[tokio::test]
-    async fn in_memory_a_task_is_found_for_its_owner_only() {
-        a_task_is_found_for_its_owner_only(Arc::new(InMemory::default())).await;
-    }
-
-    #[tokio::test]
-    async fn in_postgres_a_task_is_found_for_its_owner_only() {
-        integrations_store::testing::on_postgres(|url| async move {
-            let state = State::open(Some(url));
-            a_task_is_found_for_its_owner_only(state.task_holders()).await;
-        })
-        .await;
-    }
+    on_both!(a_task_is_found_for_its_owner_only);
 }

@@ -39,6 +39,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::State;
 
     const MINUTE: Duration = Duration::from_secs(60);
 
@@ -46,9 +47,8 @@ mod tests {
         Owner::new(org, user)
     }
 
-    async fn an_approval_holds_for_its_caller_and_tool_until_it_expires(
-        store: Arc<dyn RememberedApprovals>,
-    ) {
+    async fn an_approval_holds_for_its_caller_and_tool_until_it_expires(state: Arc<State>) {
+        let store = state.remembered_approvals();
         let ada = owner("acme", "ada");
         store.remember(&ada, "fx.drop", MINUTE).await.unwrap();
         assert!(store.approved(&ada, "fx.drop").await.unwrap());
@@ -65,9 +65,8 @@ mod tests {
         assert!(!store.approved(&ada, "fx.soon").await.unwrap());
     }
 
-    async fn a_users_flood_pushes_out_only_their_own_approvals(
-        store: Arc<dyn RememberedApprovals>,
-    ) {
+    async fn a_users_flood_pushes_out_only_their_own_approvals(state: Arc<State>) {
+        let store = state.remembered_approvals();
         let (ada, bob) = (owner("acme", "ada"), owner("acme", "bob"));
         store.remember(&bob, "fx.drop", MINUTE).await.unwrap();
         for i in 0..PER_USER + 5 {
@@ -84,28 +83,7 @@ mod tests {
         assert!(store.approved(&ada, &last).await.unwrap());
     }
 
-    macro_rules! on_both_stores {
-        ($($case:ident),* $(,)?) => {
-            mod in_memory {
-                $(#[tokio::test]
-                async fn $case() {
-                    super::$case(std::sync::Arc::new(super::InMemory::default())).await;
-                })*
-            }
-            mod postgres {
-                $(#[tokio::test]
-                async fn $case() {
-                    integrations_store::testing::on_postgres(|url| async move {
-                        let state = crate::State::open(Some(url));
-                        super::$case(state.remembered_approvals()).await;
-                    })
-                    .await;
-                })*
-            }
-        };
-    }
-
-    on_both_stores!(
+    on_both!(
         an_approval_holds_for_its_caller_and_tool_until_it_expires,
         a_users_flood_pushes_out_only_their_own_approvals,
     );

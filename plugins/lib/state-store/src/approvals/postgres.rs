@@ -4,7 +4,7 @@
 use std::{sync::Arc, time::Duration};
 
 use super::{PER_ORG, PER_USER, RememberedApprovals};
-use crate::{NOW, Owner, State, StoreError, failed};
+use crate::{NOW, Owner, State, StoreError, failed, millis};
 
 /// Drops an organisation's (`$1`) approvals, or one user's (`$2`, or any
 /// when NULL), that have ended or are past the `$3` that end latest.
@@ -59,7 +59,7 @@ impl RememberedApprovals for Postgres {
             .bind(&owner.org)
             .bind(&owner.user)
             .bind(tool)
-            .bind(i64::try_from(duration.as_millis()).unwrap_or(i64::MAX))
+            .bind(millis(duration))
             .execute(&mut *tx)
             .await?;
             for (user, max) in [(Some(&owner.user), PER_USER), (None, PER_ORG)] {

@@ -7,7 +7,7 @@ use std::{sync::Arc, time::Duration};
 use sqlx::{Postgres as Pg, Row, Transaction};
 
 use super::{Bounds, Kept, Listed, ResultStore};
-use crate::{NOW, Owner, State, StoreError, failed};
+use crate::{NOW, Owner, State, StoreError, failed, millis};
 
 /// Keeps, and the room each makes, one at a time across all instances: two
 /// at once could each see room the other is about to take.
@@ -107,7 +107,7 @@ impl ResultStore for Postgres {
             .bind(kept.text.as_bytes())
             .bind(bytes as i64)
             .bind(kept.text.chars().count() as i64)
-            .bind(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX))
+            .bind(millis(ttl))
             .execute(&mut *tx)
             .await?;
             self.make_room(&mut tx, &kept.owner).await?;

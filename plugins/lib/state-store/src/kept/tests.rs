@@ -2,39 +2,12 @@
 
 use std::{sync::Arc, time::Duration};
 
-use super::{Bounds, InMemory, Kept, ResultStore};
-use crate::Owner;
+use super::{Bounds, Kept, ResultStore};
+use crate::{Owner, State};
 
 type Store = Arc<dyn ResultStore>;
-/// Opens a fresh store keeping to the bounds given.
-type Open = Arc<dyn Fn(Bounds) -> Store + Send + Sync>;
 
-macro_rules! on_both_stores {
-    ($($case:ident),* $(,)?) => {
-        mod in_memory {
-            $(#[tokio::test]
-            async fn $case() {
-                let open: super::Open = std::sync::Arc::new(|bounds| {
-                    std::sync::Arc::new(super::InMemory::new(bounds)) as super::Store
-                });
-                super::$case(open).await;
-            })*
-        }
-        mod postgres {
-            $(#[tokio::test]
-            async fn $case() {
-                integrations_store::testing::on_postgres(|url| async move {
-                    let state = crate::State::open(Some(url));
-                    let open: super::Open = std::sync::Arc::new(move |bounds| state.results(bounds));
-                    super::$case(open).await;
-                })
-                .await;
-            })*
-        }
-    };
-}
-
-on_both_stores!(
+on_both!(
     a_result_is_its_owners_alone,
     a_users_flood_pushes_out_only_their_own_oldest,
     an_organisations_flood_never_pushes_out_another_organisations_results,
@@ -81,8 +54,8 @@ async fn has(store: &Store, org: &str, user: &str, handle: &str) -> bool {
     store.get(&owner, handle).await.unwrap().is_some()
 }
 
-async fn a_result_is_its_owners_alone(open: Open) {
-    let store = open(ROOMY);
+async fn a_result_is_its_owners_alone(state: Arc<State>) {
+    let store = state.results(ROOMY);
     let handle = keep(&store, "acme", "ada", &"x".repeat(500)).await;
     let ada = Owner::new("acme", "ada");
     let found = store.get(&ada, &handle).await.unwrap().unwrap();
@@ -99,8 +72,8 @@ async fn a_result_is_its_owners_alone(open: Open) {
     );
 }
 
-async fn a_users_flood_pushes_out_only_their_own_oldest(open: Open) {
-    let store = open(Bounds {
+async fn a_users_flood_pushes_out_only_their_own_oldest(state: Arc<State>) {
+    let store = state.results(Bounds {
         user_bytes: 1000,
         ..ROOMY
     });
@@ -117,8 +90,8 @@ async fn a_users_flood_pushes_out_only_their_own_oldest(open: Open) {
     assert_eq!(still, [false, false, true, true, true]);
 }
 
-async fn an_organisations_flood_never_pushes_out_another_organisations_results(open: Open) {
-    let store = open(Bounds {
+async fn an_organisations_flood_never_pushes_out_another_organisations_results(state: Arc<State>) {
+    let store = state.results(Bounds {
         bytes: 3000,
         ..ROOMY
     });
@@ -132,8 +105,8 @@ async fn an_organisations_flood_never_pushes_out_another_organisations_results(o
     assert!(!has(&store, "flood", "a", &flood[0]).await);
 }
 
-async fn counts_are_bounded_per_user_and_per_organisation(open: Open) {
-    let store = open(Bounds {
+async fn counts_are_bounded_per_user_and_per_organisation(state: Arc<State>) {
+    let store = state.results(Bounds {
         user_count: 2,
         org_count: 3,
         ..ROOMY
@@ -155,8 +128,8 @@ async fn counts_are_bounded_per_user_and_per_organisation(open: Open) {
     }
 }
 
-async fn a_result_larger_than_a_bound_is_not_kept(open: Open) {
-    let store = open(Bounds {
+async fn a_result_larger_than_a_bound_is_not_kept(state: Arc<State>) {
+    let store = state.results(Bounds {
         org_bytes: 100,
         ..ROOMY
     });
@@ -167,8 +140,8 @@ async fn a_result_larger_than_a_bound_is_not_kept(open: Open) {
     assert!(has(&store, "acme", "ada", &before).await);
 }
 
-async fn an_expired_result_is_gone(open: Open) {
-    let store = open(ROOMY);
+async fn an_expired_result_is_gone(state: Arc<State>) {
+    let store = state.results(ROOMY);
     let short = kept("acme", "ada", "soon gone");
     assert!(
         store
@@ -182,8 +155,8 @@ async fn an_expired_result_is_gone(open: Open) {
     assert!(store.list(&owner).await.unwrap().is_empty());
 }
 
-async fn any_text_comes_back_as_it_was_kept(open: Open) {
-    let store = open(ROOMY);
+async fn any_text_comes_back_as_it_was_kept(state: Arc<State>) {
+    let store = state.results(ROOMY);
     let text = "nul \u{0} and é, 漢字, 🦀";
     let handle = keep(&store, "acme", "ada", text).await;
     let owner = Owner::new("acme", "ada");

@@ -59,7 +59,8 @@ mod tests {
 
     const MINUTE: Duration = Duration::from_secs(60);
 
-    async fn a_state_is_spent_once(spent: Arc<dyn SpentStates>) {
+    async fn a_state_is_spent_once(state: Arc<crate::State>) {
+        let spent = state.spent_states();
         spent.spend([1; 32], MINUTE).await.unwrap();
         let again = spent.spend([1; 32], MINUTE).await.unwrap_err();
         assert!(again.contains("used already"), "{again}");
@@ -73,16 +74,13 @@ mod tests {
         spent.spend([3; 32], MINUTE).await.unwrap();
     }
 
-    #[tokio::test]
-    async fn in_memory_a_state_is_spent_once() {
-        a_state_is_spent_once(Arc::new(SpentHere::default())).await;
-    }
+    on_both!(a_state_is_spent_once);
 
     #[tokio::test]
-    async fn in_postgres_a_state_is_spent_once_across_instances() {
+    async fn in_postgres_a_state_spent_by_one_instance_is_refused_by_another() {
         integrations_store::testing::on_postgres(|url| async move {
             let one = crate::State::open(Some(url.clone()));
-            a_state_is_spent_once(one.spent_states()).await;
+            one.spent_states().spend([2; 32], MINUTE).await.unwrap();
             // Another instance on the database: what one spent, it refuses.
             let other = crate::State::open(Some(url));
             let again = other.spent_states().spend([2; 32], MINUTE).await;

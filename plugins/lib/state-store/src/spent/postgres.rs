@@ -10,7 +10,7 @@ use std::{
 };
 
 use super::{SpentStates, USED};
-use crate::{NOW, State, failed};
+use crate::{NOW, State, failed, millis};
 
 /// Every this many spends, the records past their time are deleted.
 const PRUNE_EVERY: u32 = 256;
@@ -52,7 +52,7 @@ impl SpentStates for Postgres {
         );
         let spent = sqlx::query(&spend)
             .bind(&digest[..])
-            .bind(i64::try_from(keep.as_millis()).unwrap_or(i64::MAX))
+            .bind(millis(keep))
             .fetch_optional(pool)
             .await
             .map_err(|e| failed("record a used state", e).to_string())?;
