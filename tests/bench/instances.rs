@@ -10,6 +10,11 @@
 //!    calling `proj.list`; calls/s and the instances' CPU per call. On a
 //!    2-core machine three instances cannot triple it: CPU per call says
 //!    what each call costs.
+//! 3. A crash under load: `--clients` (100) clients × `--load-calls` (100)
+//!    mixed calls through HAProxy to three instances (`proj.list`, a Python
+//!    block, a page of a kept result made through another instance), one
+//!    instance SIGKILLed halfway: the calls that fail, and that every client
+//!    is answered after it.
 //!
 //! Needs PostgreSQL (`PACKHOST_TEST_POSTGRES_URL`, which `./dev bench`
 //! sets) and haproxy. Usage: `packhost-bench-instances [--calls N]`
@@ -162,10 +167,83 @@ async fn through_proxy(
     (f64::from(made) / elapsed.as_secs_f64(), spent / made)
 }
 
+/// What the crash run saw.
+struct Crash {
+    made: usize,
+    failed: Vec<String>,
+    /// Failures after the first call that succeeded past the kill.
+    failed_after_recovery: usize,
+    wall: Duration,
+}
+
+async fn load_with_a_crash(config: &str, database: &str, clients: usize, calls: usize) -> Crash {
+    let instances = Instances::start(config, database);
+    let first = instances.client(None).await.expect("a client");
+    let handle = Arc::new(kept(&first).await);
+    let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let killed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let started = Instant::now();
+    let mut runs = Vec::new();
+    for c in 0..clients {
+        let client = Arc::new(instances.client(None).await.expect("a client"));
+        let (handle, done, killed) = (Arc::clone(&handle), Arc::clone(&done), Arc::clone(&killed));
+        runs.push(tokio::spawn(async move {
+            // `late`: failures after this client was answered past the kill.
+            let (mut failed, mut recovered, mut late) = (Vec::new(), false, 0);
+            for i in 0..calls {
+                let (tool, args) = match (c + i) % 3 {
+                    0 => ("proj.list", json!({})),
+                    1 => (
+                        "run",
+                        json!({"command": format!("```python\n{i} * 2\n```")}),
+                    ),
+                    _ => ("packhost.result_read", json!({"handle": *handle})),
+                };
+                let was_killed = killed.load(std::sync::atomic::Ordering::Relaxed);
+                let why = match call(&client, tool, args).await {
+                    Ok(result) if !is_error(&result) => None,
+                    Ok(result) => Some(packhost_tests::text(&result)),
+                    Err(e) => Some(e.to_string()),
+                };
+                match why {
+                    None => recovered |= was_killed,
+                    Some(why) => {
+                        late += usize::from(recovered);
+                        failed.push(format!("{tool}: {why}"));
+                    }
+                }
+                done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            (failed, late)
+        }));
+    }
+    // Halfway, instance two dies without a word.
+    while done.load(std::sync::atomic::Ordering::Relaxed) < clients * calls / 2 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    instances.kill(2);
+    killed.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut crash = Crash {
+        made: clients * calls,
+        failed: Vec::new(),
+        failed_after_recovery: 0,
+        wall: Duration::ZERO,
+    };
+    for run in runs {
+        let (failed, late) = run.await.expect("a client's calls");
+        crash.failed.extend(failed);
+        crash.failed_after_recovery += late;
+    }
+    crash.wall = started.elapsed();
+    crash
+}
+
 #[tokio::main]
 async fn main() {
     let calls = arg("--calls", 300);
     let concurrent = arg("--concurrent-calls", 1600);
+    let clients = arg("--clients", 100);
+    let load_calls = arg("--load-calls", 100);
     let Some(database) = postgres_database() else {
         return;
     };
@@ -207,4 +285,29 @@ async fn main() {
             ),
         ],
     );
+
+    let with_python = format!("{config}[packs.exec_py]\n");
+    let crash = load_with_a_crash(&with_python, &database, clients, load_calls).await;
+    println!();
+    println!(
+        "A crash under load: {clients} clients x {load_calls} mixed calls through HAProxy to three \
+         instances, instance two SIGKILLed halfway"
+    );
+    println!(
+        "- {} calls in {:.1} s ({:.0} calls/s); {} failed, {} of them after their client had \
+         been answered past the kill",
+        crash.made,
+        crash.wall.as_secs_f64(),
+        crash.made as f64 / crash.wall.as_secs_f64(),
+        crash.failed.len(),
+        crash.failed_after_recovery
+    );
+    let mut reasons: std::collections::BTreeMap<String, usize> = Default::default();
+    for failure in &crash.failed {
+        let reason: String = failure.chars().take(160).collect();
+        *reasons.entry(reason).or_default() += 1;
+    }
+    for (reason, count) in reasons {
+        println!("  - {count} x {reason}");
+    }
 }
