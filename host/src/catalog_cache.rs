@@ -44,9 +44,9 @@ const FORMAT: &str = "packhost catalog cache 1";
 #[derive(Debug, Clone)]
 pub struct CatalogCache {
     dir: PathBuf,
-    /// What every key shares: the host, its working directory and
-    /// environment.
-    context: Vec<u8>,
+    /// What every key shares (the host, its working directory and
+    /// environment), hashed already.
+    context: Sha256,
 }
 
 /// The key of one pack's entry: a hash of everything it depends on.
@@ -98,8 +98,7 @@ impl CatalogCache {
     /// are too recent to trust or it cannot be read.
     pub fn key(&self, pack: &str, library: &Path, init: &[&str]) -> Option<Key> {
         let stamp = settled_stamp(library)?;
-        let mut hash = Sha256::new();
-        part(&mut hash, &self.context);
+        let mut hash = self.context.clone();
         part(&mut hash, pack.as_bytes());
         part(&mut hash, library.as_os_str().as_encoded_bytes());
         part(&mut hash, &stamp.to_bytes());
@@ -195,30 +194,23 @@ fn part(hash: &mut Sha256, bytes: &[u8]) {
 
 /// What every key shares: the format, this host's version and binary, and
 /// the working directory and environment packs start in.
-fn context() -> Vec<u8> {
-    let mut context = Vec::new();
-    let mut add = |bytes: &[u8]| {
-        context.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
-        context.extend_from_slice(bytes);
-    };
-    add(FORMAT.as_bytes());
-    add(env!("CARGO_PKG_VERSION").as_bytes());
+fn context() -> Sha256 {
+    let mut hash = Sha256::new();
+    part(&mut hash, FORMAT.as_bytes());
+    part(&mut hash, env!("CARGO_PKG_VERSION").as_bytes());
     // A rebuilt host may read a manifest or check a layout differently.
     let exe = std::env::current_exe().ok();
-    add(&exe
-        .as_deref()
-        .and_then(stamp)
-        .unwrap_or_default()
-        .to_bytes());
+    let host = exe.as_deref().and_then(stamp).unwrap_or_default();
+    part(&mut hash, &host.to_bytes());
     let cwd = std::env::current_dir().unwrap_or_default();
-    add(cwd.as_os_str().as_encoded_bytes());
+    part(&mut hash, cwd.as_os_str().as_encoded_bytes());
     let mut vars: Vec<_> = std::env::vars_os().collect();
     vars.sort();
     for (name, value) in vars {
-        add(name.as_encoded_bytes());
-        add(value.as_encoded_bytes());
+        part(&mut hash, name.as_encoded_bytes());
+        part(&mut hash, value.as_encoded_bytes());
     }
-    context
+    hash
 }
 
 /// A file's identity: equal stamps mean the same unchanged file.
