@@ -6,10 +6,12 @@ use std::{sync::Arc, time::Duration};
 
 use catalog_search::Searcher;
 use pack_api::{Manifest, PackBox};
+use tokio::sync::watch;
 
 use crate::{
     audit::Audit,
     builtin::{self, Builtin},
+    error::{LoadError, LoadReason},
     results::Results,
     server_pack::ServerPack,
 };
@@ -31,7 +33,7 @@ pub struct LoadedPack {
 /// What serves a pack's calls.
 pub enum Backend {
     /// A pack library (`kind = "library"`), through the ABI.
-    Library(PackBox),
+    Library(Library),
     /// Another MCP server (`kind = "mcp"`).
     Server(Box<ServerPack>),
     /// The host's own `packhost` pack.
@@ -42,7 +44,11 @@ impl Backend {
     /// Let it release what it holds (child processes, connections).
     pub async fn shutdown(&self) {
         match self {
-            Self::Library(instance) => instance.shutdown().await,
+            Self::Library(library) => {
+                if let Ok(instance) = &*library.instance().await {
+                    instance.shutdown().await;
+                }
+            }
             Self::Server(server) => server.shutdown(),
             Self::Host(_) => {}
         }
@@ -60,5 +66,64 @@ impl LoadedPack {
             backend: Backend::Host(Builtin::new(results, searcher, audit)),
             timeout: Duration::from_secs(10),
         }
+    }
+}
+
+/// What a library's load came to.
+pub type Outcome = Arc<Result<PackBox, LoadError>>;
+
+/// A pack library's instance: loaded at start, or still loading in the
+/// background (its functions came from the catalog cache).
+#[derive(Clone)]
+pub struct Library {
+    pack: String,
+    outcome: watch::Receiver<Option<Outcome>>,
+}
+
+/// Where a library loading in the background puts its [`Outcome`].
+pub struct Loading(watch::Sender<Option<Outcome>>);
+
+impl Library {
+    /// A library loaded already.
+    pub fn loaded(pack: &str, instance: PackBox) -> Self {
+        let (_, outcome) = watch::channel(Some(Arc::new(Ok(instance))));
+        Self {
+            pack: pack.to_owned(),
+            outcome,
+        }
+    }
+
+    /// A library that a [`Loading`] will load.
+    pub fn loading(pack: &str) -> (Loading, Self) {
+        let (sender, outcome) = watch::channel(None);
+        let library = Self {
+            pack: pack.to_owned(),
+            outcome,
+        };
+        (Loading(sender), library)
+    }
+
+    /// Its instance once loaded, or why it did not load.
+    pub async fn instance(&self) -> Outcome {
+        if let Some(outcome) = &*self.outcome.borrow() {
+            return Arc::clone(outcome);
+        }
+        let mut outcome = self.outcome.clone();
+        match outcome.wait_for(Option::is_some).await {
+            Ok(ready) => Arc::clone(ready.as_ref().expect("waited for it")),
+            // The loading side is gone without an answer (it panicked).
+            Err(_) => Arc::new(Err(LoadError {
+                pack: self.pack.clone(),
+                file: None,
+                reason: LoadReason::Library("its load in the background stopped".to_owned()),
+            })),
+        }
+    }
+}
+
+impl Loading {
+    /// Give the waiting calls what the load came to.
+    pub fn finish(self, outcome: Result<PackBox, LoadError>) {
+        self.0.send_replace(Some(Arc::new(outcome)));
     }
 }

@@ -8,6 +8,7 @@ use rmcp::ServiceExt as _;
 
 use crate::{
     builtin,
+    catalog_cache::CatalogCache,
     config::{self, Loaded},
     executor::{Caller, Executor},
     exit::Error,
@@ -123,7 +124,16 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
         _ => {}
     }
     let searcher = search::searcher(&loaded.config.search)?;
-    let (mut packs, errors) = loader::load_all(&loaded.config);
+    // Only a server answers before its packs are loaded; `check`, `packs`
+    // and `call` load them all first.
+    let cache = matches!(cli.command, Command::Serve { .. })
+        .then(CatalogCache::open)
+        .flatten();
+    let loader::Loaded {
+        mut packs,
+        errors,
+        deferred,
+    } = loader::load_all(&loaded.config, cache);
     for error in &errors {
         tracing::error!(code = error.code(), "{error}");
     }
@@ -137,6 +147,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, Error> {
     }
     servers.watch(&executor);
     executor.metrics().set_load_failures(errors.len());
+    deferred.finish(&executor, errors.len());
     let code = match cli.command {
         Command::Serve {
             http: Some(addr),

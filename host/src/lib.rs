@@ -3,8 +3,10 @@
 //! The binary is CLI + glue (`main.rs`); the pieces live here:
 //! - [`config`]: `packs.toml` with env overrides, errors with file and line;
 //! - [`backend`]: a loaded pack and what serves it: a library ([`loader`]:
-//!   find and load pack libraries through the stable ABI), another MCP server
-//!   ([`servers`] connects them, [`server_pack`] calls them), or the host's
+//!   find and load pack libraries through the stable ABI; [`catalog_cache`]:
+//!   what they declared, kept so `serve` lists them before they load),
+//!   another MCP server ([`servers`] connects them, [`server_pack`] calls
+//!   them), or the host's
 //!   own [`builtin`] pack; only libraries cross the ABI;
 //! - [`audit`]: the audit trail, recorded off the call path;
 //! - [`executor`]: the one path of every call (resolve, validate, time limit,
@@ -25,6 +27,7 @@ pub mod audit;
 pub mod auth;
 pub mod backend;
 pub mod builtin;
+pub mod catalog_cache;
 pub mod cli;
 pub mod config;
 pub mod error;

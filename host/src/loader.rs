@@ -4,6 +4,11 @@
 //! pack directories and paths are trusted locations. Libraries are never
 //! unloaded. A pack that fails to load is reported and skipped; the others
 //! keep working.
+//!
+//! With a [`CatalogCache`] (`serve`), a pack whose manifest is kept for its
+//! unchanged library and config is listed from it at once and loaded by
+//! [`Deferred::finish`] in the background; the others load here and are
+//! kept for the next start.
 
 use std::{
     path::{Path, PathBuf},
@@ -16,20 +21,33 @@ use abi_stable::{
     sabi_trait::TD_Opaque,
     std_types::{RArc, RResult, RStr, RString},
 };
-use pack_api::{Host, Host_TO, LogLevel, Manifest, PackModule_Ref};
+use pack_api::{Host, Host_TO, LogLevel, Manifest, PackBox, PackModule_Ref};
 
 // `cli` names the error here.
 pub use crate::error::LoadError;
 use crate::{
-    backend::{Backend, LoadedPack},
+    backend::{Backend, Library as Instance, LoadedPack, Loading},
+    catalog_cache::{CatalogCache, Key},
     config::{Config, Library},
     error::LoadReason,
+    executor::{Executor, Offers},
     failure::Failure,
 };
 
+/// What [`load_all`] came to.
+pub struct Loaded {
+    /// The packs to serve.
+    pub packs: Vec<LoadedPack>,
+    /// Those that failed, to report.
+    pub errors: Vec<LoadError>,
+    /// Those listed from the catalog cache, still to load.
+    pub deferred: Deferred,
+}
+
 /// Load every enabled library pack of `config`, in name order (server packs
-/// are [`crate::servers`]' work).
-pub fn load_all(config: &Config) -> (Vec<LoadedPack>, Vec<LoadError>) {
+/// are [`crate::servers`]' work); with a `cache`, those it has a manifest
+/// for are left to [`Deferred::finish`].
+pub fn load_all(config: &Config, cache: Option<CatalogCache>) -> Loaded {
     let open: std::collections::BTreeMap<&String, &PathBuf> = config
         .projects
         .iter()
@@ -41,6 +59,7 @@ pub fn load_all(config: &Config) -> (Vec<LoadedPack>, Vec<LoadError>) {
         .into();
     let mut loaded: Vec<(PathBuf, LoadedPack)> = Vec::new();
     let mut errors = Vec::new();
+    let mut pending = Vec::new();
     let libraries = config
         .packs
         .iter()
@@ -58,7 +77,42 @@ pub fn load_all(config: &Config) -> (Vec<LoadedPack>, Vec<LoadError>) {
                 ));
             }
             let timeout = Duration::from_millis(timeout_ms.unwrap_or(config.server.timeout_ms));
-            let pack = load_one(name, library, &path, &projects, timeout)?;
+            let job = Job {
+                name: name.clone(),
+                library: library.clone(),
+                path: path.clone(),
+                projects: Arc::clone(&projects),
+                key: None,
+            };
+            let key = cache.as_ref().and_then(|cache| {
+                let config = library.config.to_string();
+                cache.key(name, &path, &[&config, &projects])
+            });
+            let kept = cache
+                .as_ref()
+                .zip(key.as_ref())
+                .and_then(|(cache, key)| cache.get(key))
+                .and_then(|json| serde_json::from_str::<Manifest>(&json).ok());
+            let pack = match kept {
+                Some(manifest) => {
+                    let (loading, instance) = Instance::loading(name);
+                    pending.push((Job { key, ..job }, manifest.clone(), loading));
+                    LoadedPack {
+                        name: name.clone(),
+                        origin: path.display().to_string(),
+                        manifest,
+                        backend: Backend::Library(instance),
+                        timeout,
+                    }
+                }
+                None => {
+                    let (manifest_json, pack) = job.load(timeout)?;
+                    if let Some((cache, key)) = cache.as_ref().zip(key.as_ref()) {
+                        cache.put(key, &manifest_json);
+                    }
+                    pack
+                }
+            };
             Ok((path, pack))
         });
         match result {
@@ -66,7 +120,88 @@ pub fn load_all(config: &Config) -> (Vec<LoadedPack>, Vec<LoadError>) {
             Err(e) => errors.push(e),
         }
     }
-    (loaded.into_iter().map(|(_, pack)| pack).collect(), errors)
+    Loaded {
+        packs: loaded.into_iter().map(|(_, pack)| pack).collect(),
+        errors,
+        deferred: Deferred { pending, cache },
+    }
+}
+
+/// The packs listed from the catalog cache, to load in the background.
+pub struct Deferred {
+    pending: Vec<(Job, Manifest, Loading)>,
+    cache: Option<CatalogCache>,
+}
+
+impl Deferred {
+    /// Load them on a thread of their own, in name order, and hand each
+    /// one's waiting calls its instance. One that fails is reported as at
+    /// start, its calls answer why, and its entry is dropped so the next
+    /// start loads it before serving. One whose functions differ from those
+    /// kept (its manifest is not the same for the same file) is served with
+    /// what it declares now.
+    pub fn finish(self, executor: &Arc<Executor>, failed_at_start: usize) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let executor = Arc::downgrade(executor);
+        let spawned = std::thread::Builder::new()
+            .name("pack-loader".to_owned())
+            .spawn(move || {
+                let mut failed = failed_at_start;
+                for (job, kept, loading) in self.pending {
+                    let cache = self.cache.as_ref().zip(job.key.as_ref());
+                    match job.open() {
+                        Ok((json, manifest, module)) => {
+                            if manifest != kept {
+                                tracing::warn!(pack = %job.name, "the pack declares other functions than the catalog cache kept; serving what it declares now");
+                                if let Some(executor) = executor.upgrade() {
+                                    executor.set_functions(&job.name, &manifest.functions);
+                                    executor.set_offers(&job.name, Offers::of(&manifest));
+                                }
+                                if let Some((cache, key)) = cache {
+                                    cache.put(key, &json);
+                                }
+                            }
+                            let instance = job.construct(module);
+                            if instance.is_err() {
+                                failed += 1;
+                            }
+                            loading.finish(instance.inspect_err(|e| report(e, cache)));
+                        }
+                        Err(e) => {
+                            failed += 1;
+                            report(&e, cache);
+                            loading.finish(Err(e));
+                        }
+                    }
+                }
+                if let Some(executor) = executor.upgrade() {
+                    executor.metrics().set_load_failures(failed);
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::error!(error = %e, "cannot start the thread that loads packs");
+        }
+    }
+}
+
+/// Say why a pack did not load, as the start does, and forget its entry.
+fn report(error: &LoadError, cache: Option<(&CatalogCache, &Key)>) {
+    tracing::error!(code = error.code(), "{error}");
+    if let Some((cache, key)) = cache {
+        cache.forget(key);
+    }
+}
+
+/// One library to load, and what its constructor is handed.
+struct Job {
+    name: String,
+    library: Library,
+    path: PathBuf,
+    projects: Arc<str>,
+    /// Its catalog cache key, when there is a cache.
+    key: Option<Key>,
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {
@@ -103,47 +238,57 @@ fn locate(name: &str, library: &Library, dirs: &[PathBuf]) -> Result<PathBuf, Lo
         })
 }
 
-fn load_one(
-    name: &str,
-    library: &Library,
-    path: &Path,
-    projects: &Arc<str>,
-    timeout: Duration,
-) -> Result<LoadedPack, LoadError> {
-    let fail = |reason: LoadReason| error(name, Some(path), reason);
-    let module = lib_header_from_path(path)
-        .and_then(|header| header.init_root_module::<PackModule_Ref>())
-        .map_err(|e| fail(e.into()))?;
-    let manifest_json = module.manifest()();
-    let manifest: Manifest = serde_json::from_str(&manifest_json).map_err(|e| {
-        fail(LoadReason::BadManifest {
-            error: e.to_string(),
-            json: manifest_json.to_string(),
-        })
-    })?;
-    let host = Host_TO::from_ptr(
-        RArc::new(PackHost {
-            pack: name.to_owned(),
-            projects: Arc::clone(projects),
-        }),
-        TD_Opaque,
-    );
-    let config = library.config.to_string();
-    let instance = match module.new()(RStr::from_str(&config), host) {
-        RResult::ROk(instance) => instance,
-        RResult::RErr(json) => {
-            return Err(fail(LoadReason::Constructor(
+impl Job {
+    fn error(&self, reason: LoadReason) -> LoadError {
+        error(&self.name, Some(&self.path), reason)
+    }
+
+    /// Load it now: its manifest's JSON and the pack.
+    fn load(&self, timeout: Duration) -> Result<(String, LoadedPack), LoadError> {
+        let (json, manifest, module) = self.open()?;
+        let instance = self.construct(module)?;
+        let pack = LoadedPack {
+            name: self.name.clone(),
+            origin: self.path.display().to_string(),
+            manifest,
+            backend: Backend::Library(Instance::loaded(&self.name, instance)),
+            timeout,
+        };
+        Ok((json, pack))
+    }
+
+    /// Open the library and read its manifest (as sent, and read).
+    fn open(&self) -> Result<(String, Manifest, PackModule_Ref), LoadError> {
+        let module = lib_header_from_path(&self.path)
+            .and_then(|header| header.init_root_module::<PackModule_Ref>())
+            .map_err(|e| self.error(e.into()))?;
+        let json = module.manifest()().to_string();
+        let manifest: Manifest = serde_json::from_str(&json).map_err(|e| {
+            self.error(LoadReason::BadManifest {
+                error: e.to_string(),
+                json: json.clone(),
+            })
+        })?;
+        Ok((json, manifest, module))
+    }
+
+    /// Run the pack's constructor with its config.
+    fn construct(&self, module: PackModule_Ref) -> Result<PackBox, LoadError> {
+        let host = Host_TO::from_ptr(
+            RArc::new(PackHost {
+                pack: self.name.clone(),
+                projects: Arc::clone(&self.projects),
+            }),
+            TD_Opaque,
+        );
+        let config = self.library.config.to_string();
+        match module.new()(RStr::from_str(&config), host) {
+            RResult::ROk(instance) => Ok(instance),
+            RResult::RErr(json) => Err(self.error(LoadReason::Constructor(
                 Failure::from_pack_json(&json).text(),
-            )));
+            ))),
         }
-    };
-    Ok(LoadedPack {
-        name: name.to_owned(),
-        origin: path.display().to_string(),
-        manifest,
-        backend: Backend::Library(instance),
-        timeout,
-    })
+    }
 }
 
 /// The host as one pack sees it: its logs carry the pack's name.

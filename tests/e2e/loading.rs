@@ -3,7 +3,8 @@
 use std::path::Path;
 
 use packhost_tests::{
-    TestHost, build_dir, cargo_outside, fixture_pack, hello_pack, ok, packhost_cli,
+    TestHost, build_dir, cargo_outside, failed, fixture_pack, hello_pack, hello_section, ok,
+    packhost_cli,
 };
 use serde_json::json;
 
@@ -300,4 +301,55 @@ fn copy(library: &Path, dir: &Path) -> std::path::PathBuf {
     let target = dir.join("librefusing.so");
     std::fs::copy(library, &target).unwrap();
     target
+}
+
+/// A second start on the same library and config lists the pack from the
+/// catalog cache and loads it in the background. When that load fails (here
+/// the constructor refuses because of a file outside the config), its calls
+/// answer why, the log says it as a start would, and the start after that
+/// loads the pack before serving, so it is not listed.
+#[tokio::test]
+async fn a_pack_listed_from_the_catalog_cache_that_then_fails_to_load_answers_why() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let flag = dir.path().join("refuse");
+    let section = hello_section(&format!(
+        "config = {{ refuse_if = {:?} }}",
+        flag.display().to_string()
+    ));
+    std::fs::write(dir.path().join("packs.toml"), section).unwrap();
+    let host = TestHost::start_in(dir).await;
+    let result = host.run("hello.greet(name='first')").await;
+    assert_eq!(ok(&result)["text"], "hello, first");
+
+    let TestHost { client, dir, .. } = host;
+    client.cancel().await.unwrap();
+    std::fs::write(&flag, "").unwrap();
+    let host = TestHost::start_in(dir).await;
+    let tools = host.client.list_all_tools().await.expect("tools/list");
+    assert!(tools.iter().any(|t| t.name == "hello.greet"), "{tools:?}");
+    let result = host.run("hello.greet(name='second')").await;
+    failed(
+        &result,
+        "PACK_CONSTRUCTOR_FAILED",
+        &["pack `hello`", "refuses to start"],
+    );
+    assert!(
+        host.stderr().contains("refuses to start"),
+        "{}",
+        host.stderr()
+    );
+
+    let TestHost { client, dir, .. } = host;
+    client.cancel().await.unwrap();
+    let host = TestHost::start_in(dir).await;
+    let tools = host.client.list_all_tools().await.expect("tools/list");
+    assert!(
+        tools.iter().all(|t| !t.name.starts_with("hello.")),
+        "{tools:?}"
+    );
+    assert!(
+        host.stderr().contains("refuses to start"),
+        "{}",
+        host.stderr()
+    );
 }

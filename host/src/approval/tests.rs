@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 
 use super::{secrets::HIDDEN, spoken};
 use crate::{
-    backend::{Backend, LoadedPack},
+    backend::{Backend, Library, LoadedPack},
     config::{Approval, CallPattern, Config, Remember, Rule},
     executor::{Answers, Ask, Caller, Executor, Questions, SessionId},
     failure::Failure,
@@ -97,7 +97,7 @@ fn fx(drops: &Arc<AtomicUsize>) -> LoadedPack {
         name: "fx".to_owned(),
         origin: "approval tests".to_owned(),
         manifest,
-        backend: Backend::Library(Pack_TO::from_value(pack, TD_Opaque)),
+        backend: Backend::Library(Library::loaded("fx", Pack_TO::from_value(pack, TD_Opaque))),
         timeout: Duration::from_secs(10),
     }
 }

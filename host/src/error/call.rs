@@ -10,6 +10,7 @@ use pack_api::codes;
 use packhost_command::FrontError;
 use serde_json::Value;
 
+use super::LoadError;
 use crate::{
     failure::Failure,
     render::{did_you_mean, list, no_function},
@@ -149,6 +150,10 @@ pub(crate) enum CallError {
     NoClientToAsk {
         pack: String,
     },
+    /// The pack's library, listed from the catalog cache, did not load.
+    NotLoaded {
+        error: LoadError,
+    },
 }
 
 impl CallError {
@@ -168,6 +173,7 @@ impl CallError {
             | UnknownFunction { .. }
             | NoFunctionsYet { .. } => codes::UNKNOWN_FUNCTION,
             NoCodePack { .. } | UnknownPack { .. } => codes::UNKNOWN_PACK,
+            NotLoaded { error } => error.code(),
             Cancelled => codes::CANCELLED,
             Declined { .. } => codes::DECLINED,
             ApprovalUnavailable { .. } => codes::APPROVAL_UNAVAILABLE,
@@ -231,6 +237,9 @@ impl CallError {
                 "call it from an MCP client that supports elicitation, or leave `{tool}` out of \
                  `[approval.{rule}]` in packs.toml"
             ),
+            NotLoaded { .. } => "fix it and restart packhost; `packhost check` loads every pack \
+                                 and says what it finds"
+                .to_owned(),
             _ => return None,
         };
         Some(help)
@@ -357,6 +366,7 @@ impl fmt::Display for CallError {
                 "pack `{pack}` asked the caller a question, and this call has no MCP client to \
                  ask; call it from an MCP client that can answer"
             ),
+            NotLoaded { error } => write!(f, "{error}"),
         }
     }
 }

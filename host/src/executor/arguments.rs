@@ -40,7 +40,7 @@ pub(super) fn validate(function: &Function, args: Value) -> Result<Value, CallEr
         Value::Null => Value::Object(Map::new()),
         other => other,
     };
-    let Some(validator) = &function.validator else {
+    let Some(validator) = function.input_validator() else {
         return Ok(args);
     };
     let problems: Vec<String> = validator.iter_errors(&args).map(|e| describe(&e)).collect();
@@ -48,12 +48,7 @@ pub(super) fn validate(function: &Function, args: Value) -> Result<Value, CallEr
         return Ok(args);
     }
     Err(CallError::BadArguments {
-        tool: function
-            .signature
-            .split('(')
-            .next()
-            .unwrap_or_default()
-            .to_owned(),
+        tool: function.tool().to_owned(),
         problems,
         signature: function.signature.clone(),
     })

@@ -630,7 +630,7 @@ impl Executor {
     ) -> Result<Started<'a>, CallError> {
         let name = function.spec.name.as_str();
         match &pack.loaded.backend {
-            Backend::Library(instance) => {
+            Backend::Library(library) => {
                 let ctx = CallContext_TO::from_ptr(
                     RArc::new(PackCallContext {
                         executor: Arc::clone(self),
@@ -640,14 +640,24 @@ impl Executor {
                     TD_Opaque,
                 );
                 let args_json = args.to_string();
-                let call = catch_unwind(AssertUnwindSafe(|| {
-                    instance.call(RStr::from_str(name), RStr::from_str(&args_json), ctx)
-                }))
-                .map_err(|_| CallError::Panicked {
-                    tool: tool.to_owned(),
-                    before_start: true,
-                })?;
                 Ok(Box::pin(async move {
+                    // Loading in the background when its functions came from
+                    // the catalog cache: the call's time limit bounds the wait.
+                    let outcome = library.instance().await;
+                    let instance =
+                        outcome
+                            .as_ref()
+                            .as_ref()
+                            .map_err(|error| CallError::NotLoaded {
+                                error: error.clone(),
+                            })?;
+                    let call = catch_unwind(AssertUnwindSafe(|| {
+                        instance.call(RStr::from_str(name), RStr::from_str(&args_json), ctx)
+                    }))
+                    .map_err(|_| CallError::Panicked {
+                        tool: tool.to_owned(),
+                        before_start: true,
+                    })?;
                     match call.await {
                         RResult::ROk(json) => Ok(output::output_of(function, tool, &json)?),
                         RResult::RErr(json) => Err(Failure::from_pack_json(&json)),

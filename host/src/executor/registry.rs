@@ -55,12 +55,34 @@ pub(super) struct Function {
     pub(super) signature: String,
     /// Property names in schema order: where positional arguments go.
     pub(super) params: Vec<String>,
-    pub(super) validator: Option<jsonschema::Validator>,
+    /// The input schema, compiled by the first call: compiling every
+    /// function's at start cost the start time before `tools/list`.
+    input: OnceLock<Option<jsonschema::Validator>>,
     /// The output schema, compiled when a failure first needs it checked.
     pub(super) output: OnceLock<Option<jsonschema::Validator>>,
 }
 
 impl Function {
+    /// The compiled input schema; one that does not compile (a bug of the
+    /// pack) is said in the log once, and arguments go unchecked.
+    pub(super) fn input_validator(&self) -> Option<&jsonschema::Validator> {
+        self.input
+            .get_or_init(|| {
+                jsonschema::validator_for(&self.spec.input_schema)
+                    .inspect_err(|e| {
+                        let tool = self.tool();
+                        tracing::warn!(tool, error = %e, "input schema is not valid; arguments go unchecked");
+                    })
+                    .ok()
+            })
+            .as_ref()
+    }
+
+    /// `pack.function`, as its signature names it.
+    pub(super) fn tool(&self) -> &str {
+        self.signature.split('(').next().unwrap_or_default()
+    }
+
     /// Its time limit in a pack whose limit is `pack`: the function's own
     /// when it has one that is less (a pack can shorten a function's time,
     /// never lengthen what `[packs.x] timeout_ms` allows).
@@ -637,9 +659,6 @@ pub(super) fn functions_of(pack: &str, specs: &[FunctionSpec]) -> Vec<Function> 
 
 fn function_entry(pack: &str, spec: &FunctionSpec) -> Function {
     let tool = ToolName::new(pack, &spec.name).to_string();
-    let validator = jsonschema::validator_for(&spec.input_schema)
-        .inspect_err(|e| tracing::warn!(%tool, error = %e, "input schema is not valid; arguments go unchecked"))
-        .ok();
     Function {
         signature: signature(&tool, &spec.input_schema),
         params: spec.input_schema["properties"]
@@ -647,7 +666,7 @@ fn function_entry(pack: &str, spec: &FunctionSpec) -> Function {
             .map(|props| props.keys().cloned().collect())
             .unwrap_or_default(),
         spec: spec.clone(),
-        validator,
+        input: OnceLock::new(),
         output: OnceLock::new(),
     }
 }
