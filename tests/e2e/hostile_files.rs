@@ -61,14 +61,38 @@ impl Attack {
     }
 
     /// The fake HOME holds what it held, and nothing else but the
-    /// notebooks' own folder.
+    /// notebooks' own folder and the host's catalog cache.
     fn home_untouched(&self) {
         let mut top: Vec<String> = std::fs::read_dir(self.home.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
-        top.retain(|name| name != ".packhost");
+        top.retain(|name| name != ".packhost" && name != ".cache");
         assert_eq!(top, [".ssh"], "the host's HOME gained files");
+        let cache = self.home.path().join(".cache");
+        if cache.exists() {
+            let names = |dir: &Path| -> Vec<String> {
+                let entries = std::fs::read_dir(dir).unwrap();
+                entries
+                    .map(|e| e.unwrap().file_name().into_string().unwrap())
+                    .collect()
+            };
+            assert_eq!(
+                names(&cache),
+                ["packhost"],
+                "the host's HOME/.cache gained files"
+            );
+            let packhost = cache.join("packhost");
+            assert_eq!(
+                names(&packhost),
+                ["catalogs"],
+                "HOME/.cache/packhost gained files"
+            );
+            for entry in std::fs::read_dir(packhost.join("catalogs")).unwrap() {
+                let kind = entry.unwrap().file_type().unwrap();
+                assert!(kind.is_file(), "the catalog cache holds only its own files");
+            }
+        }
         let ssh: Vec<_> = std::fs::read_dir(self.home.path().join(".ssh"))
             .unwrap()
             .map(|e| e.unwrap().file_name())
