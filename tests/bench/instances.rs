@@ -10,11 +10,11 @@
 //!    calling `proj.list`; calls/s and the instances' CPU per call. On a
 //!    2-core machine three instances cannot triple it: CPU per call says
 //!    what each call costs.
-//! 3. A crash under load: `--clients` (100) clients × `--load-calls` (100)
-//!    mixed calls through HAProxy to three instances (`proj.list`, a Python
-//!    block, a page of a kept result made through another instance), one
-//!    instance SIGKILLed halfway: the calls that fail, and that every client
-//!    is answered after it.
+//! 3. Mixed load: `--clients` (100) clients × `--load-calls` (100) mixed
+//!    calls through HAProxy to three instances (`proj.list`, a Python
+//!    block, a page of a kept result made through another instance): once
+//!    whole, then with one instance SIGKILLed halfway (the calls that fail,
+//!    and that every client is answered after it).
 //!
 //! Needs PostgreSQL (`PACKHOST_TEST_POSTGRES_URL`, which `./dev bench`
 //! sets) and haproxy. Usage: `packhost-bench-instances [--calls N]`
@@ -167,29 +167,41 @@ async fn through_proxy(
     (f64::from(made) / elapsed.as_secs_f64(), spent / made)
 }
 
-/// What the crash run saw.
+/// What a mixed load run saw.
 struct Crash {
     made: usize,
     failed: Vec<String>,
-    /// Failures after the first call that succeeded past the kill.
-    failed_after_recovery: usize,
+    /// Failures of calls started more than a second after the kill: calls
+    /// the proxy did not route around.
+    failed_later: usize,
     wall: Duration,
 }
 
-async fn load_with_a_crash(config: &str, database: &str, clients: usize, calls: usize) -> Crash {
+/// The mixed load through three instances; with `crash`, instance two is
+/// SIGKILLed once half the calls are made.
+async fn mixed_load(
+    config: &str,
+    database: &str,
+    (clients, calls): (usize, usize),
+    crash: bool,
+) -> Crash {
+    use std::sync::{OnceLock, atomic::AtomicUsize, atomic::Ordering::Relaxed};
     let instances = Instances::start(config, database);
     let first = instances.client(None).await.expect("a client");
     let handle = Arc::new(kept(&first).await);
-    let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let killed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let done = Arc::new(AtomicUsize::new(0));
+    let killed_at = Arc::new(OnceLock::<Instant>::new());
     let started = Instant::now();
     let mut runs = Vec::new();
     for c in 0..clients {
         let client = Arc::new(instances.client(None).await.expect("a client"));
-        let (handle, done, killed) = (Arc::clone(&handle), Arc::clone(&done), Arc::clone(&killed));
+        let (handle, done, killed_at) = (
+            Arc::clone(&handle),
+            Arc::clone(&done),
+            Arc::clone(&killed_at),
+        );
         runs.push(tokio::spawn(async move {
-            // `late`: failures after this client was answered past the kill.
-            let (mut failed, mut recovered, mut late) = (Vec::new(), false, 0);
+            let (mut failed, mut later) = (Vec::new(), 0);
             for i in 0..calls {
                 let (tool, args) = match (c + i) % 3 {
                     0 => ("proj.list", json!({})),
@@ -199,43 +211,45 @@ async fn load_with_a_crash(config: &str, database: &str, clients: usize, calls: 
                     ),
                     _ => ("packhost.result_read", json!({"handle": *handle})),
                 };
-                let was_killed = killed.load(std::sync::atomic::Ordering::Relaxed);
+                let call_started = Instant::now();
                 let why = match call(&client, tool, args).await {
                     Ok(result) if !is_error(&result) => None,
                     Ok(result) => Some(packhost_tests::text(&result)),
                     Err(e) => Some(e.to_string()),
                 };
-                match why {
-                    None => recovered |= was_killed,
-                    Some(why) => {
-                        late += usize::from(recovered);
-                        failed.push(format!("{tool}: {why}"));
-                    }
+                if let Some(why) = why {
+                    let after = killed_at
+                        .get()
+                        .map(|at| call_started.saturating_duration_since(*at));
+                    later += usize::from(after.is_some_and(|after| after > Duration::from_secs(1)));
+                    failed.push(format!("{tool}: {why}"));
                 }
-                done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                done.fetch_add(1, Relaxed);
             }
-            (failed, late)
+            (failed, later)
         }));
     }
     // Halfway, instance two dies without a word.
-    while done.load(std::sync::atomic::Ordering::Relaxed) < clients * calls / 2 {
+    while crash && done.load(Relaxed) < clients * calls / 2 {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    instances.kill(2);
-    killed.store(true, std::sync::atomic::Ordering::Relaxed);
-    let mut crash = Crash {
+    if crash {
+        instances.kill(2);
+        let _ = killed_at.set(Instant::now());
+    }
+    let mut seen = Crash {
         made: clients * calls,
         failed: Vec::new(),
-        failed_after_recovery: 0,
+        failed_later: 0,
         wall: Duration::ZERO,
     };
     for run in runs {
-        let (failed, late) = run.await.expect("a client's calls");
-        crash.failed.extend(failed);
-        crash.failed_after_recovery += late;
+        let (failed, later) = run.await.expect("a client's calls");
+        seen.failed.extend(failed);
+        seen.failed_later += later;
     }
-    crash.wall = started.elapsed();
-    crash
+    seen.wall = started.elapsed();
+    seen
 }
 
 #[tokio::main]
@@ -287,27 +301,35 @@ async fn main() {
     );
 
     let with_python = format!("{config}[packs.exec_py]\n");
-    let crash = load_with_a_crash(&with_python, &database, clients, load_calls).await;
-    println!();
-    println!(
-        "A crash under load: {clients} clients x {load_calls} mixed calls through HAProxy to three \
-         instances, instance two SIGKILLed halfway"
-    );
-    println!(
-        "- {} calls in {:.1} s ({:.0} calls/s); {} failed, {} of them after their client had \
-         been answered past the kill",
-        crash.made,
-        crash.wall.as_secs_f64(),
-        crash.made as f64 / crash.wall.as_secs_f64(),
-        crash.failed.len(),
-        crash.failed_after_recovery
-    );
-    let mut reasons: std::collections::BTreeMap<String, usize> = Default::default();
-    for failure in &crash.failed {
-        let reason: String = failure.chars().take(160).collect();
-        *reasons.entry(reason).or_default() += 1;
-    }
-    for (reason, count) in reasons {
-        println!("  - {count} x {reason}");
+    let load = (clients, load_calls);
+    for crash in [false, true] {
+        let seen = mixed_load(&with_python, &database, load, crash).await;
+        println!();
+        let what = if crash {
+            ", instance two SIGKILLed halfway"
+        } else {
+            ""
+        };
+        println!(
+            "Mixed load: {clients} clients x {load_calls} calls through HAProxy to three \
+             instances{what}"
+        );
+        println!(
+            "- {} calls in {:.1} s ({:.0} calls/s); {} failed, {} of them started more than a \
+             second after the kill",
+            seen.made,
+            seen.wall.as_secs_f64(),
+            seen.made as f64 / seen.wall.as_secs_f64(),
+            seen.failed.len(),
+            seen.failed_later
+        );
+        let mut reasons: std::collections::BTreeMap<String, usize> = Default::default();
+        for failure in &seen.failed {
+            let reason: String = failure.chars().take(160).collect();
+            *reasons.entry(reason).or_default() += 1;
+        }
+        for (reason, count) in reasons {
+            println!("  - {count} x {reason}");
+        }
     }
 }
