@@ -241,13 +241,10 @@ impl PackhostServer {
         binding: &str,
     ) -> Option<Result<CallToolResponse, ErrorData>> {
         let (peers, sealed) = (self.peers.as_ref()?, request.request_state.as_deref()?);
-        let parts = context.extensions.get::<http::request::Parts>()?;
         let at = self
             .rounds
             .holder(sealed, &self.owner_of(context), binding)?;
-        let mut params = serde_json::to_value(request).ok()?;
-        params["_meta"] = serde_json::to_value(&context.meta).ok()?;
-        peers.call(&at, parts, params).await
+        peers.call(&at, context, request).await
     }
 
     /// `response`, a task's instance recorded first when it is one and
@@ -275,12 +272,9 @@ impl PackhostServer {
         context: &RequestContext<RoleServer>,
     ) -> Option<Result<Value, ErrorData>> {
         let peers = self.peers.as_ref()?;
-        let parts = context.extensions.get::<http::request::Parts>()?;
         let holders = self.executor.state().task_holders();
         let at = holders.holder(id, &self.owner_of(context)).await.ok()??;
-        let mut params = serde_json::to_value(params).ok()?;
-        params["_meta"] = serde_json::to_value(&context.meta).ok()?;
-        peers.request(&at, parts, method, params).await
+        peers.request(&at, context, method, params).await
     }
 
     /// A call's outcome as the client gets it.

@@ -9,9 +9,14 @@
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use rmcp::{
-    ErrorData,
-    model::{CallToolResponse, CallToolResult, CreateTaskResult, InputRequiredResult},
+    ErrorData, RoleServer,
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, CreateTaskResult,
+        InputRequiredResult,
+    },
+    service::RequestContext,
 };
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::config::HttpConfig;
@@ -59,16 +64,16 @@ impl Peers {
     }
 
     /// The answer of instance `at` to the `tools/call` with `params` that
-    /// reached this one as `request`; `None` when `at` is this instance or
+    /// reached this one in `context`; `None` when `at` is this instance or
     /// none known, the request was forwarded already, or `at` does not
     /// answer (then the call is made here).
     pub(super) async fn call(
         &self,
         at: &str,
-        request: &http::request::Parts,
-        params: Value,
+        context: &RequestContext<RoleServer>,
+        params: &CallToolRequestParams,
     ) -> Option<Result<CallToolResponse, ErrorData>> {
-        let answer = self.request(at, request, "tools/call", params).await?;
+        let answer = self.request(at, context, "tools/call", params).await?;
         Some(answer.and_then(|result| {
             response(result).map_err(|e| {
                 let why = format!("instance `{at}` answered the retry with no call result: {e}");
@@ -77,20 +82,23 @@ impl Peers {
         }))
     }
 
-    /// The result of instance `at` for request `method` with `params`,
-    /// sent as the caller of `request` sent it here; `None` as for
-    /// [`Self::call`].
-    pub(super) async fn request(
+    /// The result of instance `at` for request `method` with `params` (and
+    /// the `_meta` they came with), sent as the caller of `context` sent it
+    /// here; `None` as for [`Self::call`].
+    pub(super) async fn request<P: Serialize>(
         &self,
         at: &str,
-        request: &http::request::Parts,
+        context: &RequestContext<RoleServer>,
         method: &str,
-        params: Value,
+        params: &P,
     ) -> Option<Result<Value, ErrorData>> {
+        let request = context.extensions.get::<http::request::Parts>()?;
         if at == self.here || request.headers.contains_key(FORWARDED) {
             return None;
         }
         let base = self.urls.get(at)?;
+        let mut params = serde_json::to_value(params).ok()?;
+        params["_meta"] = serde_json::to_value(&context.meta).ok()?;
         let body = serde_json::json!({
             "jsonrpc": "2.0", "id": 1, "method": method, "params": params,
         });
