@@ -57,6 +57,7 @@ pub fn load_all(config: &Config, cache: Option<CatalogCache>) -> Loaded {
     let projects: Arc<str> = serde_json::to_string(&open)
         .expect("paths are serialisable")
         .into();
+    let state_database: Arc<str> = config.state.database.as_deref().unwrap_or("").into();
     let mut loaded: Vec<(PathBuf, LoadedPack)> = Vec::new();
     let mut errors = Vec::new();
     let mut pending = Vec::new();
@@ -82,6 +83,7 @@ pub fn load_all(config: &Config, cache: Option<CatalogCache>) -> Loaded {
                 library: library.clone(),
                 path: path.clone(),
                 projects: Arc::clone(&projects),
+                state_database: Arc::clone(&state_database),
                 key: None,
             };
             let key = cache.as_ref().and_then(|cache| {
@@ -200,6 +202,7 @@ struct Job {
     library: Library,
     path: PathBuf,
     projects: Arc<str>,
+    state_database: Arc<str>,
     /// Its catalog cache key, when there is a cache.
     key: Option<Key>,
 }
@@ -278,6 +281,7 @@ impl Job {
             RArc::new(PackHost {
                 pack: self.name.clone(),
                 projects: Arc::clone(&self.projects),
+                state_database: Arc::clone(&self.state_database),
             }),
             TD_Opaque,
         );
@@ -298,6 +302,8 @@ struct PackHost {
     /// The projects every organisation sees, as JSON (those named for some
     /// organisations only reach a pack through each call's catalog).
     projects: Arc<str>,
+    /// `[state] database`, or empty.
+    state_database: Arc<str>,
 }
 
 impl Host for PackHost {
@@ -307,5 +313,9 @@ impl Host for PackHost {
 
     fn log(&self, level: LogLevel, message: RStr<'_>) {
         crate::logging::pack_log(&self.pack, None, level, message.as_str());
+    }
+
+    fn state_database(&self) -> RString {
+        RString::from(&*self.state_database)
     }
 }

@@ -34,6 +34,13 @@ impl Host {
     pub fn log(&self, level: LogLevel, message: &str) {
         self.0.log(level, message.into());
     }
+
+    /// The host's `[state] database` (`postgres://…`) when instances share
+    /// state: a pack keeps there what every instance must find, such as its
+    /// sessions. `None`: one instance, state stays in the process or on disk.
+    pub fn state_database(&self) -> Option<String> {
+        Some(self.0.state_database().into_string()).filter(|url| !url.is_empty())
+    }
 }
 
 /// One call: who is calling, and a way to talk back to the host.

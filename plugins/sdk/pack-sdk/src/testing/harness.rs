@@ -41,6 +41,7 @@ pub struct PackTestBuilder<S> {
     config: Value,
     identity: Owner,
     projects: BTreeMap<String, Project>,
+    state_database: Option<String>,
 }
 
 impl PackTest {
@@ -52,6 +53,7 @@ impl PackTest {
             config: Value::Object(Default::default()),
             identity: Owner::new("local", "local"),
             projects: BTreeMap::new(),
+            state_database: None,
         }
     }
 
@@ -268,6 +270,13 @@ impl<S: Send + Sync + 'static> PackTestBuilder<S> {
         self
     }
 
+    /// The host's `[state] database` (what
+    /// [`Host::state_database`](crate::Host::state_database) says).
+    pub fn state_database(mut self, url: &str) -> Self {
+        self.state_database = Some(url.to_owned());
+        self
+    }
+
     /// Build the pack: its constructor runs with the config (an error is
     /// what the host would report as a load failure).
     pub fn start(self) -> Result<PackTest, PackError> {
@@ -293,6 +302,7 @@ impl<S: Send + Sync + 'static> PackTestBuilder<S> {
         let host = Host_TO::from_ptr(
             RArc::new(TestHost {
                 projects: serde_json::to_string(&open).expect("paths are JSON"),
+                state_database: self.state_database.unwrap_or_default(),
                 logs: Arc::clone(&logs),
             }),
             TD_Opaque,
@@ -313,6 +323,7 @@ impl<S: Send + Sync + 'static> PackTestBuilder<S> {
 #[derive(Clone)]
 struct TestHost {
     projects: String,
+    state_database: String,
     logs: Arc<Mutex<Vec<String>>>,
 }
 
@@ -323,6 +334,10 @@ impl Host for TestHost {
 
     fn log(&self, level: LogLevel, message: RStr<'_>) {
         record(&self.logs, level, message.as_str());
+    }
+
+    fn state_database(&self) -> RString {
+        self.state_database.as_str().into()
     }
 }
 
