@@ -9,6 +9,8 @@
 //! - [`RememberedApprovals`]: the approvals a user asked to have remembered
 //!   for any of their sessions.
 //! - [`TaskHolders`]: which instance runs each task.
+//! - [`PackSessions`]: a pack's sessions (Jupyter's, notebooks'), in
+//!   PostgreSQL only: in one instance each pack keeps its own.
 //!
 //! [`State::open`] picks the implementations from the configured database;
 //! the PostgreSQL ones share one pool, connected and migrated by the first
@@ -40,6 +42,7 @@ macro_rules! on_both {
 
 mod approvals;
 mod kept;
+mod sessions;
 mod spent;
 mod tasks;
 
@@ -54,6 +57,7 @@ use tokio::sync::OnceCell;
 pub use crate::{
     approvals::RememberedApprovals,
     kept::{Bounds, InMemory, Kept, Listed, ResultStore},
+    sessions::{Counted, PackSessions, SessionRow},
     spent::{SpentHere, SpentStates},
     tasks::TaskHolders,
 };
@@ -85,6 +89,11 @@ const MIGRATIONS: Migrations = &[
         2004,
         "task holders",
         include_str!("../migrations/2004_task_holders.sql"),
+    ),
+    (
+        2005,
+        "pack sessions",
+        include_str!("../migrations/2005_pack_sessions.sql"),
     ),
 ];
 
@@ -134,6 +143,14 @@ impl State {
             None => Arc::new(tasks::InMemory::default()),
             Some(_) => Arc::new(tasks::Postgres::new(Arc::clone(self))),
         }
+    }
+
+    /// The sessions of `pack` that every instance finds, when state lives
+    /// in PostgreSQL (`None` in this process: the pack keeps its own).
+    pub fn pack_sessions(self: &Arc<Self>, pack: &str) -> Option<PackSessions> {
+        self.database
+            .as_ref()
+            .map(|_| PackSessions::new(Arc::clone(self), pack))
     }
 
     /// Whether the database answers now (always, in this process).
