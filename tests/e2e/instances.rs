@@ -8,10 +8,12 @@
 use packhost_tests::{
     build_dir, call,
     downstream::postgres_database,
-    failed,
+    error_of, failed,
     http::{HttpHost, token, web_client},
     instances::{Instances, haproxy_installed},
-    ok, text,
+    is_error,
+    jupyter::JupyterServer,
+    ok, structured, text, venv_python,
 };
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -275,4 +277,109 @@ async fn a_task_started_through_one_instance_is_read_through_the_others_by_its_o
     );
     let cancel = send(&instances.instance_url(3), &eve_token, "tasks/cancel", &get).await;
     assert!(message(&cancel).starts_with("no task"), "{cancel}");
+}
+
+/// The structured result of a 2026-07-28 `tools/call` reply, or its error
+/// (code and message) as `{"error": …}`.
+fn outcome(reply: &Value) -> Value {
+    let result: rmcp::model::CallToolResult =
+        serde_json::from_value(reply["result"].clone()).unwrap_or_else(|e| panic!("{e}: {reply}"));
+    match is_error(&result) {
+        true => json!({ "error": error_of(&result) }),
+        false => structured(&result),
+    }
+}
+
+/// `jupyter.<function>` with `arguments`, through instance `n`, as `token`.
+async fn jupyter(
+    instances: &Instances,
+    n: usize,
+    token: &str,
+    function: &str,
+    arguments: Value,
+) -> Value {
+    let name = format!("jupyter.{function}");
+    let params = HttpHost::stateless_params(&name, arguments, json!({}), None);
+    outcome(&post(&instances.instance_url(n), token, &params).await)
+}
+
+#[tokio::test]
+async fn a_jupyter_session_is_used_through_every_instance_by_its_owner_alone() {
+    let server = JupyterServer::start(&venv_python()).unwrap_or_else(|e| panic!("{e}"));
+    let pack = format!(
+        "[packs.jupyter]\ntimeout_ms = 600000\nconfig = {{ backend = \"server\", url = {:?}, token = {:?} }}\n",
+        server.url, server.token
+    );
+    let Some((instances, _project, [ada_token, eve_token])) = start_with(&pack) else {
+        return;
+    };
+    let created = jupyter(&instances, 1, &ada_token, "session_create", json!({})).await;
+    let id = created["session_id"]
+        .as_str()
+        .expect("a session")
+        .to_owned();
+    let run = async |n, token: &str, code: &str| {
+        let args = json!({"session_id": id, "code": code});
+        jupyter(&instances, n, token, "execute_code", args).await
+    };
+    // Its variables live in the one kernel every instance reaches.
+    assert_eq!(run(2, &ada_token, "x = 41").await["error"], Value::Null);
+    let read = run(3, &ada_token, "x + 1").await;
+    assert_eq!(read["result"], "42", "{read}");
+    let read = run(1, &ada_token, "x += 1; x").await;
+    assert_eq!(read["result"], "42", "{read}");
+    for n in 1..=3 {
+        let listed = jupyter(&instances, n, &ada_token, "session_list", json!({})).await;
+        assert_eq!(listed["sessions"][0]["session_id"], id.as_str(), "{listed}");
+    }
+    // Another organisation: on every instance, what an unknown id gets.
+    for n in 1..=3 {
+        let theirs = run(n, &eve_token, "x").await;
+        let unknown = jupyter(
+            &instances,
+            n,
+            &eve_token,
+            "execute_code",
+            json!({"session_id": "nope", "code": "x"}),
+        )
+        .await;
+        assert_eq!(theirs["error"]["code"], "SESSION_NOT_FOUND", "{theirs}");
+        assert_eq!(
+            theirs["error"]["message"]
+                .as_str()
+                .unwrap()
+                .replace(&id, "ID"),
+            unknown["error"]["message"]
+                .as_str()
+                .unwrap()
+                .replace("nope", "ID"),
+        );
+        let closed = jupyter(
+            &instances,
+            n,
+            &eve_token,
+            "session_close",
+            json!({"session_id": id}),
+        )
+        .await;
+        assert_eq!(closed["error"]["code"], "SESSION_NOT_FOUND", "{closed}");
+        let listed = jupyter(&instances, n, &eve_token, "session_list", json!({})).await;
+        assert_eq!(listed["sessions"], json!([]), "{listed}");
+    }
+    assert_eq!(run(2, &ada_token, "x").await["result"], "42");
+    // Closed through one: gone on all, its kernel shut down on the server.
+    let closed = jupyter(
+        &instances,
+        3,
+        &ada_token,
+        "session_close",
+        json!({"session_id": id}),
+    )
+    .await;
+    assert_eq!(closed["action"], "closed", "{closed}");
+    for n in 1..=3 {
+        let gone = run(n, &ada_token, "x").await;
+        assert_eq!(gone["error"]["code"], "SESSION_NOT_FOUND", "{gone}");
+    }
+    assert_eq!(server.kernels(), json!([]));
 }

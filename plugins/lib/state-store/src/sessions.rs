@@ -23,6 +23,8 @@ pub struct SessionRow {
     pub body: Vec<u8>,
     /// Grows with each [`PackSessions::update`].
     pub version: i64,
+    /// Since any instance last used it.
+    pub idle: Duration,
 }
 
 /// Whose sessions a per-owner limit counts.
@@ -40,14 +42,17 @@ pub struct PackSessions {
     pack: String,
 }
 
+/// What a [`SessionRow`] is read from, its idle time last (`{NOW} - last_used`).
 const COLUMNS: &str = "session_id, organization_id, user_id, body, version";
 
 fn row(found: sqlx::postgres::PgRow) -> SessionRow {
+    let idle_ms: i64 = found.get(5);
     SessionRow {
         id: found.get(0),
         owner: Owner::new(found.get::<String, _>(1), found.get::<String, _>(2)),
         body: found.get(3),
         version: found.get(4),
+        idle: Duration::from_millis(idle_ms.max(0) as u64),
     }
 }
 
@@ -119,7 +124,7 @@ impl PackSessions {
     pub async fn get(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
         let found = sqlx::query(&format!(
             "UPDATE pack_sessions SET last_used = {NOW} WHERE pack = $1 AND session_id = $2 \
-             RETURNING {COLUMNS}"
+             RETURNING {COLUMNS}, {NOW} - last_used"
         ))
         .bind(&self.pack)
         .bind(id)
@@ -132,7 +137,7 @@ impl PackSessions {
     /// The sessions of organisation `org`, by id.
     pub async fn list(&self, org: &str) -> Result<Vec<SessionRow>, StoreError> {
         let found = sqlx::query(&format!(
-            "SELECT {COLUMNS} FROM pack_sessions WHERE pack = $1 AND organization_id = $2 \
+            "SELECT {COLUMNS}, {NOW} - last_used FROM pack_sessions WHERE pack = $1 AND organization_id = $2 \
              ORDER BY session_id"
         ))
         .bind(&self.pack)
@@ -176,7 +181,7 @@ impl PackSessions {
     pub async fn take_idle(&self, idle: Duration) -> Result<Vec<SessionRow>, StoreError> {
         let found = sqlx::query(&format!(
             "DELETE FROM pack_sessions WHERE pack = $1 AND last_used <= {NOW} - $2 \
-             RETURNING {COLUMNS}"
+             RETURNING {COLUMNS}, {NOW} - last_used"
         ))
         .bind(&self.pack)
         .bind(millis(idle))

@@ -115,7 +115,7 @@ pub(crate) async fn execute_code(
         )));
     }
     // Held until the end: a session in use never expires.
-    let session = state.sessions.get(&ctx.owner(), &args.session_id)?;
+    let session = state.session(&ctx.owner(), &args.session_id).await?;
     let started = Instant::now();
     let elapsed_ms = || started.elapsed().as_secs_f64() * 1000.0;
     if let Some(reason) = session.dead_reason() {

@@ -45,6 +45,10 @@ pub trait Kernel: Send + Sync {
     /// Restart it: state is lost, the session and kernel ids stay.
     fn restart(&self) -> BoxFuture<'_, Result<(), String>>;
 
+    /// Stop using it from this instance: a kernel on a Jupyter Server runs
+    /// on for the other instances; one launched here stops.
+    fn release(&self) -> BoxFuture<'_, ()>;
+
     /// Stop it for good.
     fn shutdown(&self) -> BoxFuture<'_, ()>;
 

@@ -26,6 +26,7 @@ mod lifecycle;
 mod local;
 mod server;
 mod sessions;
+mod shared;
 mod state;
 
 use std::sync::Arc;
@@ -92,7 +93,13 @@ fn pack() -> PackDef<Jupyter> {
     )
     .on_shutdown(|state: Arc<Jupyter>| async move {
         let sessions = state.sessions.drain();
-        futures::future::join_all(sessions.iter().map(|s| s.kernel.shutdown())).await;
+        // Shared kernels run on for the other instances.
+        let shared = state.shared.is_some();
+        futures::future::join_all(sessions.iter().map(|s| match shared {
+            true => s.kernel.release(),
+            false => s.kernel.shutdown(),
+        }))
+        .await;
     })
 }
 

@@ -3,7 +3,7 @@
 
 use std::{
     sync::{Arc, atomic::Ordering},
-    time::{Instant, UNIX_EPOCH},
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
 use pack_sdk::{Context, Empty, PackError, codes};
@@ -96,11 +96,18 @@ pub(crate) async fn session_create(
     ctx: Context,
 ) -> Result<Created, PackError> {
     let backend = &state.backend;
-    let slot = state.sessions.reserve(&ctx.owner())?;
+    let caller = ctx.owner();
+    let slot = state.sessions.reserve(&caller)?;
     let started = Instant::now();
     let kernel = backend
         .start(&args.kernel_name, args.notebook_path.as_deref())
         .await?;
+    if let Some(shared) = &state.shared {
+        let notebook_path = args.notebook_path.as_deref();
+        shared
+            .record(&caller, &kernel, &args.kernel_name, notebook_path)
+            .await?;
+    }
     // A kernel id names the session too.
     let aliases = if kernel.kernel_id == kernel.session_id {
         Vec::new()
@@ -133,35 +140,35 @@ pub(crate) async fn session_list(
     _: Empty,
     ctx: Context,
 ) -> Result<SessionList, PackError> {
-    let sessions = state
-        .sessions
-        .list(&ctx.owner())
-        .into_iter()
-        .map(|s| {
-            let dead = s.dead_reason().is_some() || s.kernel.conn().dead_reason().is_some();
-            SessionInfo {
-                session_id: s.session_id.clone(),
-                kernel_id: s.kernel_id.clone(),
-                kernel_name: s.kernel_name.clone(),
-                notebook_path: s.notebook_path.clone(),
-                state: if dead {
-                    "dead"
-                } else if s.busy.load(Ordering::SeqCst) {
-                    "busy"
-                } else {
-                    "idle"
-                }
-                .to_owned(),
-                created: s
-                    .created
-                    .duration_since(UNIX_EPOCH)
-                    .map(|d| d.as_secs())
-                    .unwrap_or(0),
-                idle_secs: s.idle_for().as_secs(),
+    let caller = ctx.owner();
+    let sessions = match &state.shared {
+        None => state
+            .sessions
+            .list(&caller)
+            .iter()
+            .map(|s| info(s, s.created, s.idle_for()))
+            .collect(),
+        Some(shared) => {
+            let mut listed = Vec::new();
+            for found in shared.list(&caller).await? {
+                // Busy or dead as far as this instance knows: idle otherwise.
+                listed.push(match state.sessions.get(&caller, &found.session_id) {
+                    Ok(held) => info(&held, found.created, found.idle),
+                    Err(_) => SessionInfo {
+                        session_id: found.session_id,
+                        kernel_id: found.kernel_id,
+                        kernel_name: found.kernel_name,
+                        notebook_path: found.notebook_path,
+                        state: "idle".to_owned(),
+                        created: unix_secs(found.created),
+                        idle_secs: found.idle.as_secs(),
+                    },
+                });
             }
-        })
-        .collect();
-    let limits = state.sessions.limits();
+            listed
+        }
+    };
+    let limits = state.config.sessions.limits();
     Ok(SessionList {
         sessions,
         backend: state.backend_name(),
@@ -170,16 +177,51 @@ pub(crate) async fn session_list(
     })
 }
 
+fn info(s: &Session, created: SystemTime, idle: Duration) -> SessionInfo {
+    let dead = s.dead_reason().is_some() || s.kernel.conn().dead_reason().is_some();
+    SessionInfo {
+        session_id: s.session_id.clone(),
+        kernel_id: s.kernel_id.clone(),
+        kernel_name: s.kernel_name.clone(),
+        notebook_path: s.notebook_path.clone(),
+        state: if dead {
+            "dead"
+        } else if s.busy.load(Ordering::SeqCst) {
+            "busy"
+        } else {
+            "idle"
+        }
+        .to_owned(),
+        created: unix_secs(created),
+        idle_secs: idle.as_secs(),
+    }
+}
+
+fn unix_secs(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
 pub(crate) async fn session_close(
     state: Arc<Jupyter>,
     args: SessionArgs,
     ctx: Context,
 ) -> Result<Done, PackError> {
-    let session = state.sessions.take(&ctx.owner(), &args.session_id)?;
-    session.kernel.shutdown().await;
+    let caller = ctx.owner();
+    let (session_id, kernel_id) = match &state.shared {
+        None => {
+            let session = state.sessions.take(&caller, &args.session_id)?;
+            session.kernel.shutdown().await;
+            (session.session_id.clone(), session.kernel_id.clone())
+        }
+        Some(shared) => {
+            let found = shared.find(&caller, &args.session_id).await?;
+            shared.close(&state.sessions, &caller, &found).await?;
+            (found.session_id, found.kernel_id)
+        }
+    };
     Ok(Done {
-        session_id: session.session_id.clone(),
-        kernel_id: session.kernel_id.clone(),
+        session_id,
+        kernel_id,
         action: "closed".to_owned(),
     })
 }
@@ -189,7 +231,7 @@ pub(crate) async fn interrupt(
     args: SessionArgs,
     ctx: Context,
 ) -> Result<Done, PackError> {
-    let session = state.sessions.get(&ctx.owner(), &args.session_id)?;
+    let session = state.session(&ctx.owner(), &args.session_id).await?;
     session.kernel.interrupt().await.map_err(|e| {
         PackError::new(
             codes::UPSTREAM_ERROR,
@@ -211,7 +253,7 @@ pub(crate) async fn restart(
     args: SessionArgs,
     ctx: Context,
 ) -> Result<Done, PackError> {
-    let session = state.sessions.get(&ctx.owner(), &args.session_id)?;
+    let session = state.session(&ctx.owner(), &args.session_id).await?;
     session.kernel.restart().await.map_err(|e| {
         session.set_dead(Some(format!("the restart failed: {e}")));
         PackError::new(

@@ -200,6 +200,10 @@ impl Kernel for LocalKernel {
         })
     }
 
+    fn release(&self) -> BoxFuture<'_, ()> {
+        self.shutdown()
+    }
+
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             drop(self.lock().take());

@@ -118,12 +118,7 @@ impl Backend for ServerBackend {
                     (sid.clone(), kid, Some(sid))
                 }
             };
-            let kernel = ServerKernel {
-                api: Arc::clone(api),
-                kernel_id: kernel_id.clone(),
-                server_session,
-                conn: Mutex::new(None),
-            };
+            let kernel = self.kernel(&kernel_id, server_session);
             if let Err(e) = kernel.connect().await {
                 kernel.shutdown().await;
                 return Err(PackError::new(codes::UPSTREAM_ERROR, e));
@@ -134,6 +129,19 @@ impl Backend for ServerBackend {
                 kernel: Arc::new(kernel),
             })
         })
+    }
+}
+
+impl ServerBackend {
+    /// Kernel `kernel_id` on the server (of notebook session
+    /// `server_session`), not connected yet.
+    pub fn kernel(&self, kernel_id: &str, server_session: Option<String>) -> ServerKernel {
+        ServerKernel {
+            api: Arc::clone(&self.api),
+            kernel_id: kernel_id.to_owned(),
+            server_session,
+            conn: Mutex::new(None),
+        }
     }
 }
 
@@ -155,7 +163,7 @@ pub struct ServerKernel {
 
 impl ServerKernel {
     /// Open a websocket to the kernel and wait until it answers.
-    async fn connect(&self) -> Result<(), String> {
+    pub(crate) async fn connect(&self) -> Result<(), String> {
         let server = RemoteServer {
             base_url: self.api.base_url.clone(),
             token: self.api.token.clone(),
@@ -215,6 +223,13 @@ impl ServerKernel {
             })
     }
 
+    /// Close this instance's websocket; the kernel runs on.
+    fn disconnect(&self) {
+        if let Some(old) = self.conn.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            old.close();
+        }
+    }
+
     async fn post(&self, action: &str) -> Result<(), String> {
         let path = format!("kernels/{}/{action}", self.kernel_id);
         let response = self.api.call("POST", &path, Some(&json!({}))).await?;
@@ -250,9 +265,7 @@ impl Kernel for ServerKernel {
 
     fn restart(&self) -> BoxFuture<'_, Result<(), String>> {
         Box::pin(async move {
-            if let Some(old) = self.conn.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                old.close();
-            }
+            self.disconnect();
             // Right after a crash the server restarts the kernel on its own
             // and refuses a second restart meanwhile (500): retry for a while.
             let deadline = tokio::time::Instant::now() + READY_TIMEOUT / 2;
@@ -267,11 +280,13 @@ impl Kernel for ServerKernel {
         })
     }
 
+    fn release(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move { self.disconnect() })
+    }
+
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            if let Some(old) = self.conn.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                old.close();
-            }
+            self.disconnect();
             let path = match &self.server_session {
                 Some(sid) => format!("sessions/{sid}"),
                 None => format!("kernels/{}", self.kernel_id),

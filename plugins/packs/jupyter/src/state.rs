@@ -2,24 +2,32 @@
 
 use std::{sync::Arc, time::Duration};
 
-use pack_sdk::{Host, PackError, owned::Table};
+use pack_sdk::{
+    Host, PackError,
+    owned::{Lease, Owner, Table},
+};
 
 use crate::{
     config::{BackendKind, Config},
     kernel::Backend,
     local, server,
     sessions::{SESSIONS, Session},
+    shared::{CONNECTIONS, Shared},
 };
 
 /// The pack's state.
 pub struct Jupyter {
     pub(crate) config: Config,
     pub(crate) backend: Arc<dyn Backend>,
+    /// The sessions; with `shared`, this instance's connections to them.
     pub(crate) sessions: Arc<Table<Session>>,
+    /// The sessions every instance finds, in the host's `[state] database`.
+    pub(crate) shared: Option<Arc<Shared>>,
 }
 
 impl Jupyter {
     pub(crate) fn new(config: Config, host: &Host) -> Result<Self, PackError> {
+        let mut server = None;
         let backend: Arc<dyn Backend> = match config.backend {
             BackendKind::Local => {
                 let sandbox = config
@@ -47,23 +55,57 @@ impl Jupyter {
                         .map_err(|e| {
                             PackError::invalid_argument(format!("config of pack `jupyter`: {e}"))
                         })?;
-                Arc::new(backend)
+                let backend = Arc::new(backend);
+                server = Some(Arc::clone(&backend));
+                backend
             }
         };
+        let share = config.sessions.share;
+        let limits = config.sessions.limits();
+        limits.validate(&SESSIONS).map_err(config_error)?;
+        let ttl = Duration::from_secs(config.session_ttl_secs.max(1));
+        // Kernels launched here are this instance's alone, whatever the host
+        // shares: only a Jupyter Server's are reachable from every instance.
+        let rows = server
+            .zip(host.state_database())
+            .and_then(|(server, database)| {
+                let rows = state_store::State::open(Some(database)).pack_sessions("jupyter")?;
+                Some(Arc::new(Shared::new(rows, server, share, limits)))
+            });
+        let table_limits = if rows.is_some() { CONNECTIONS } else { limits };
         let sessions =
-            Table::<Session>::new(SESSIONS, config.sessions.share, config.sessions.limits())
-                .map_err(config_error)?;
-        let sessions = Arc::new(sessions);
-        // Idle past the TTL: closed.
-        sessions.spawn_reaper(
-            Duration::from_secs(config.session_ttl_secs.max(1)),
-            |session| async move { session.kernel.shutdown().await },
-        );
+            Arc::new(Table::<Session>::new(SESSIONS, share, table_limits).map_err(config_error)?);
+        match &rows {
+            Some(shared) => shared.spawn_reaper(&sessions, ttl),
+            // Idle past the TTL: closed.
+            None => sessions.spawn_reaper(
+                ttl,
+                |session| async move { session.kernel.shutdown().await },
+            ),
+        }
         Ok(Self {
             config,
             backend,
             sessions,
+            shared: rows,
         })
+    }
+
+    /// Session `id` (or the session of kernel `id`) if `caller` may use it;
+    /// else exactly what an unknown id gets. Shared sessions are looked up
+    /// in the database first, and connected to from here on first use.
+    pub(crate) async fn session(
+        &self,
+        caller: &Owner,
+        id: &str,
+    ) -> Result<Lease<Session>, PackError> {
+        match &self.shared {
+            None => self.sessions.get(caller, id),
+            Some(shared) => {
+                let found = shared.find(caller, id).await?;
+                shared.connect(&self.sessions, caller, found).await
+            }
+        }
     }
 
     pub(crate) fn backend_name(&self) -> String {

@@ -156,6 +156,19 @@ impl Kind {
             limit_help: "close one of yours, or raise the limit in the pack's config",
         }
     }
+
+    /// What a caller gets for an id it cannot use, whether nobody or
+    /// somebody else holds it: the caller's own ids (`mine`) and no others.
+    pub fn not_found(&self, id: &str, mine: &[String]) -> PackError {
+        let noun = self.noun;
+        let listed = if mine.is_empty() {
+            format!("you have no {noun}s")
+        } else {
+            format!("your {noun}s: {}", mine.join(", "))
+        };
+        PackError::new(self.not_found, format!("no {noun} `{id}` ({listed})"))
+            .with_help(self.not_found_help)
+    }
 }
 
 /// How many items a [`Table`] holds at most.
@@ -520,15 +533,8 @@ impl<T: Send + Sync + 'static> Table<T> {
     }
 
     fn not_found(&self, rows: &Rows<T>, caller: &Owner, id: &str) -> PackError {
-        let noun = self.kind.noun;
-        let mine = visible_ids(rows, self.share, caller);
-        let listed = if mine.is_empty() {
-            format!("you have no {noun}s")
-        } else {
-            format!("your {noun}s: {}", mine.join(", "))
-        };
-        PackError::new(self.kind.not_found, format!("no {noun} `{id}` ({listed})"))
-            .with_help(self.kind.not_found_help)
+        self.kind
+            .not_found(id, &visible_ids(rows, self.share, caller))
     }
 }
 
