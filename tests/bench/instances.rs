@@ -5,16 +5,22 @@
 //!    the same run, calls alternating between them: reading a page of a
 //!    kept result (`packhost.result_read`), and a call that touches no
 //!    state (`proj.list`); p50 and p99.
-//! 2. Throughput through HAProxy (`deploy/local`, round robin): three
+//! 2. One organisation floods kept results past its bounds through
+//!    HAProxy: another's read of its own kept result with and without the
+//!    flood, and the flooder's keeps; p50 and p99.
+//! 3. Throughput through HAProxy (`deploy/local`, round robin): three
 //!    instances beside one behind the same proxy, 16 concurrent clients
 //!    calling `proj.list`; calls/s and the instances' CPU per call. On a
 //!    2-core machine three instances cannot triple it: CPU per call says
 //!    what each call costs.
-//! 3. Mixed load: `--clients` (100) clients × `--load-calls` (100) mixed
+//! 4. Mixed load: `--clients` (100) clients × `--load-calls` (100) mixed
 //!    calls through HAProxy to three instances (`proj.list`, a Python
-//!    block, a page of a kept result made through another instance): once
-//!    whole, then with one instance SIGKILLed halfway (the calls that fail,
-//!    and that every client is answered after it).
+//!    block, a read that is kept, a page of a result kept before): once
+//!    whole, then with one instance SIGKILLed halfway, then with their
+//!    PostgreSQL (a cluster of the bench's own) stopped halfway for 3 s:
+//!    the calls that fail and why, that calls succeed after, `/readyz`
+//!    while it is down and after, and that every handle a client was
+//!    given reads back whole afterwards.
 //!
 //! Needs PostgreSQL (`PACKHOST_TEST_POSTGRES_URL`, which `./dev bench`
 //! sets) and haproxy. Usage: `packhost-bench-instances [--calls N]`
@@ -34,7 +40,7 @@ use packhost_tests::{
     bench::{Row, arg, cpu_time, percentile, print_table},
     call,
     downstream::postgres_database,
-    http::HttpHost,
+    http::{HttpHost, token},
     instances::{Instances, haproxy_installed},
     is_error,
     postgres::Cluster,
@@ -49,11 +55,12 @@ type Client = RunningService<RoleClient, Recorder>;
 const CLIENTS: usize = 16;
 
 /// A stateless instance's config on a project holding a 130 kB log, results
-/// past 2,000 characters kept; `extra` appended.
-fn config(project: &TempDir, extra: &str) -> String {
+/// past 2,000 characters kept (`results`: more lines of `[results]`);
+/// `extra` appended.
+fn config(project: &TempDir, results: &str, extra: &str) -> String {
     format!(
         "[http]\nsessions = false\nshutdown_grace_secs = 1\n[results]\nmax_result_chars = 2000\n\
-         [packs.proj]\n[projects]\nlogs = {:?}\n{extra}\n",
+         {results}\n[packs.proj]\n[projects]\nlogs = {:?}\n{extra}\n",
         project.path().display().to_string()
     )
 }
@@ -77,9 +84,9 @@ async fn kept(client: &Client) -> String {
 }
 
 async fn shared_state_cost(project: &TempDir, database: &str, calls: usize) -> Vec<Row> {
-    let memory = HttpHost::start(&config(project, ""), &[]).await;
+    let memory = HttpHost::start(&config(project, "", ""), &[]).await;
     let shared = format!("[state]\ndatabase = {database:?}");
-    let postgres = HttpHost::start(&config(project, &shared), &[]).await;
+    let postgres = HttpHost::start(&config(project, "", &shared), &[]).await;
     let (m, p) = (
         memory.client(None).await.unwrap(),
         postgres.client(None).await.unwrap(),
@@ -169,6 +176,68 @@ async fn through_proxy(
     let spent = cpu() - before;
     let made = (each * CLIENTS) as u32;
     (f64::from(made) / elapsed.as_secs_f64(), spent / made)
+}
+
+/// One organisation's bounds in the flood: 20 results, 1 MB.
+const FLOOD_BOUNDS: &str = "max_results_per_org = 20\nmax_bytes_per_org = 1000000";
+
+/// Kept results under a flood, through HAProxy to three instances: ada
+/// (acme) reads a page of her kept result `calls` times alone, then while
+/// [`CLIENTS`] clients of eve (evil) keep 130 kB results as fast as they
+/// can, far past evil's bounds; p50 and p99 of ada's read with and without
+/// the flood, and of eve's keeps.
+async fn flood(project: &TempDir, database: &str, calls: usize) -> Vec<Row> {
+    let (ada_token, ada) = token("ada", "acme", &["*"]);
+    let (eve_token, eve) = token("eve", "evil", &["*"]);
+    let config = config(project, FLOOD_BOUNDS, &format!("{ada}\n{eve}"));
+    let instances = Instances::start(&config, database);
+    let ada = instances.client(Some(&ada_token)).await.expect("ada");
+    let handle = json!({"handle": kept(&ada).await});
+    let mut alone = Vec::new();
+    for _ in 0..calls {
+        alone.push(timed(&ada, "packhost.result_read", handle.clone()).await);
+    }
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut floods = Vec::new();
+    for _ in 0..CLIENTS {
+        let eve = instances.client(Some(&eve_token)).await.expect("eve");
+        let stop = Arc::clone(&stop);
+        floods.push(tokio::spawn(async move {
+            let read = json!({"name": "logs", "path": "app.log", "limit": 3000});
+            let mut keeps = Vec::new();
+            while !stop.load(Relaxed) {
+                keeps.push(timed(&eve, "proj.read", read.clone()).await);
+            }
+            keeps
+        }));
+    }
+    let mut flooded = Vec::new();
+    for _ in 0..calls {
+        flooded.push(timed(&ada, "packhost.result_read", handle.clone()).await);
+    }
+    stop.store(true, Relaxed);
+    let mut keeps = Vec::new();
+    for flood in floods {
+        keeps.extend(flood.await.expect("eve's keeps"));
+    }
+    let mut rows = Vec::new();
+    for (q, name) in [(0.5, "p50"), (0.99, "p99")] {
+        let (with, without) = (percentile(&flooded, q), percentile(&alone, q));
+        let metric = format!("acme reads a page of its kept result under evil's flood, {name}");
+        rows.push(Row::timed(&metric, with, "-", "no flood", without));
+    }
+    for (q, name) in [(0.5, "p50"), (0.99, "p99")] {
+        let metric = format!("evil keeps a 130 kB result past its bounds, {name}");
+        let keep = percentile(&keeps, q);
+        rows.push(Row::timed(
+            &metric,
+            keep,
+            "-",
+            "acme's read, no flood",
+            percentile(&alone, 0.5),
+        ));
+    }
+    rows
 }
 
 /// What happens halfway through a mixed load.
@@ -495,7 +564,17 @@ async fn main() {
         &rows,
     );
 
-    let config = config(&project, "");
+    let rows = flood(&project, &database, calls).await;
+    println!();
+    print_table(
+        &format!(
+            "One organisation floods kept results ({CLIENTS} clients; bounds per organisation: \
+             20 results, 1 MB)"
+        ),
+        &rows,
+    );
+
+    let config = config(&project, "", "");
     let (one_rate, one_cpu) = through_proxy(&config, &database, 1, concurrent).await;
     let (three_rate, three_cpu) = through_proxy(&config, &database, 3, concurrent).await;
     println!();
