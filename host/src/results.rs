@@ -140,11 +140,18 @@ impl Results {
             tool: tool.to_owned(),
             text: text.into(),
         };
-        let stored = self.store.keep(&handle, &kept, ttl).await;
-        let stored = stored.map_err(unavailable).unwrap_or_else(|failure| {
-            tracing::warn!(tool, error = %failure, "a large result was not kept");
-            false
-        });
+        // Why it is not kept, when it is not.
+        let unkept = match self.store.keep(&handle, &kept, ttl).await {
+            Ok(true) => None,
+            Ok(false) => Some("more than this server keeps".to_owned()),
+            Err(e) => {
+                tracing::warn!(tool, error = %e, "a large result was not kept");
+                Some(format!(
+                    "more than this server sends at once, and could not be kept ({e})"
+                ))
+            }
+        };
+        let stored = unkept.is_none();
         let budget = self.config.max_result_chars;
         let next = head.chars().count();
         let text = if stored {
@@ -158,10 +165,11 @@ impl Results {
                 ttl.as_secs() / 60
             )
         } else {
+            let why = unkept.unwrap_or_default();
             format!(
-                "The result of `{tool}` is {chars} characters, more than this server keeps; only \
-                 its start is shown. Shape: {shape}\n{head}\n[…]\nAsk for less (a page, a filter), \
-                 or filter it in code (`run` a Python or TypeScript block)."
+                "The result of `{tool}` is {chars} characters, {why}; only its start is shown. \
+                 Shape: {shape}\n{head}\n[…]\nAsk for less (a page, a filter), or filter it in \
+                 code (`run` a Python or TypeScript block)."
             )
         };
         let meta = json!({

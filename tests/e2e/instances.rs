@@ -3,25 +3,31 @@
 //! PostgreSQL. What one instance keeps, any other answers for, to its owner
 //! only; an answer used through one instance is refused by all, and an
 //! approval remembered through one holds on all; an instance that dies is
-//! routed around.
+//! routed around. Another organisation's caller, with a valid token of its
+//! own, gets through the proxy and from each instance what an unknown id
+//! gets, and one organisation's flood of kept results pushes out only its own.
 
 use packhost_tests::{
-    build_dir, call,
+    Recorder, build_dir, call,
     downstream::postgres_database,
-    error_of, failed,
+    error_of,
     http::{HttpHost, token, web_client},
     instances::{Instances, haproxy_installed},
     is_error,
     jupyter::JupyterServer,
     ok, structured, text, venv_python,
 };
+use rmcp::{RoleClient, service::RunningService};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
+type Client = RunningService<RoleClient, Recorder>;
+
 /// Three instances, a project holding a log of ~130 kB, results past 2,000
-/// characters kept, `proj.ls` asked about first, and callers `ada` (acme)
-/// and `eve` (evil); `extra` is added to the config.
-fn start_with(extra: &str) -> Option<(Instances, TempDir, [String; 2])> {
+/// characters kept (with `results`, more lines of `[results]`), `proj.ls`
+/// asked about first, and callers `ada` (acme) and `eve` (evil); `extra` is
+/// added to the config.
+fn start_with(results: &str, extra: &str) -> Option<(Instances, TempDir, [String; 2])> {
     let database = postgres_database()?;
     if !haproxy_installed() {
         return None;
@@ -34,7 +40,7 @@ fn start_with(extra: &str) -> Option<(Instances, TempDir, [String; 2])> {
     let (ada_token, ada) = token("ada", "acme", &["*"]);
     let (eve_token, eve) = token("eve", "evil", &["*"]);
     let config = format!(
-        "[http]\nsessions = false\nshutdown_grace_secs = 1\n[results]\nmax_result_chars = 2000\n[packs.proj]\n\
+        "[http]\nsessions = false\nshutdown_grace_secs = 1\n[results]\nmax_result_chars = 2000\n{results}\n[packs.proj]\n\
          [projects]\nlogs = {:?}\n[approval.listing]\ncalls = [\"proj.ls\"]\nremember = \"30m\"\n{ada}\n{eve}\n{extra}\n",
         project.path().display().to_string()
     );
@@ -44,22 +50,16 @@ fn start_with(extra: &str) -> Option<(Instances, TempDir, [String; 2])> {
 }
 
 fn start() -> Option<(Instances, TempDir, [String; 2])> {
-    start_with("")
+    start_with("", "")
 }
 
 #[tokio::test]
-async fn a_kept_result_is_read_through_every_instance_by_its_owner_alone() {
-    let Some((instances, _project, [ada_token, eve_token])) = start() else {
+async fn a_kept_result_is_read_through_every_instance_by_its_owner() {
+    let Some((instances, _project, [ada_token, _])) = start() else {
         return;
     };
     let ada = instances.client(Some(&ada_token)).await.unwrap();
-    let read = json!({"name": "logs", "path": "app.log", "limit": 3000});
-    let kept = call(&ada, "proj.read", read).await.unwrap();
-    let handle = kept.meta.as_ref().unwrap()["packhost/result"]["handle"]
-        .as_str()
-        .expect("the result was kept")
-        .to_owned();
-    let eve = instances.client(Some(&eve_token)).await.unwrap();
+    let handle = kept_read(&ada, 3000).await;
     // Round robin: six reads reach each instance twice.
     for _ in 0..6 {
         let page = call(&ada, "packhost.result_read", json!({"handle": handle}));
@@ -67,12 +67,6 @@ async fn a_kept_result_is_read_through_every_instance_by_its_owner_alone() {
         assert!(
             page["text"].as_str().unwrap().contains("line 1 INFO"),
             "{page}"
-        );
-        let refused = call(&eve, "packhost.result_read", json!({"handle": handle}));
-        failed(
-            &refused.await.unwrap(),
-            "NOT_FOUND",
-            &["is unknown or has expired"],
         );
     }
     for n in 1..=3 {
@@ -188,7 +182,7 @@ async fn an_approval_remembered_through_one_instance_holds_on_the_others() {
 async fn a_call_held_on_one_instance_goes_on_there_when_its_retry_reaches_another() {
     // The trail in the shared database records each call code makes.
     let audit = "[packs.exec_py]\n[audit]\ndatabase = \"{database}\"\n";
-    let Some((instances, _project, [ada_token, _])) = start_with(audit) else {
+    let Some((instances, _project, [ada_token, _])) = start_with("", audit) else {
         return;
     };
     let code = "```python\nproj.list()\nproj.ls(name='logs')['path']\n```";
@@ -222,61 +216,303 @@ async fn a_call_held_on_one_instance_goes_on_there_when_its_retry_reaches_anothe
     );
 }
 
-#[tokio::test]
-async fn a_task_started_through_one_instance_is_read_through_the_others_by_its_owner_alone() {
+/// The conformance pack (its `slow_compute` becomes a task).
+fn tasks_pack() -> String {
     let lib = build_dir().join("libconformance.so");
-    let pack = format!(
+    format!(
         "[packs.conformance]\npath = {:?}\n",
         lib.display().to_string()
-    );
-    let Some((instances, _project, [ada_token, eve_token])) = start_with(&pack) else {
-        return;
-    };
-    let capabilities = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
-    let meta =
-        HttpHost::stateless_params("x", json!({}), capabilities.clone(), None)["_meta"].clone();
-    let args = json!({"seconds": 0.3, "label": "shared"});
-    let slow = HttpHost::stateless_params("conformance.slow_compute", args, capabilities, None);
-    let started = post(&instances.instance_url(1), &ada_token, &slow).await;
+    )
+}
+
+/// The `_meta` of a 2026-07-28 request of a client with `capabilities`.
+fn request_meta(capabilities: Value) -> Value {
+    HttpHost::stateless_params("x", json!({}), capabilities, None)["_meta"].clone()
+}
+
+/// What a client that takes tasks can do.
+fn takes_tasks() -> Value {
+    json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})
+}
+
+/// Starts `slow_compute` of `seconds` labelled `label` through `url` as
+/// `token`'s caller: the `tasks/get` params of its task, and its id.
+async fn start_task(url: &str, token: &str, seconds: f64, label: &str) -> (Value, String) {
+    let args = json!({"seconds": seconds, "label": label});
+    let slow = HttpHost::stateless_params("conformance.slow_compute", args, takes_tasks(), None);
+    let started = post(url, token, &slow).await;
     let id = started["result"]["taskId"].as_str();
-    let id = id
-        .unwrap_or_else(|| panic!("no task: {started}"))
-        .to_owned();
-    let get = json!({"taskId": id, "_meta": meta});
+    let id = id.unwrap_or_else(|| panic!("no task: {started}"));
+    (
+        json!({"taskId": id, "_meta": request_meta(takes_tasks())}),
+        id.to_owned(),
+    )
+}
+
+/// `tasks/get` of `get` through `url` until the task completed.
+async fn completed(url: &str, token: &str, get: &Value) -> Value {
     let mut task = Value::Null;
     for _ in 0..100 {
-        task = send(&instances.instance_url(2), &ada_token, "tasks/get", &get).await;
+        task = send(url, token, "tasks/get", get).await;
         if task["result"]["status"] == "completed" {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     assert_eq!(task["result"]["status"], "completed", "{task}");
+    task
+}
+
+#[tokio::test]
+async fn a_task_started_through_one_instance_is_read_through_the_others_by_its_owner() {
+    let Some((instances, _project, [ada_token, _])) = start_with("", &tasks_pack()) else {
+        return;
+    };
+    let one = instances.instance_url(1);
+    let (get, _) = start_task(&one, &ada_token, 0.3, "shared").await;
+    let task = completed(&instances.instance_url(2), &ada_token, &get).await;
     let text = &task["result"]["result"]["structuredContent"]["text"];
     assert_eq!(text, "computed shared in 0.3 s", "{task}");
-    // Another organisation's caller gets what an unknown id gets.
-    let theirs = send(&instances.instance_url(3), &eve_token, "tasks/get", &get).await;
-    let unknown = json!({"taskId": "no-such-task", "_meta": get["_meta"]});
-    let none = send(
-        &instances.instance_url(3),
+}
+
+/// The proxy and each instance: where another organisation tries.
+fn everywhere(instances: &Instances) -> Vec<String> {
+    let direct = (1..=3).map(|n| instances.instance_url(n));
+    std::iter::once(instances.url.clone())
+        .chain(direct)
+        .collect()
+}
+
+/// `theirs` (a request naming someone else's `id`) was answered exactly as
+/// `made_up` (the same request naming `unknown`, which nobody has): the
+/// answers are equal once each id reads `ID`.
+#[track_caller]
+fn as_unknown(theirs: &Value, made_up: &Value, (id, unknown): (&str, &str)) {
+    assert_eq!(
+        theirs.to_string().replace(id, "ID"),
+        made_up.to_string().replace(unknown, "ID"),
+        "someone else's id must read as an unknown one"
+    );
+}
+
+/// Eve's `method` with `params` (naming ada's `id`) and with the same
+/// params naming `unknown`, through the proxy and each instance: each pair
+/// answered alike, and refused (an error, or an error result).
+async fn eve_as_unknown(
+    instances: &Instances,
+    eve: &str,
+    (method, params): (&str, &Value),
+    (id, unknown): (&str, &str),
+) {
+    let made_up: Value = serde_json::from_str(&params.to_string().replace(id, unknown)).unwrap();
+    for url in everywhere(instances) {
+        let theirs = send(&url, eve, method, params).await;
+        let refused = theirs["error"].is_object() || theirs["result"]["isError"] == true;
+        assert!(refused, "{method} through {url} was answered: {theirs}");
+        as_unknown(
+            &theirs,
+            &send(&url, eve, method, &made_up).await,
+            (id, unknown),
+        );
+    }
+}
+
+#[tokio::test]
+async fn another_organisation_reads_no_kept_result_through_any_instance() {
+    let Some((instances, _project, [ada_token, eve_token])) = start() else {
+        return;
+    };
+    let ada = instances.client(Some(&ada_token)).await.unwrap();
+    let handle = kept_read(&ada, 3000).await;
+    let unknown = "r0123456789abcdef";
+    let meta = request_meta(json!({}));
+    for (tool, args) in [
+        ("packhost.result_read", json!({"handle": handle})),
+        (
+            "packhost.result_grep",
+            json!({"handle": handle, "pattern": "line"}),
+        ),
+        (
+            "packhost.result_select",
+            json!({"handle": handle, "path": "$"}),
+        ),
+    ] {
+        let params = HttpHost::stateless_params(tool, args, json!({}), None);
+        eve_as_unknown(
+            &instances,
+            &eve_token,
+            ("tools/call", &params),
+            (&handle, unknown),
+        )
+        .await;
+    }
+    let uri = json!({"uri": format!("packhost://results/{handle}"), "_meta": meta});
+    eve_as_unknown(
+        &instances,
         &eve_token,
-        "tasks/get",
-        &unknown,
+        ("resources/read", &uri),
+        (&handle, unknown),
     )
     .await;
-    let message = |reply: &Value| {
-        reply["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned()
+    // Still there, for ada.
+    let page = call(&ada, "packhost.result_read", json!({"handle": handle}));
+    assert!(text(&page.await.unwrap()).contains("line 1 INFO"));
+}
+
+#[tokio::test]
+async fn another_organisation_reaches_no_task_through_any_instance() {
+    let Some((instances, _project, [ada_token, eve_token])) = start_with("", &tasks_pack()) else {
+        return;
     };
-    assert!(message(&theirs).starts_with("no task"), "{theirs}");
-    assert_eq!(
-        message(&theirs).replace(&id, "ID"),
-        message(&none).replace("no-such-task", "ID")
-    );
-    let cancel = send(&instances.instance_url(3), &eve_token, "tasks/cancel", &get).await;
-    assert!(message(&cancel).starts_with("no task"), "{cancel}");
+    let one = instances.instance_url(1);
+    // Long enough to be running while eve tries to cancel it.
+    let (get, id) = start_task(&one, &ada_token, 3.0, "ada's").await;
+    let unknown = "00000000-0000-4000-8000-000000000000";
+    let answers = json!({"taskId": id, "inputResponses": {}, "_meta": get["_meta"]});
+    for (method, params) in [
+        ("tasks/get", &get),
+        ("tasks/result", &get),
+        ("tasks/update", &answers),
+        ("tasks/cancel", &get),
+    ] {
+        eve_as_unknown(&instances, &eve_token, (method, params), (&id, unknown)).await;
+    }
+    // Ada's task ran on, uncancelled.
+    let task = completed(&instances.url, &ada_token, &get).await;
+    let text = &task["result"]["result"]["structuredContent"]["text"];
+    assert_eq!(text, "computed ada's in 3 s", "{task}");
+}
+
+/// `state` with a character in its middle changed: a state nobody sealed.
+fn forged(state: &str) -> String {
+    let mut chars: Vec<char> = state.chars().collect();
+    let at = (chars.len() / 2..chars.len())
+        .find(|&i| chars[i].is_ascii_alphanumeric())
+        .expect("a state is base64url");
+    chars[at] = if chars[at] == 'A' { 'B' } else { 'A' };
+    chars.into_iter().collect()
+}
+
+#[tokio::test]
+async fn another_organisation_answers_no_held_call_through_any_instance() {
+    let Some((instances, _project, [ada_token, eve_token])) = start() else {
+        return;
+    };
+    let one = instances.instance_url(1);
+    let (key, state) = asked(&post(&one, &ada_token, &ls(None)).await);
+    let retry = ls(Some((yes(&key, false), &state)));
+    let made_up = ls(Some((yes(&key, false), &forged(&state))));
+    // Ada's state, answered by eve: a state nobody sealed, unused by it.
+    eve_as_unknown(
+        &instances,
+        &eve_token,
+        ("tools/call", &retry),
+        (&state, &forged(&state)),
+    )
+    .await;
+    let done = post(&instances.instance_url(2), &ada_token, &retry).await;
+    assert!(done["result"]["structuredContent"].is_object(), "{done}");
+    // Replayed by eve once used: still unknown, not "used already".
+    for url in everywhere(&instances) {
+        let replayed = post(&url, &eve_token, &retry).await;
+        assert_eq!(replayed, post(&url, &eve_token, &made_up).await, "{url}");
+    }
+}
+
+/// What `reply` asks, less its state (each ask seals a new one).
+fn question(reply: &Value) -> Value {
+    let mut result = reply["result"].clone();
+    assert_eq!(result["resultType"], "input_required", "{reply}");
+    result.as_object_mut().unwrap().remove("requestState");
+    result
+}
+
+#[tokio::test]
+async fn an_approval_remembered_in_one_organisation_holds_for_no_other_on_any_instance() {
+    let Some((instances, _project, [ada_token, eve_token])) = start() else {
+        return;
+    };
+    let one = instances.instance_url(1);
+    let before = question(&post(&one, &eve_token, &ls(None)).await);
+    let (key, state) = asked(&post(&one, &ada_token, &ls(None)).await);
+    let done = post(&one, &ada_token, &ls(Some((yes(&key, true), &state)))).await;
+    assert!(done["result"]["structuredContent"].is_object(), "{done}");
+    // Eve is asked as she was before ada's approval was remembered.
+    for url in everywhere(&instances) {
+        let after = question(&post(&url, &eve_token, &ls(None)).await);
+        assert_eq!(after, before, "{url}");
+    }
+}
+
+/// The handle of a kept read of `lines` lines of the log by `client`.
+async fn kept_read(client: &Client, lines: usize) -> String {
+    let read = json!({"name": "logs", "path": "app.log", "limit": lines});
+    let kept = call(client, "proj.read", read).await.unwrap();
+    let handle = &kept.meta.as_ref().unwrap()["packhost/result"]["handle"];
+    let handle = handle.as_str();
+    handle
+        .unwrap_or_else(|| panic!("not kept: {}", text(&kept)))
+        .to_owned()
+}
+
+/// [`kept_read`], and the whole text it reads back as at once.
+async fn keep(client: &Client, lines: usize) -> (String, String) {
+    let handle = kept_read(client, lines).await;
+    let whole = read_whole(client, &handle)
+        .await
+        .expect("read back at once");
+    (handle, whole)
+}
+
+/// A kept result's whole text, page by page; the refusal's text if any.
+async fn read_whole(client: &Client, handle: &str) -> Result<String, String> {
+    let mut whole = String::new();
+    let mut offset = Some(0);
+    while let Some(at) = offset {
+        let args = json!({"handle": handle, "offset": at});
+        let page = call(client, "packhost.result_read", args).await.unwrap();
+        if packhost_tests::is_error(&page) {
+            return Err(text(&page));
+        }
+        let page = packhost_tests::structured(&page);
+        whole.push_str(page["text"].as_str().unwrap());
+        offset = page["next_offset"].as_u64();
+    }
+    Ok(whole)
+}
+
+#[tokio::test]
+async fn one_organisation_flooding_kept_results_pushes_out_only_its_own() {
+    // Per organisation: 3 results, 40 kB; in all, room for both.
+    let bounds = "max_results_per_org = 3\nmax_bytes_per_org = 40000\n";
+    let Some((instances, _project, [ada_token, eve_token])) = start_with(bounds, "") else {
+        return;
+    };
+    let ada = instances.client(Some(&ada_token)).await.unwrap();
+    let ada_kept = [keep(&ada, 100).await, keep(&ada, 200).await];
+    let eve = std::sync::Arc::new(instances.client(Some(&eve_token)).await.unwrap());
+    // Eve floods through the proxy: many at once past her count, then
+    // larger ones past her bytes.
+    let mut floods = Vec::new();
+    for lines in std::iter::repeat_n(100, 12).chain(std::iter::repeat_n(400, 6)) {
+        let eve = std::sync::Arc::clone(&eve);
+        floods.push(tokio::spawn(async move { kept_read(&eve, lines).await }));
+    }
+    let mut flooded = Vec::new();
+    for flood in floods {
+        flooded.push(flood.await.unwrap());
+    }
+    let readable = futures_util::future::join_all(flooded.iter().map(|h| read_whole(&eve, h)));
+    let readable = readable.await.iter().filter(|r| r.is_ok()).count();
+    assert!((1..=3).contains(&readable), "eve holds {readable} of 18");
+    // Ada's, kept before, read back whole.
+    for (handle, whole) in &ada_kept {
+        assert_eq!(
+            read_whole(&ada, handle).await.as_ref(),
+            Ok(whole),
+            "{handle}"
+        );
+    }
 }
 
 /// The structured result of a 2026-07-28 `tools/call` reply, or its error
@@ -310,7 +546,7 @@ async fn a_jupyter_session_is_used_through_every_instance_by_its_owner_alone() {
         "[packs.jupyter]\ntimeout_ms = 600000\nconfig = {{ backend = \"server\", url = {:?}, token = {:?} }}\n",
         server.url, server.token
     );
-    let Some((instances, _project, [ada_token, eve_token])) = start_with(&pack) else {
+    let Some((instances, _project, [ada_token, eve_token])) = start_with("", &pack) else {
         return;
     };
     let created = jupyter(&instances, 1, &ada_token, "session_create", json!({})).await;

@@ -20,6 +20,7 @@ pub mod instances;
 pub mod jupyter;
 pub mod oauth;
 pub mod official;
+pub mod postgres;
 pub mod schemas;
 
 use std::{

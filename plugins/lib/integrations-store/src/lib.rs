@@ -77,7 +77,7 @@ pub use model::{Auth, Integration, NewIntegration, Sandbox, Transport};
 pub use pack_sandbox::Mode;
 /// For stores of their own (the audit trail's): pools opened, made private
 /// and migrated the same way, a URL shown without its password.
-pub use sql::{Migrations, postgres_pool, redact, sqlite_pool};
+pub use sql::{Migrations, postgres_pool, postgres_pool_waiting, redact, sqlite_pool};
 pub use sql::{PostgresRepository, SqliteRepository};
 
 /// Where integrations are stored. Object safe: held as

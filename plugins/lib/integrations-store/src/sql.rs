@@ -481,6 +481,17 @@ pub async fn postgres_pool(
     max_connections: u32,
     migrations: Migrations,
 ) -> Result<PgPool, StoreError> {
+    postgres_pool_waiting(url, max_connections, ACQUIRE_TIMEOUT, migrations).await
+}
+
+/// [`postgres_pool`] whose queries wait for a connection at most `wait`
+/// (the database down or restarting), then fail with `PoolTimedOut`.
+pub async fn postgres_pool_waiting(
+    url: &str,
+    max_connections: u32,
+    wait: Duration,
+    migrations: Migrations,
+) -> Result<PgPool, StoreError> {
     let shown = redact(url);
     let options = PgConnectOptions::from_str(url).map_err(|e| {
         StoreError::Invalid(format!(
@@ -495,7 +506,7 @@ pub async fn postgres_pool(
     let _ = first.close().await;
     let pool = PgPoolOptions::new()
         .max_connections(max_connections)
-        .acquire_timeout(ACQUIRE_TIMEOUT)
+        .acquire_timeout(wait)
         .connect_lazy_with(options);
     migrator(migrations).await?.run(&pool).await.map_err(|e| {
         StoreError::Database(format!("cannot migrate PostgreSQL database `{shown}`: {e}"))

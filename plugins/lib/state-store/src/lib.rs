@@ -46,10 +46,10 @@ mod sessions;
 mod spent;
 mod tasks;
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 pub use integrations_store::StoreError;
-use integrations_store::{Migrations, postgres_pool};
+use integrations_store::{Migrations, postgres_pool_waiting};
 pub use pack_api::Owner;
 use sqlx::PgPool;
 use tokio::sync::OnceCell;
@@ -66,6 +66,15 @@ pub use crate::{
 /// spend at once; a caller waits for a free one no longer than the pool's
 /// acquire timeout.
 const MAX_CONNECTIONS: u32 = 8;
+
+/// How long a query waits for the database: a restart shorter than this is
+/// ridden through (refused connections are tried again); a longer outage
+/// fails the call with a clear error well within its time limit.
+const WAIT: Duration = Duration::from_secs(3);
+
+/// How long [`State::reachable`] waits: a readiness check answers at once,
+/// before a load balancer's check gives up on it.
+const READY_WITHIN: Duration = Duration::from_secs(1);
 
 /// The tables of this crate, numbered after the integrations' (1–1000) and
 /// the audit trail's (1001–2000), in the same migrations table.
@@ -153,13 +162,20 @@ impl State {
             .map(|_| PackSessions::new(Arc::clone(self), pack))
     }
 
-    /// Whether the database answers now (always, in this process).
+    /// Whether the database answers within [`READY_WITHIN`] (always, in
+    /// this process).
     pub async fn reachable(&self) -> Result<(), StoreError> {
         if self.database.is_none() {
             return Ok(());
         }
-        let ping = sqlx::query("SELECT 1").execute(self.pool().await?).await;
-        ping.map(drop).map_err(|e| failed("reach the database", e))
+        let ping = async {
+            let ping = sqlx::query("SELECT 1").execute(self.pool().await?).await;
+            ping.map(drop).map_err(|e| failed("reach the database", e))
+        };
+        let late = |_| failed("reach the database", sqlx::Error::PoolTimedOut);
+        tokio::time::timeout(READY_WITHIN, ping)
+            .await
+            .map_err(late)?
     }
 
     /// The pool, connected and migrated by the first caller.
@@ -169,7 +185,7 @@ impl State {
             .as_deref()
             .expect("only PostgreSQL stores ask");
         self.pool
-            .get_or_try_init(|| postgres_pool(url, MAX_CONNECTIONS, MIGRATIONS))
+            .get_or_try_init(|| postgres_pool_waiting(url, MAX_CONNECTIONS, WAIT, MIGRATIONS))
             .await
     }
 }
@@ -183,5 +199,10 @@ fn millis(d: std::time::Duration) -> i64 {
 }
 
 fn failed(what: &str, e: sqlx::Error) -> StoreError {
-    StoreError::Database(format!("shared state: cannot {what}: {e}"))
+    let why = match e {
+        // sqlx's words for it name the pool, not the cause.
+        sqlx::Error::PoolTimedOut => "the database does not answer (down or restarting?)".into(),
+        e => e.to_string(),
+    };
+    StoreError::Database(format!("shared state: cannot {what}: {why}"))
 }
