@@ -13,9 +13,7 @@ use packhost_tests::{
     error_of,
     http::{HttpHost, token, web_client},
     instances::{Instances, haproxy_installed},
-    is_error,
-    jupyter::JupyterServer,
-    ok, structured, text, venv_python,
+    is_error, ok, structured, text, venv_python,
 };
 use rmcp::{RoleClient, service::RunningService};
 use serde_json::{Value, json};
@@ -28,6 +26,13 @@ type Client = RunningService<RoleClient, Recorder>;
 /// asked about first, and callers `ada` (acme) and `eve` (evil); `extra` is
 /// added to the config.
 fn start_with(results: &str, extra: &str) -> Option<(Instances, TempDir, [String; 2])> {
+    let (config, database, project, tokens) = set_up(results, extra)?;
+    Some((Instances::start(&config, &database), project, tokens))
+}
+
+/// What [`start_with`] starts: the config, the database, the project and
+/// the tokens.
+fn set_up(results: &str, extra: &str) -> Option<(String, String, TempDir, [String; 2])> {
     let database = postgres_database()?;
     if !haproxy_installed() {
         return None;
@@ -45,8 +50,7 @@ fn start_with(results: &str, extra: &str) -> Option<(Instances, TempDir, [String
         project.path().display().to_string()
     );
     let config = config.replace("{database}", &database);
-    let instances = Instances::start(&config, &database);
-    Some((instances, project, [ada_token, eve_token]))
+    Some((config, database, project, [ada_token, eve_token]))
 }
 
 fn start() -> Option<(Instances, TempDir, [String; 2])> {
@@ -541,14 +545,12 @@ async fn jupyter(
 
 #[tokio::test]
 async fn a_jupyter_session_is_used_through_every_instance_by_its_owner_alone() {
-    let server = JupyterServer::start(&venv_python()).unwrap_or_else(|e| panic!("{e}"));
-    let pack = format!(
-        "[packs.jupyter]\ntimeout_ms = 600000\nconfig = {{ backend = \"server\", url = {:?}, token = {:?} }}\n",
-        server.url, server.token
-    );
-    let Some((instances, _project, [ada_token, eve_token])) = start_with("", &pack) else {
+    // deploy/packs.toml's jupyter section: the server comes from deploy/local.
+    let pack = "[packs.jupyter]\ntimeout_ms = 600000\nconfig = { backend = \"server\" }\n";
+    let Some((config, database, _project, [ada_token, eve_token])) = set_up("", pack) else {
         return;
     };
+    let instances = Instances::start_with_jupyter(&config, &database, &venv_python());
     let created = jupyter(&instances, 1, &ada_token, "session_create", json!({})).await;
     let id = created["session_id"]
         .as_str()
@@ -617,5 +619,49 @@ async fn a_jupyter_session_is_used_through_every_instance_by_its_owner_alone() {
         let gone = run(n, &ada_token, "x").await;
         assert_eq!(gone["error"]["code"], "SESSION_NOT_FOUND", "{gone}");
     }
-    assert_eq!(server.kernels(), json!([]));
+    assert_eq!(instances.jupyter_kernels(), json!([]));
+}
+
+#[tokio::test]
+async fn the_recipe_serves_every_pack_of_its_packs_toml_through_the_proxy() {
+    let Some(database) = postgres_database() else {
+        return;
+    };
+    if !haproxy_installed() {
+        return;
+    }
+    let instances = Instances::start_recipe(&database, &venv_python());
+    let client = instances.client(None).await.unwrap();
+    let run = call(&client, "exec_py.run", json!({"code": "6 * 7"}));
+    assert_eq!(ok(&run.await.unwrap())["result"], 42);
+    let created = call(&client, "jupyter.session_create", json!({}));
+    let id = ok(&created.await.unwrap())["session_id"].clone();
+    // Round robin: the session is used through each instance.
+    for code in ["x = 6", "x *= 7", "x"] {
+        let done = call(
+            &client,
+            "jupyter.execute_code",
+            json!({"session_id": id, "code": code}),
+        );
+        let done = ok(&done.await.unwrap());
+        assert_eq!(done["success"], true, "{done}");
+    }
+    let read = call(
+        &client,
+        "jupyter.execute_code",
+        json!({"session_id": id, "code": "x"}),
+    );
+    assert_eq!(ok(&read.await.unwrap())["result"], "42");
+    // Kernels on the Jupyter Server run unconfined: none of the instances'
+    // secrets is in their environment.
+    let code =
+        "import os; [k for k, v in os.environ.items() if 'PACKHOST' in k or 'postgres' in v]";
+    let seen = call(
+        &client,
+        "jupyter.execute_code",
+        json!({"session_id": id, "code": code}),
+    );
+    assert_eq!(ok(&seen.await.unwrap())["result"], "[]");
+    let listed = call(&client, "proj.list", json!({}));
+    ok(&listed.await.unwrap());
 }

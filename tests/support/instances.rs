@@ -48,17 +48,43 @@ impl Instances {
 
     /// [`Self::start`] with `count` of the three (1 to 3).
     pub fn start_n(config: &str, database: &str, count: usize) -> Self {
+        Self::launch(Some(config), database, count, None)
+    }
+
+    /// [`Self::start`] with a Jupyter Server beside them, which `deploy/local
+    /// --jupyter-server` starts with `python` (which has jupyter_server).
+    pub fn start_with_jupyter(config: &str, database: &str, python: &str) -> Self {
+        Self::launch(Some(config), database, 3, Some(python))
+    }
+
+    /// The recipe as the README starts it: `deploy/packs.toml`, a Jupyter
+    /// Server started with `python`.
+    pub fn start_recipe(database: &str, python: &str) -> Self {
+        Self::launch(None, database, 3, Some(python))
+    }
+
+    /// The kernels running on the Jupyter Server `deploy/local` started.
+    pub fn jupyter_kernels(&self) -> serde_json::Value {
+        let written = std::fs::read_to_string(self.dir.path().join("jupyter-server"))
+            .expect("deploy/local wrote where its Jupyter Server is");
+        let (url, token) = written.trim().split_once(' ').expect("URL and token");
+        crate::jupyter::kernels(url, token)
+    }
+
+    fn launch(config: Option<&str>, database: &str, count: usize, jupyter: Option<&str>) -> Self {
         let dir = TempDir::new().expect("temp dir");
-        let file = dir.path().join("packs.toml");
-        std::fs::write(&file, config).expect("write config");
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/local");
         let mut command = Command::new(script);
+        if let Some(config) = config {
+            let file = dir.path().join("packs.toml");
+            std::fs::write(&file, config).expect("write config");
+            command.args(["--config", file.to_str().unwrap()]);
+        }
         command
-            .args(["--config", file.to_str().unwrap()])
             .args(["--port", &port.to_string()])
             .args(["--dir", dir.path().to_str().unwrap()])
             .args(["--instances", &count.to_string()])
@@ -73,6 +99,11 @@ impl Instances {
             .stderr(Stdio::inherit())
             // Its own group, so that all it started stop with it.
             .process_group(0);
+        if let Some(python) = jupyter {
+            command
+                .arg("--jupyter-server")
+                .env("JUPYTER_PYTHON", python);
+        }
         let mut script = command.spawn().expect("run deploy/local");
         let stdout = script.stdout.take().expect("piped");
         let ready = BufReader::new(stdout)

@@ -83,35 +83,13 @@ impl JupyterServer {
     }
 
     fn answers(&self, port: u16) -> bool {
-        self.get(port, "/api/status")
+        get(port, &self.token, "/api/status")
             .is_some_and(|answer| answer.starts_with("HTTP/1.1 200"))
-    }
-
-    /// The whole HTTP answer to `GET path`, with the token.
-    fn get(&self, port: u16, path: &str) -> Option<String> {
-        use std::io::{Read, Write};
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-        let request = format!(
-            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: token {}\r\nConnection: close\r\n\r\n",
-            self.token
-        );
-        let mut answer = String::new();
-        stream.write_all(request.as_bytes()).ok()?;
-        stream.read_to_string(&mut answer).ok()?;
-        Some(answer)
     }
 
     /// The kernels running on the server (`GET /api/kernels`).
     pub fn kernels(&self) -> serde_json::Value {
-        let port: u16 = self
-            .url
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .expect("a port");
-        let answer = self.get(port, "/api/kernels").expect("the server answers");
-        let body = answer.split_once("\r\n\r\n").map_or("", |(_, body)| body);
-        serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {answer}"))
+        kernels(&self.url, &self.token)
     }
 
     /// What the server logged.
@@ -137,4 +115,26 @@ impl Drop for JupyterServer {
         unsafe { libc::killpg(pgid, libc::SIGKILL) };
         let _ = self.child.wait();
     }
+}
+
+/// The kernels running on the Jupyter Server at `url`
+/// (`http://127.0.0.1:<port>`) with `token`.
+pub fn kernels(url: &str, token: &str) -> serde_json::Value {
+    let port = url.rsplit(':').next().and_then(|p| p.parse().ok());
+    let answer = get(port.expect("a port"), token, "/api/kernels").expect("the server answers");
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {answer}"))
+}
+
+/// The whole HTTP answer to `GET path` on loopback `port`, with `token`.
+fn get(port: u16, token: &str, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: token {token}\r\nConnection: close\r\n\r\n"
+    );
+    let mut answer = String::new();
+    stream.write_all(request.as_bytes()).ok()?;
+    stream.read_to_string(&mut answer).ok()?;
+    Some(answer)
 }
