@@ -21,7 +21,7 @@ use abi_stable::{
     sabi_trait::TD_Opaque,
     std_types::{RArc, RResult, RStr, RString},
 };
-use pack_api::{Host, Host_TO, LogLevel, Manifest, PackBox, PackModule_Ref};
+use pack_api::{Host, Host_TO, LogLevel, Manifest, PackBox, PackModule_Ref, protocol};
 
 // `cli` names the error here.
 pub use crate::error::LoadError;
@@ -165,7 +165,7 @@ impl Deferred {
                                     cache.put(key, &json);
                                 }
                             }
-                            let instance = job.construct(module);
+                            let instance = job.construct(module, &manifest);
                             if instance.is_err() {
                                 failed += 1;
                             }
@@ -249,7 +249,7 @@ impl Job {
     /// Load it now: its manifest's JSON and the pack.
     fn load(&self, timeout: Duration) -> Result<(String, LoadedPack), LoadError> {
         let (json, manifest, module) = self.open()?;
-        let instance = self.construct(module)?;
+        let instance = self.construct(module, &manifest)?;
         let pack = LoadedPack {
             name: self.name.clone(),
             origin: self.path.display().to_string(),
@@ -275,17 +275,31 @@ impl Job {
         Ok((json, manifest, module))
     }
 
+    /// The config the pack's constructor gets: its `config` table, and the
+    /// shared state database when the manifest asks for it (under a key
+    /// only such packs are sent, so no other pack's config changes).
+    fn config(&self, manifest: &Manifest) -> serde_json::Value {
+        let mut config = self.library.config.clone();
+        if manifest.shares_state
+            && !self.state_database.is_empty()
+            && let Some(table) = config.as_object_mut()
+        {
+            let database = serde_json::Value::from(&*self.state_database);
+            table.insert(protocol::STATE_DATABASE.to_owned(), database);
+        }
+        config
+    }
+
     /// Run the pack's constructor with its config.
-    fn construct(&self, module: PackModule_Ref) -> Result<PackBox, LoadError> {
+    fn construct(&self, module: PackModule_Ref, manifest: &Manifest) -> Result<PackBox, LoadError> {
         let host = Host_TO::from_ptr(
             RArc::new(PackHost {
                 pack: self.name.clone(),
                 projects: Arc::clone(&self.projects),
-                state_database: Arc::clone(&self.state_database),
             }),
             TD_Opaque,
         );
-        let config = self.library.config.to_string();
+        let config = self.config(manifest).to_string();
         match module.new()(RStr::from_str(&config), host) {
             RResult::ROk(instance) => Ok(instance),
             RResult::RErr(json) => Err(self.error(LoadReason::Constructor(
@@ -302,8 +316,6 @@ struct PackHost {
     /// The projects every organisation sees, as JSON (those named for some
     /// organisations only reach a pack through each call's catalog).
     projects: Arc<str>,
-    /// `[state] database`, or empty.
-    state_database: Arc<str>,
 }
 
 impl Host for PackHost {
@@ -313,9 +325,5 @@ impl Host for PackHost {
 
     fn log(&self, level: LogLevel, message: RStr<'_>) {
         crate::logging::pack_log(&self.pack, None, level, message.as_str());
-    }
-
-    fn state_database(&self) -> RString {
-        RString::from(&*self.state_database)
     }
 }

@@ -41,6 +41,9 @@ fn pack() -> PackDef<Jupyter> {
         "Persistent Python kernels (Jupyter): run code step by step with state kept between calls; stdout, results, plots as images, precise errors",
         |config: Keyed<Config>, host| Jupyter::new(config.0, &host),
     )
+    // With a Jupyter Server, which session is which kernel is in the host's
+    // `[state] database`, for every instance.
+    .shares_state()
     // No examples: every call but `session_create` needs a session id that
     // another call made. Code can do anything its confinement allows: as
     // unsafe as it gets. The rest only touch the caller's own sessions.

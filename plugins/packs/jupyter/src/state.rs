@@ -69,7 +69,8 @@ impl Jupyter {
         let rows = server
             .zip(host.state_database())
             .and_then(|(server, database)| {
-                let rows = state_store::State::open(Some(database)).pack_sessions("jupyter")?;
+                let rows =
+                    state_store::State::open(Some(database.to_owned())).pack_sessions("jupyter")?;
                 Some(Arc::new(Shared::new(rows, server, share, limits)))
             });
         let table_limits = if rows.is_some() { CONNECTIONS } else { limits };

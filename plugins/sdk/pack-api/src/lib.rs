@@ -87,10 +87,6 @@ pub trait Host: Send + Sync + Clone {
     /// Write a log line attributed to the pack.
     #[sabi(last_prefix_field)]
     fn log(&self, level: LogLevel, message: RStr<'_>);
-    /// The host's `[state] database` (a `postgres://` URL) when several
-    /// instances share state, else empty: where a pack keeps what any
-    /// instance must find (sessions, their contents).
-    fn state_database(&self) -> RString;
 }
 
 /// FFI-safe handle to [`Host`].

@@ -109,3 +109,9 @@ pub const SUBSCRIBED: &str = "resources/subscribed";
 /// arguments `{"uri"}` (the URI subscribed to); the result is `{}`. Its
 /// subscriber, and no one else, hears `notifications/resources/updated`.
 pub const RESOURCE_UPDATED: &str = "notifications/resources/updated";
+
+/// Pack, here is where several instances share state: the key of the
+/// config object (a `postgres://` URL) the host adds, beside the pack's own
+/// settings, for a pack whose manifest says `shares_state` (no other pack's
+/// config ever holds it). Not a call: the constructor reads it.
+pub const STATE_DATABASE: &str = "packhost/state_database";

@@ -32,6 +32,11 @@ pub struct Manifest {
     /// siblings, besides those above (which every caller sees).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub offers_per_caller: bool,
+    /// The pack keeps state every instance must find: the host adds its
+    /// `[state] database`, when it has one, to the pack's config under
+    /// [`crate::protocol::STATE_DATABASE`].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shares_state: bool,
 }
 
 /// One function of a pack. Everything after `output_schema` is optional

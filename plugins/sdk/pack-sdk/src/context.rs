@@ -14,11 +14,17 @@ use crate::{
 
 /// The host, for the pack's whole life: given to the pack's constructor.
 #[derive(Clone)]
-pub struct Host(HostBox);
+pub struct Host {
+    inner: HostBox,
+    state_database: Option<String>,
+}
 
 impl Host {
-    pub(crate) fn new(inner: HostBox) -> Self {
-        Self(inner)
+    pub(crate) fn new(inner: HostBox, state_database: Option<String>) -> Self {
+        Self {
+            inner,
+            state_database,
+        }
     }
 
     /// The configured projects (`[projects]` in `packs.toml`) that every
@@ -26,20 +32,21 @@ impl Host {
     /// exists. A project named for some organisations only is not here:
     /// [`Context::projects`] gives the projects one caller sees.
     pub fn projects(&self) -> BTreeMap<String, PathBuf> {
-        serde_json::from_str(&self.0.projects()).unwrap_or_default()
+        serde_json::from_str(&self.inner.projects()).unwrap_or_default()
     }
 
     /// Write a log line attributed to the pack (stderr of the host, never the
     /// MCP channel).
     pub fn log(&self, level: LogLevel, message: &str) {
-        self.0.log(level, message.into());
+        self.inner.log(level, message.into());
     }
 
     /// The host's `[state] database` (`postgres://…`) when instances share
-    /// state: a pack keeps there what every instance must find, such as its
+    /// state and the pack said it [`shares_state`](crate::PackDef::shares_state):
+    /// a pack keeps there what every instance must find, such as its
     /// sessions. `None`: one instance, state stays in the process or on disk.
-    pub fn state_database(&self) -> Option<String> {
-        Some(self.0.state_database().into_string()).filter(|url| !url.is_empty())
+    pub fn state_database(&self) -> Option<&str> {
+        self.state_database.as_deref()
     }
 }
 

@@ -84,6 +84,7 @@ pub struct PackDef<S> {
     pub(crate) functions: Vec<(FunctionSpec, Handler<S>)>,
     pub(crate) offers: Offers<S>,
     pub(crate) shutdown: Option<Shutdown<S>>,
+    pub(crate) shares_state: bool,
 }
 
 impl<S: Send + Sync + 'static> PackDef<S> {
@@ -110,6 +111,7 @@ impl<S: Send + Sync + 'static> PackDef<S> {
             functions: Vec::new(),
             offers: Offers::default(),
             shutdown: None,
+            shares_state: false,
         }
     }
 
@@ -230,6 +232,14 @@ impl<S: Send + Sync + 'static> PackDef<S> {
         self
     }
 
+    /// The pack keeps state that every instance behind a load balancer must
+    /// find: [`Host::state_database`] then says where, when the host shares
+    /// state (`[state] database`).
+    pub fn shares_state(mut self) -> Self {
+        self.shares_state = true;
+        self
+    }
+
     /// Run `f` once when the host shuts down (kill child processes, close
     /// connections).
     pub fn on_shutdown<F, Fut>(mut self, f: F) -> Self
@@ -255,6 +265,7 @@ impl<S: Send + Sync + 'static> PackDef<S> {
             resources: specs(&self.offers.resources),
             resource_templates: specs(&self.offers.templates),
             offers_per_caller: self.offers.per_caller.is_some(),
+            shares_state: self.shares_state,
         }
     }
 }

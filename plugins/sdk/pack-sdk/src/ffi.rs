@@ -132,13 +132,18 @@ fn report_panics_to(host: &HostBox) {
 /// host's `new` gets, and what `testing::PackTest` calls).
 pub(crate) fn instantiate<S: Send + Sync + 'static>(
     def: PackDef<S>,
-    config: Value,
+    mut config: Value,
     host: HostBox,
 ) -> Result<PackBox, PackError> {
+    // The host's own key, never the pack's setting.
+    let state_database = config
+        .as_object_mut()
+        .and_then(|table| table.remove(pack_api::protocol::STATE_DATABASE))
+        .and_then(|url| url.as_str().map(str::to_owned));
     // The constructor may start background work that needs a runtime.
     let state = {
         let _guard = runtime().enter();
-        (def.init)(config, Host::new(host))?
+        (def.init)(config, Host::new(host, state_database))?
     };
     let pack = PackImpl {
         name: def.name,

@@ -270,8 +270,8 @@ impl<S: Send + Sync + 'static> PackTestBuilder<S> {
         self
     }
 
-    /// The host's `[state] database` (what
-    /// [`Host::state_database`](crate::Host::state_database) says).
+    /// The host's `[state] database`, given to a pack that
+    /// [`shares_state`](crate::PackDef::shares_state) as the host gives it.
     pub fn state_database(mut self, url: &str) -> Self {
         self.state_database = Some(url.to_owned());
         self
@@ -302,12 +302,19 @@ impl<S: Send + Sync + 'static> PackTestBuilder<S> {
         let host = Host_TO::from_ptr(
             RArc::new(TestHost {
                 projects: serde_json::to_string(&open).expect("paths are JSON"),
-                state_database: self.state_database.unwrap_or_default(),
                 logs: Arc::clone(&logs),
             }),
             TD_Opaque,
         );
-        let pack = crate::ffi::instantiate(def, self.config, host)?;
+        let mut config = self.config;
+        if let (true, Some(url), Some(table)) = (
+            def.shares_state,
+            self.state_database,
+            config.as_object_mut(),
+        ) {
+            table.insert(pack_api::protocol::STATE_DATABASE.to_owned(), url.into());
+        }
+        let pack = crate::ffi::instantiate(def, config, host)?;
         Ok(PackTest {
             name,
             pack,
@@ -323,7 +330,6 @@ impl<S: Send + Sync + 'static> PackTestBuilder<S> {
 #[derive(Clone)]
 struct TestHost {
     projects: String,
-    state_database: String,
     logs: Arc<Mutex<Vec<String>>>,
 }
 
@@ -334,10 +340,6 @@ impl Host for TestHost {
 
     fn log(&self, level: LogLevel, message: RStr<'_>) {
         record(&self.logs, level, message.as_str());
-    }
-
-    fn state_database(&self) -> RString {
-        self.state_database.as_str().into()
     }
 }
 
