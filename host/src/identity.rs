@@ -40,6 +40,17 @@ impl Default for Identity {
 }
 
 impl Identity {
+    /// No caller: the host asking a pack for itself (a browser back from
+    /// signing in, a readiness check), with no organisation's rights.
+    pub fn nobody() -> Self {
+        Self {
+            user: String::new(),
+            org: String::new(),
+            allowed: None,
+            admin: false,
+        }
+    }
+
     /// Whether this caller may use `tool` (`pack.function` or `run`). The
     /// host's own `packhost` functions are everyone's (they only show what
     /// the caller may call), but for the admin's ([`is_admin_function`]),

@@ -12,8 +12,13 @@ use std::{
 };
 
 use packhost_tests::{
-    TestHost, WHOLE_RESULTS, bystander::Bystander, failed, is_error, jupyter::JupyterServer, ok,
-    structured, text, venv_python,
+    TestHost, WHOLE_RESULTS,
+    bystander::Bystander,
+    failed,
+    http::{HttpHost, web_client},
+    is_error,
+    jupyter::JupyterServer,
+    ok, structured, text, venv_python,
 };
 use serde_json::{Value, json};
 
@@ -728,4 +733,25 @@ async fn server_a_wrong_token_is_unauthorized() {
     .await;
     let result = host.call("jupyter.session_create", json!({})).await;
     failed(&result, "UNAUTHORIZED", &[&server.url, "token"]);
+}
+
+#[tokio::test]
+async fn a_host_whose_jupyter_server_does_not_answer_is_not_ready() {
+    let server = jupyter_server();
+    let host = HttpHost::start(&server_config(&server), &[]).await;
+    let ready = || web_client().get(format!("{}/readyz", host.base)).send();
+    assert_eq!(ready().await.unwrap().status(), 200);
+    let token = server.token.clone();
+    drop(server);
+    let refused = ready().await.unwrap();
+    assert_eq!(refused.status(), 503);
+    // The reason is the log's, never a stranger's.
+    let body = refused.text().await.unwrap();
+    assert_eq!(body, "not ready: a pack cannot serve calls\n");
+    let log = host.stderr();
+    assert!(
+        log.contains("not ready") && log.contains("jupyter"),
+        "{log}"
+    );
+    assert!(!log.contains(&token), "{log}");
 }

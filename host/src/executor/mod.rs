@@ -56,6 +56,7 @@ mod help;
 mod offers;
 mod output;
 mod prompts;
+mod ready;
 mod registry;
 mod resources;
 mod served;

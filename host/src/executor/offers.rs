@@ -144,13 +144,7 @@ impl Executor {
         if !takes {
             return None;
         }
-        let nobody = Identity {
-            user: String::new(),
-            org: String::new(),
-            allowed: None,
-            admin: false,
-        };
-        let caller = Caller::new(nobody, "sign-in");
+        let caller = Caller::new(Identity::nobody(), "sign-in");
         let query = json!({ "query": query });
         Some(
             self.call_reserved(pack, SIGN_IN_RETURNED, query, &caller)

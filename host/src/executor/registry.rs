@@ -15,8 +15,8 @@ use pack_api::{
     Owner, PromptSpec, ResourceSpec, TaskSupport, TemplateSpec,
     projects::Project,
     protocol::{
-        COMPLETE, PROMPTS_GET, PROMPTS_LIST, RESOURCES_LIST, RESOURCES_READ, RESOURCES_SUBSCRIBE,
-        SIGN_IN_RETURNED, TEMPLATES_LIST,
+        COMPLETE, PROMPTS_GET, PROMPTS_LIST, READY, RESOURCES_LIST, RESOURCES_READ,
+        RESOURCES_SUBSCRIBE, SIGN_IN_RETURNED, TEMPLATES_LIST,
     },
 };
 use packhost_command::Snippet;
@@ -140,34 +140,36 @@ impl PackEntry {
         let per_caller = loaded.manifest.offers_per_caller;
         // A server pack follows its server's resources for its subscribers.
         let follows = per_caller || matches!(loaded.backend, Backend::Server(_));
-        let reserved = if !offers.is_empty() || per_caller {
-            let any_object = serde_json::json!({"type": "object"});
-            let lists = [
-                PROMPTS_LIST,
-                RESOURCES_LIST,
-                TEMPLATES_LIST,
-                SIGN_IN_RETURNED,
-            ];
-            let lists = lists.iter().filter(|_| per_caller);
-            let subscribe = [RESOURCES_SUBSCRIBE];
-            let subscribe = subscribe.iter().filter(|_| follows);
-            let names = [PROMPTS_GET, RESOURCES_READ, COMPLETE];
-            let specs: Vec<FunctionSpec> = names
-                .iter()
-                .chain(lists)
-                .chain(subscribe)
-                .map(|name| FunctionSpec {
-                    name: (*name).to_owned(),
-                    description: format!("MCP's `{name}` of the pack"),
-                    input_schema: any_object.clone(),
-                    output_schema: any_object.clone(),
-                    ..FunctionSpec::default()
-                })
-                .collect();
-            functions_of(&loaded.name, &specs)
-        } else {
-            Vec::new()
-        };
+        let mut names = Vec::new();
+        if !offers.is_empty() || per_caller {
+            names.extend([PROMPTS_GET, RESOURCES_READ, COMPLETE]);
+            if per_caller {
+                names.extend([
+                    PROMPTS_LIST,
+                    RESOURCES_LIST,
+                    TEMPLATES_LIST,
+                    SIGN_IN_RETURNED,
+                ]);
+            }
+            if follows {
+                names.push(RESOURCES_SUBSCRIBE);
+            }
+        }
+        if loaded.manifest.checks_ready {
+            names.push(READY);
+        }
+        let any_object = serde_json::json!({"type": "object"});
+        let specs: Vec<FunctionSpec> = names
+            .iter()
+            .map(|name| FunctionSpec {
+                name: (*name).to_owned(),
+                description: format!("MCP's `{name}` of the pack"),
+                input_schema: any_object.clone(),
+                output_schema: any_object.clone(),
+                ..FunctionSpec::default()
+            })
+            .collect();
+        let reserved = functions_of(&loaded.name, &specs);
         Self {
             loaded,
             functions,

@@ -377,14 +377,16 @@ fn json_error(status: StatusCode, message: &str) -> Response {
 /// are before the host listens) and the shared state answers. The reason
 /// goes to the log only: the endpoint is open to anyone.
 async fn ready(State(state): State<AppState>) -> Response {
-    match state.executor.state().reachable().await {
-        Ok(()) => "ready\n".into_response(),
-        Err(e) => {
-            tracing::warn!(error = %e, "not ready");
-            let body = "not ready: the shared state database does not answer\n";
-            (StatusCode::SERVICE_UNAVAILABLE, body).into_response()
-        }
+    let not_ready = |body: &'static str| (StatusCode::SERVICE_UNAVAILABLE, body).into_response();
+    if let Err(e) = state.executor.state().reachable().await {
+        tracing::warn!(error = %e, "not ready");
+        return not_ready("not ready: the shared state database does not answer\n");
     }
+    if let Some((pack, why)) = state.executor.unready_pack().await {
+        tracing::warn!(pack, error = why, "not ready");
+        return not_ready("not ready: a pack cannot serve calls\n");
+    }
+    "ready\n".into_response()
 }
 
 /// The caller's organisation's figures only.

@@ -25,6 +25,11 @@ pub trait Backend: Send + Sync {
     /// `local` or `server`.
     fn name(&self) -> &'static str;
 
+    /// Whether kernels can be started now (the server answers).
+    fn ready(&self) -> BoxFuture<'_, Result<(), PackError>> {
+        Box::pin(async { Ok(()) })
+    }
+
     /// Start a kernel of `kernel_name`, in a notebook session when
     /// `notebook_path` is given.
     fn start<'a>(

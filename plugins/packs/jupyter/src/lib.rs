@@ -44,6 +44,8 @@ fn pack() -> PackDef<Jupyter> {
     // With a Jupyter Server, which session is which kernel is in the host's
     // `[state] database`, for every instance.
     .shares_state()
+    // Not ready while the Jupyter Server does not answer.
+    .ready(|state: Arc<Jupyter>| async move { state.backend.ready().await })
     // No examples: every call but `session_create` needs a session id that
     // another call made. Code can do anything its confinement allows: as
     // unsafe as it gets. The rest only touch the caller's own sessions.

@@ -71,6 +71,17 @@ impl Backend for ServerBackend {
         "server"
     }
 
+    fn ready(&self) -> BoxFuture<'_, Result<(), PackError>> {
+        Box::pin(async move {
+            let api = &self.api;
+            let response = api.call("GET", "status", None).await.map_err(unreachable)?;
+            match response.status {
+                200 => Ok(()),
+                _ => Err(upstream(api, "asking the server's status", &response)),
+            }
+        })
+    }
+
     fn start<'a>(
         &'a self,
         kernel_name: &'a str,

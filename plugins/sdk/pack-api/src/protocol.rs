@@ -115,3 +115,9 @@ pub const RESOURCE_UPDATED: &str = "notifications/resources/updated";
 /// settings, for a pack whose manifest says `shares_state` (no other pack's
 /// config ever holds it). Not a call: the constructor reads it.
 pub const STATE_DATABASE: &str = "packhost/state_database";
+
+/// Pack, can you serve calls now (what you depend on answers)? Arguments
+/// `{}`; the result is `{}`, or an error saying why not. Asked, with no
+/// caller, by the host's `GET /readyz` of a pack whose manifest says
+/// `checks_ready`, so a load balancer sends calls elsewhere meanwhile.
+pub const READY: &str = "health/ready";

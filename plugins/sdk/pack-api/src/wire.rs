@@ -37,6 +37,10 @@ pub struct Manifest {
     /// [`crate::protocol::STATE_DATABASE`].
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub shares_state: bool,
+    /// The pack answers [`crate::protocol::READY`]: whether what it depends
+    /// on answers now.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub checks_ready: bool,
 }
 
 /// One function of a pack. Everything after `output_schema` is optional

@@ -5,7 +5,7 @@ use std::{future::Future, sync::Arc};
 use pack_api::{FunctionSpec, Manifest};
 use schemars::JsonSchema;
 use serde::{Serialize, de::DeserializeOwned};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::{
     Completing, Context, Function, FunctionResult, Host, PackError, Prompt, PromptResult,
@@ -85,6 +85,7 @@ pub struct PackDef<S> {
     pub(crate) offers: Offers<S>,
     pub(crate) shutdown: Option<Shutdown<S>>,
     pub(crate) shares_state: bool,
+    pub(crate) ready: Option<Handler<S>>,
 }
 
 impl<S: Send + Sync + 'static> PackDef<S> {
@@ -112,6 +113,7 @@ impl<S: Send + Sync + 'static> PackDef<S> {
             offers: Offers::default(),
             shutdown: None,
             shares_state: false,
+            ready: None,
         }
     }
 
@@ -240,6 +242,19 @@ impl<S: Send + Sync + 'static> PackDef<S> {
         self
     }
 
+    /// Say whether the pack can serve calls now, for the host's `GET
+    /// /readyz`: `f` answers `Err` naming what does not answer (a server the
+    /// pack depends on). Asked often and with no caller: keep it cheap.
+    pub fn ready<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(Arc<S>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), PackError>> + Send + 'static,
+    {
+        let check = move |state, _: Empty, _: Context| f(state);
+        self.ready = Some(handler("readiness".to_owned(), check, |()| json!({})));
+        self
+    }
+
     /// Run `f` once when the host shuts down (kill child processes, close
     /// connections).
     pub fn on_shutdown<F, Fut>(mut self, f: F) -> Self
@@ -266,6 +281,7 @@ impl<S: Send + Sync + 'static> PackDef<S> {
             resource_templates: specs(&self.offers.templates),
             offers_per_caller: self.offers.per_caller.is_some(),
             shares_state: self.shares_state,
+            checks_ready: self.ready.is_some(),
         }
     }
 }

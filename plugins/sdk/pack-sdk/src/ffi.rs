@@ -13,7 +13,9 @@ use abi_stable::{
     std_types::{RResult, RStr, RString},
 };
 use async_ffi::{FfiFuture, FutureExt as _};
-use pack_api::{CallContextBox, CallResult, HostBox, LogLevel, Pack, Pack_TO, PackBox, codes};
+use pack_api::{
+    CallContextBox, CallResult, HostBox, LogLevel, Pack, Pack_TO, PackBox, codes, protocol,
+};
 use serde_json::Value;
 use tokio::runtime::Runtime;
 // Dropping the handle aborts the task: that is how the host's cancellation
@@ -138,7 +140,7 @@ pub(crate) fn instantiate<S: Send + Sync + 'static>(
     // The host's own key, never the pack's setting.
     let state_database = config
         .as_object_mut()
-        .and_then(|table| table.remove(pack_api::protocol::STATE_DATABASE))
+        .and_then(|table| table.remove(protocol::STATE_DATABASE))
         .and_then(|url| url.as_str().map(str::to_owned));
     // The constructor may start background work that needs a runtime.
     let state = {
@@ -153,6 +155,7 @@ pub(crate) fn instantiate<S: Send + Sync + 'static>(
             .into_iter()
             .map(|(spec, handler)| (spec.name, handler))
             .chain(def.offers.handlers(def.name))
+            .chain(def.ready.map(|ready| (protocol::READY.to_owned(), ready)))
             .collect(),
         shutdown: def.shutdown,
     };
