@@ -74,7 +74,7 @@ fn build(
         let Some(filename) = &c.filename else {
             continue;
         };
-        let source = nb.source(&meta.id, c)?;
+        let source = nb.source(meta, c)?;
         let js = match c.language() {
             Language::Javascript => source,
             Language::Typescript => match strip_types(&source, filename) {
