@@ -137,4 +137,13 @@ impl Store for Disk {
     fn materialise(&self, _: &SessionMeta) -> Result<(), PackError> {
         Ok(())
     }
+
+    /// Only `npm_install` installs, here.
+    fn needs_install(&self, _: &SessionMeta) -> bool {
+        false
+    }
+
+    fn installed(&self, _: &SessionMeta) -> Result<(), PackError> {
+        Ok(())
+    }
 }

@@ -187,6 +187,12 @@ pub trait Store: Send + Sync {
     /// Makes the session's folder hold the files of `meta`, before anything
     /// there is read or run.
     fn materialise(&self, meta: &SessionMeta) -> Result<(), PackError>;
+    /// Whether the folder's `node_modules` may lack what the `package.json`
+    /// of `meta` lists (npm ran on another instance, or before a change).
+    fn needs_install(&self, meta: &SessionMeta) -> bool;
+    /// Notes that the folder's `node_modules` holds what the `package.json`
+    /// of `meta` lists.
+    fn installed(&self, meta: &SessionMeta) -> Result<(), PackError>;
 }
 
 /// Whether one more session fits, given how many its owner holds (a user,
@@ -438,6 +444,16 @@ impl Notebooks {
     /// Sets the session's `package.json`; [`Self::save`] keeps it.
     pub fn set_package_json(&self, meta: &mut SessionMeta, text: &str) -> Result<(), PackError> {
         self.store.set_file(meta, "package.json", Some(text))
+    }
+
+    /// See [`Store::needs_install`].
+    pub fn needs_install(&self, meta: &SessionMeta) -> bool {
+        self.store.needs_install(meta)
+    }
+
+    /// See [`Store::installed`].
+    pub fn installed(&self, meta: &SessionMeta) -> Result<(), PackError> {
+        self.store.installed(meta)
     }
 }
 

@@ -14,10 +14,16 @@ use beneath::{Dir, Links};
 use pack_sdk::{PackError, owned::Share};
 use state_store::{Counted, PackSessions, SessionRow, State, StoreError};
 
-use super::{CellKind, Fits, SessionMeta, Store, TSCONFIG_JSON, cell_file, io_error, session_dir};
+use super::{
+    CellKind, Fits, SessionMeta, Store, TSCONFIG_JSON, cell_file, io_error, session_dir, write,
+};
 
 /// The pack's name for its rows.
 const PACK: &str = "exec_ts";
+
+/// In a session folder: the `package.json` its `node_modules` was last
+/// installed from, on this instance.
+const INSTALLED: &str = ".packhost/installed-package.json";
 
 /// Sessions in a PostgreSQL database, their folders under a local root.
 pub struct Postgres {
@@ -151,11 +157,34 @@ impl Store for Postgres {
                 continue;
             };
             if session.read_to_string(&rel).ok().as_ref() != Some(content) {
+                // A link code put in its place goes, never what it leads to.
+                let _ = session.remove_file(&rel);
                 session
                     .write(&rel, content)
                     .map_err(|e| io_error(&dir.join(&rel), e))?;
             }
         }
         Ok(())
+    }
+
+    /// When `package.json` lists packages and this folder's last install
+    /// was of another `package.json` (or none).
+    fn needs_install(&self, meta: &SessionMeta) -> bool {
+        let Some(package_json) = meta.files.get("package.json") else {
+            return false;
+        };
+        let lists = serde_json::from_str::<serde_json::Value>(package_json).is_ok_and(|json| {
+            ["dependencies", "devDependencies", "optionalDependencies"]
+                .iter()
+                .any(|key| json[key].as_object().is_some_and(|deps| !deps.is_empty()))
+        });
+        let dir = session_dir(&self.root.join(&meta.id)).ok();
+        let done = dir.and_then(|dir| dir.read_to_string(INSTALLED).ok());
+        lists && done.as_ref() != Some(package_json)
+    }
+
+    fn installed(&self, meta: &SessionMeta) -> Result<(), PackError> {
+        let package_json = self.file(meta, "package.json")?;
+        write(&self.root.join(&meta.id), INSTALLED, &package_json)
     }
 }
