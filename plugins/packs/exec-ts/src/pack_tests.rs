@@ -493,6 +493,51 @@ mod shared {
         .await;
     }
 
+    /// npm through one instance; a cell run through the other installs
+    /// the same first (a local package both folders reach alike: npm
+    /// records its path relative to the session's folder).
+    #[tokio::test]
+    async fn an_instance_installs_what_npm_install_added_elsewhere_before_a_cell_runs() {
+        integrations_store::testing::on_postgres(|url| async move {
+            let package = tempfile::tempdir().unwrap();
+            fs::write(
+                package.path().join("package.json"),
+                r#"{"name": "local-greet", "version": "1.0.0", "type": "module", "main": "index.js"}"#,
+            )
+            .unwrap();
+            let greet = "export const greet = (name) => `hi ${name}`;\n";
+            fs::write(package.path().join("index.js"), greet).unwrap();
+            let folders = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+            let [one, two] = folders.each_ref().map(|dir| {
+                PackTest::build(crate::pack)
+                    .config(json!({
+                        "notebooks_dir": dir.path(), "pool_size": 0, "sandbox": "off",
+                        "npm_network": false, "cwd_roots": [package.path()],
+                    }))
+                    .state_database(&url)
+                    .start()
+                    .unwrap()
+            });
+            let made = call(&one, "session_create", json!({})).await;
+            let session = made["sessionId"].as_str().unwrap().to_owned();
+            let local = package.path().display().to_string();
+            let args = json!({"sessionId": session, "packages": [local]});
+            assert_eq!(call(&one, "npm_install", args).await["exitCode"], 0);
+            let source = "import { greet } from 'local-greet';\nconsole.log(greet('two'));";
+            let main = cell(&two, &session, "main.ts", source).await;
+            let modules = folders[1].path().join(&session).join("node_modules");
+            assert!(!modules.exists());
+            assert_eq!(run(&two, &session, &main).await, "hi two\n");
+            assert!(modules.join("local-greet").exists());
+            // Installed once: the next run finds it done.
+            fs::remove_dir_all(modules.join("local-greet")).unwrap();
+            let args = json!({"sessionId": session, "cellId": main});
+            let again = two.call(&ada(), "cell_execute", args).await.unwrap_err();
+            assert!(again.message().contains("local-greet"), "{again}");
+        })
+        .await;
+    }
+
     #[tokio::test]
     async fn a_record_naming_a_file_outside_its_folder_is_refused() {
         on_two(|[one, _], [root_one, _], url| async move {
