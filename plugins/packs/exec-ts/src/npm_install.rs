@@ -81,11 +81,13 @@ pub(crate) async fn npm_install(
         .collect::<Result<_, _>>()
         .map_err(refused)?;
     let output = install(&state, &dir, &args.packages, local, timeout, started).await?;
-    if output.exit_code == 0 {
+    let session = id.clone();
+    let wrote = match output.exit_code {
+        0 => blocking(&state, move |state| state.notebooks.npm_wrote(&session)).await?,
+        _ => None,
+    };
+    if let Some(package_json) = wrote {
         // What npm wrote in package.json is the session's from now on.
-        let session = dir.clone();
-        let package_json =
-            blocking(&state, move |_| notebook::read(&session, "package.json")).await?;
         state
             .in_session(&ctx, id, move |nb, mut meta| {
                 nb.set_package_json(&mut meta, &package_json)?;

@@ -146,4 +146,9 @@ impl Store for Disk {
     fn installed(&self, _: &SessionMeta) -> Result<(), PackError> {
         Ok(())
     }
+
+    /// The folder's `package.json` is the session's already.
+    fn npm_wrote(&self, _: &str) -> Result<Option<String>, PackError> {
+        Ok(None)
+    }
 }

@@ -193,6 +193,9 @@ pub trait Store: Send + Sync {
     /// Notes that the folder's `node_modules` holds what the `package.json`
     /// of `meta` lists.
     fn installed(&self, meta: &SessionMeta) -> Result<(), PackError>;
+    /// After `npm install` in session `id`'s folder: the `package.json` npm
+    /// wrote there, where the record (not the folder) holds the files.
+    fn npm_wrote(&self, id: &str) -> Result<Option<String>, PackError>;
 }
 
 /// Whether one more session fits, given how many its owner holds (a user,
@@ -449,6 +452,11 @@ impl Notebooks {
     /// See [`Store::needs_install`].
     pub fn needs_install(&self, meta: &SessionMeta) -> bool {
         self.store.needs_install(meta)
+    }
+
+    /// See [`Store::npm_wrote`].
+    pub fn npm_wrote(&self, id: &str) -> Result<Option<String>, PackError> {
+        self.store.npm_wrote(id)
     }
 
     /// See [`Store::installed`].

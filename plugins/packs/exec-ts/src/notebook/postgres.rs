@@ -15,7 +15,8 @@ use pack_sdk::{PackError, owned::Share};
 use state_store::{Counted, PackSessions, SessionRow, State, StoreError};
 
 use super::{
-    CellKind, Fits, SessionMeta, Store, TSCONFIG_JSON, cell_file, io_error, session_dir, write,
+    CellKind, Fits, SessionMeta, Store, TSCONFIG_JSON, cell_file, io_error, read, session_dir,
+    write,
 };
 
 /// The pack's name for its rows.
@@ -186,5 +187,9 @@ impl Store for Postgres {
     fn installed(&self, meta: &SessionMeta) -> Result<(), PackError> {
         let package_json = self.file(meta, "package.json")?;
         write(&self.root.join(&meta.id), INSTALLED, &package_json)
+    }
+
+    fn npm_wrote(&self, id: &str) -> Result<Option<String>, PackError> {
+        read(&self.root.join(id), "package.json").map(Some)
     }
 }
