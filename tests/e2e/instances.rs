@@ -2,8 +2,9 @@
 //! three packhosts behind a real HAProxy (round robin, no stickiness), one
 //! PostgreSQL. What one instance keeps, any other answers for, to its owner
 //! only; an answer used through one instance is refused by all, and an
-//! approval remembered through one holds on all; an instance that dies is
-//! routed around.
+//! approval remembered through one holds on all; a notebook session made
+//! through one is run and changed through the others; an instance that
+//! dies is routed around.
 
 use packhost_tests::{
     build_dir, call,
