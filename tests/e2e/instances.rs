@@ -2,10 +2,12 @@
 //! three packhosts behind a real HAProxy (round robin, no stickiness), one
 //! PostgreSQL. What one instance keeps, any other answers for, to its owner
 //! only; an answer used through one instance is refused by all, and an
-//! approval remembered through one holds on all; an instance that dies is
-//! routed around. Another organisation's caller, with a valid token of its
-//! own, gets through the proxy and from each instance what an unknown id
-//! gets, and one organisation's flood of kept results pushes out only its own.
+//! approval remembered through one holds on all; a Jupyter or notebook
+//! session made through one is used and changed through the others; an
+//! instance that dies is routed around. Another organisation's caller, with
+//! a valid token of its own, gets through the proxy and from each instance
+//! what an unknown id gets, and one organisation's flood of kept results
+//! pushes out only its own.
 
 use packhost_tests::{
     Recorder, build_dir, call,
@@ -664,4 +666,113 @@ async fn the_recipe_serves_every_pack_of_its_packs_toml_through_the_proxy() {
     assert_eq!(ok(&seen.await.unwrap())["result"], "[]");
     let listed = call(&client, "proj.list", json!({}));
     ok(&listed.await.unwrap());
+}
+
+/// `function` of `exec_ts` called at `url` as `token`'s caller, with no
+/// question possible: the tool result.
+async fn exec_ts(url: &str, token: &str, function: &str, args: Value) -> Value {
+    let name = format!("exec_ts.{function}");
+    let params = HttpHost::stateless_params(&name, args, json!({}), None);
+    let reply = post(url, token, &params).await;
+    assert!(reply["result"].is_object(), "{name}: {reply}");
+    reply["result"].clone()
+}
+
+/// The structured result of a call that succeeded.
+#[track_caller]
+fn done(result: Value) -> Value {
+    assert_ne!(result["isError"], true, "{result}");
+    result["structuredContent"].clone()
+}
+
+#[tokio::test]
+async fn a_notebook_session_made_through_one_instance_is_used_through_the_others_by_its_owner_alone()
+ {
+    // Each instance keeps its session folders under its own folder.
+    let notebooks = "[packs.exec_ts]\nconfig = { notebooks_dir = \"notebooks\", pool_size = 0 }\n";
+    let Some((instances, _project, [ada_token, eve_token])) = start_with("", notebooks) else {
+        return;
+    };
+    let at = |n| instances.instance_url(n);
+    let ada = |n, function, args| {
+        let (url, token) = (at(n), ada_token.clone());
+        async move { exec_ts(&url, &token, function, args).await }
+    };
+    let made = done(ada(1, "session_create", json!({"title": "acme"})).await);
+    let session = made["sessionId"].as_str().unwrap().to_owned();
+    let cell = |filename: &str, source: &str| json!({"sessionId": session, "filename": filename, "source": source});
+    let utils = done(
+        ada(
+            1,
+            "cell_create",
+            cell("utils.ts", "export const x: number = 41;"),
+        )
+        .await,
+    );
+    let main = "import { x } from './utils.ts';\nconsole.log(x + 1);";
+    let main = done(ada(1, "cell_create", cell("main.ts", main)).await);
+    let run = json!({"sessionId": session, "cellId": main["cellId"]});
+    for n in [2, 3] {
+        let out = done(ada(n, "cell_execute", run.clone()).await);
+        assert_eq!(out["stdout"], "42\n", "instance {n}");
+        let listed = done(ada(n, "session_list", json!({})).await);
+        assert_eq!(listed["sessions"][0]["sessionId"], session, "instance {n}");
+        assert_eq!(listed["sessions"][0]["cells"], 2, "instance {n}");
+    }
+    // Three folders, each written from the database.
+    for n in 1..=3 {
+        let folder = instances.dir.path().join(format!("instance-{n}/notebooks"));
+        assert!(folder.join(&session).join("src/utils.ts").is_file(), "{n}");
+    }
+    let update =
+        json!({"sessionId": session, "cellId": utils["cellId"], "source": "export const x = 1;"});
+    done(ada(2, "cell_update", update).await);
+    assert_eq!(
+        done(ada(3, "cell_execute", run.clone()).await)["stdout"],
+        "2\n"
+    );
+    assert_eq!(
+        done(ada(1, "cell_execute", run.clone()).await)["stdout"],
+        "2\n"
+    );
+    let listed = done(ada(3, "cell_list", json!({"sessionId": session})).await);
+    assert_eq!(listed["cells"][0]["source"], "export const x = 1;");
+
+    // Another organisation: on every instance, what an unknown id gets.
+    const UNKNOWN: &str = "unknown-session-7d2e";
+    let calls = |id: &str| {
+        let cell = utils["cellId"].clone();
+        [
+            ("cell_list", json!({"sessionId": id})),
+            ("cell_execute", json!({"sessionId": id, "cellId": cell})),
+            (
+                "cell_update",
+                json!({"sessionId": id, "cellId": cell, "source": "1"}),
+            ),
+            ("session_export", json!({"sessionId": id})),
+            ("session_delete", json!({"sessionId": id})),
+        ]
+    };
+    for n in 1..=3 {
+        for ((function, theirs), (_, unknown)) in calls(&session).into_iter().zip(calls(UNKNOWN)) {
+            let refused = exec_ts(&at(n), &eve_token, function, theirs).await;
+            let expected = exec_ts(&at(n), &eve_token, function, unknown).await;
+            assert_eq!(refused["isError"], true, "{function} on {n}: {refused}");
+            let refused = refused.to_string().replace(&session, UNKNOWN);
+            assert_eq!(refused, expected.to_string(), "{function} on instance {n}");
+        }
+        let theirs = done(exec_ts(&at(n), &eve_token, "session_list", json!({})).await);
+        assert_eq!(theirs["sessions"], json!([]), "instance {n}");
+    }
+
+    let delete = json!({"sessionId": session, "cellId": utils["cellId"]});
+    done(ada(3, "cell_delete", delete).await);
+    let listed = done(ada(2, "cell_list", json!({"sessionId": session})).await);
+    assert_eq!(listed["cells"].as_array().unwrap().len(), 1, "{listed}");
+    done(ada(3, "session_delete", json!({"sessionId": session})).await);
+    for n in 1..=3 {
+        let gone = ada(n, "cell_list", json!({"sessionId": session})).await;
+        let code = &gone["_meta"]["packhost/error"]["code"];
+        assert_eq!(code, "SESSION_NOT_FOUND", "instance {n}: {gone}");
+    }
 }

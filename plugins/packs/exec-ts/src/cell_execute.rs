@@ -5,7 +5,7 @@
 use std::{
     path::{Path, PathBuf},
     sync::Arc,
-    time::Instant,
+    time::{Duration, Instant},
 };
 
 use pack_sdk::{Context, PackError};
@@ -16,8 +16,9 @@ use crate::{
     instrument,
     node::{self, ExecOutput},
     notebook::{self, CellKind, CellMeta, Language, Notebooks, SessionMeta},
+    npm_install::{default_npm_timeout, install},
     scratch::Scratch,
-    state::{State, default_timeout, refused, timeout_of},
+    state::{State, blocking, default_timeout, refused, timeout_of},
     strip::strip_types,
 };
 
@@ -74,7 +75,7 @@ fn build(
         let Some(filename) = &c.filename else {
             continue;
         };
-        let source = nb.source(&meta.id, c)?;
+        let source = nb.source(meta, c)?;
         let js = match c.language() {
             Language::Javascript => source,
             Language::Typescript => match strip_types(&source, filename) {
@@ -114,14 +115,20 @@ pub(crate) async fn cell_execute(
             let index = meta.cell_index(&args.cell_id).map_err(refused)?;
             let cell = meta.cells[index].clone();
             let built = build(nb, &meta, &cell)?;
-            Ok((nb.dir(&meta.id), cell, built))
+            let dir = nb.dir(&meta.id);
+            let install = nb.needs_install(&meta).then_some(meta);
+            Ok((dir, cell, built, install))
         })
         .await?;
-    let (dir, cell, built) = prepared;
+    let (dir, cell, built, install) = prepared;
     let what = format!("cell `{}`", cell.filename.as_deref().unwrap_or(&cell.id));
     let (run, entry) = match built {
         Ok(built) => built,
         Err(diagnostics) => return Err(ExecOutput::syntax_error(diagnostics, started)),
+    };
+    let started = match install {
+        Some(meta) => install_first(&state, &dir, meta).await?,
+        None => started,
     };
     // The session's folder is the only one it may write (nothing of other
     // sessions is visible); temporary files go in this run's build folder.
@@ -139,4 +146,19 @@ pub(crate) async fn cell_execute(
         )
         .await?
         .into_result(&what)
+}
+
+/// `npm install` of what the session's `package.json` lists, in a folder
+/// whose `node_modules` lacks it (npm ran through another instance): its
+/// failure is the cell's answer. Returns when the cell's own time starts.
+async fn install_first(
+    state: &Arc<State>,
+    dir: &Path,
+    meta: SessionMeta,
+) -> Result<Instant, PackError> {
+    let timeout = Duration::from_millis(default_npm_timeout());
+    let output = install(state, dir, &[], Vec::new(), timeout, Instant::now()).await?;
+    output.into_result("npm install of the session's package.json on this instance")?;
+    blocking(state, move |state| state.notebooks.installed(&meta)).await?;
+    Ok(Instant::now())
 }

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    notebook::{self, CellKind, CellMeta, Language, Notebooks},
+    notebook::{self, CellKind, CellMeta, Language},
     sessions::SessionArgs,
     state::State,
 };
@@ -49,8 +49,8 @@ pub(crate) async fn cell_create(
 ) -> Result<CellRef, PackError> {
     state
         .in_session(&ctx, args.session_id, move |nb, mut meta| {
-            let filename = match args.filename {
-                Some(name) => name,
+            let filename = match &args.filename {
+                Some(name) => name.clone(),
                 None => {
                     let ext = args.language.unwrap_or(meta.language).extension();
                     (1..)
@@ -73,11 +73,7 @@ pub(crate) async fn cell_create(
                 language: args.language,
                 text: None,
             };
-            notebook::write(
-                &nb.dir(&meta.id),
-                Notebooks::cell_file(&filename),
-                &args.source,
-            )?;
+            nb.set_source(&mut meta, &filename, Some(&args.source))?;
             let cell_id = cell.id.clone();
             meta.cells.push(cell);
             nb.save(&meta)?;
@@ -106,28 +102,16 @@ pub(crate) async fn cell_update(
     state
         .in_session(&ctx, args.session_id, move |nb, mut meta| {
             let index = meta.cell_index(&args.cell_id)?;
-            let cell = &mut meta.cells[index];
-            match cell.filename.clone() {
-                Some(filename) => {
-                    notebook::write(
-                        &nb.dir(&meta.id),
-                        Notebooks::cell_file(&filename),
-                        &args.source,
-                    )?;
-                    Ok(CellRef {
-                        cell_id: args.cell_id,
-                        filename,
-                    })
-                }
-                None => {
-                    cell.text = Some(args.source);
-                    nb.save(&meta)?;
-                    Ok(CellRef {
-                        cell_id: args.cell_id,
-                        filename: String::new(),
-                    })
-                }
+            let filename = meta.cells[index].filename.clone();
+            match &filename {
+                Some(filename) => nb.set_source(&mut meta, filename, Some(&args.source))?,
+                None => meta.cells[index].text = Some(args.source.clone()),
             }
+            nb.save(&meta)?;
+            Ok(CellRef {
+                cell_id: args.cell_id.clone(),
+                filename: filename.unwrap_or_default(),
+            })
         })
         .await
 }
@@ -176,7 +160,7 @@ pub(crate) async fn cell_list(
                         kind: c.kind,
                         filename: c.filename.clone().unwrap_or_default(),
                         language: (c.kind == CellKind::Code).then(|| c.language()),
-                        source: nb.source(&meta.id, c)?,
+                        source: nb.source(&meta, c)?,
                     })
                 })
                 .collect::<Result<_, PackError>>()?;
@@ -218,11 +202,10 @@ pub(crate) async fn cell_delete(
     state
         .in_session(&ctx, args.session_id, move |nb, mut meta| {
             let cell = meta.cells.remove(meta.cell_index(&args.cell_id)?);
-            nb.save(&meta)?;
             if let Some(filename) = &cell.filename {
-                let _ = notebook::session_dir(&nb.dir(&meta.id))
-                    .map(|dir| dir.remove_file(Notebooks::cell_file(filename)));
+                nb.set_source(&mut meta, filename, None)?;
             }
+            nb.save(&meta)?;
             Ok(CellDeleted {
                 session_id: meta.id,
                 cell_id: cell.id,

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     cells::CellRef,
-    notebook::{self, CellKind, CellMeta, Notebooks},
+    notebook::{self, CellKind, CellMeta},
     sessions::SessionArgs,
     srcmd,
     state::{State, blocking},
@@ -35,12 +35,12 @@ pub(crate) async fn session_export(
     state
         .in_session(&ctx, args.session_id, move |nb, meta| {
             let dir = nb.dir(&meta.id);
-            let package_json = notebook::read(&dir, "package.json").ok();
+            let package_json = nb.package_json(&meta);
             let cells = meta
                 .cells
                 .iter()
                 .map(|c| {
-                    let source = nb.source(&meta.id, c)?;
+                    let source = nb.source(&meta, c)?;
                     Ok(match (&c.kind, &c.filename) {
                         (CellKind::Code, Some(filename)) => srcmd::Cell::Code {
                             filename: filename.clone(),
@@ -128,11 +128,7 @@ pub(crate) async fn session_import(
                         text: Some(text),
                     },
                     srcmd::Cell::Code { filename, source } => {
-                        notebook::write(
-                            &nb.dir(&meta.id),
-                            Notebooks::cell_file(&filename),
-                            &source,
-                        )?;
+                        nb.set_source(&mut meta, &filename, Some(&source))?;
                         refs.push(CellRef {
                             cell_id: id.clone(),
                             filename: filename.clone(),

@@ -55,6 +55,8 @@ fn pack() -> PackDef<State> {
         "Run TypeScript/JavaScript with Node.js and work in notebook sessions of cells",
         |config: Keyed<Config>, host: Host| State::new(config.0, &host),
     )
+    // Notebook sessions in the host's `[state] database`, for every instance.
+    .shares_state()
     // Code (execute, cell_execute, npm install's scripts) can do anything its
     // confinement allows, and code mode calls every function the caller may:
     // as unsafe as the worst of them. The rest only touch the caller's own

@@ -1,7 +1,12 @@
 //! `exec_ts.npm_install`: npm in a session folder, confined, through a
 //! proxy that reaches the registry only; allowed lifecycle scripts after.
 
-use std::{os::fd::OwnedFd, path::Path, sync::Arc, time::Instant};
+use std::{
+    os::fd::OwnedFd,
+    path::Path,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use pack_sdk::{Context, PackError};
 use schemars::JsonSchema;
@@ -17,7 +22,7 @@ use crate::{
 /// Default time limit of `npm install` (ms).
 const DEFAULT_NPM_TIMEOUT_MS: u64 = 300_000;
 
-fn default_npm_timeout() -> u64 {
+pub(crate) fn default_npm_timeout() -> u64 {
     DEFAULT_NPM_TIMEOUT_MS
 }
 
@@ -54,8 +59,9 @@ pub(crate) async fn npm_install(
             "`packages` entry {flag:?} is not a package; give names like `lodash` or `zod@3`"
         )));
     }
+    let id = args.session_id;
     let dir = state
-        .in_session_run(&ctx, args.session_id, |nb, meta| Ok(nb.dir(&meta.id)))
+        .in_session_run(&ctx, id.clone(), |nb, meta| Ok(nb.dir(&meta.id)))
         .await?;
     // npm reads a local package where it is: only inside `cwd_roots`.
     let local: Vec<OwnedFd> = args
@@ -74,6 +80,36 @@ pub(crate) async fn npm_install(
         })
         .collect::<Result<_, _>>()
         .map_err(refused)?;
+    let output = install(&state, &dir, &args.packages, local, timeout, started).await?;
+    let session = id.clone();
+    let wrote = match output.exit_code {
+        0 => blocking(&state, move |state| state.notebooks.npm_wrote(&session)).await?,
+        _ => None,
+    };
+    if let Some(package_json) = wrote {
+        // What npm wrote in package.json is the session's from now on.
+        state
+            .in_session(&ctx, id, move |nb, mut meta| {
+                nb.set_package_json(&mut meta, &package_json)?;
+                nb.save(&meta)?;
+                nb.installed(&meta)
+            })
+            .await?;
+    }
+    output.into_result("npm install")
+}
+
+/// `npm install [packages]` in the session folder `dir` (`local`: the
+/// local packages among them, opened), then the allowed lifecycle scripts:
+/// the run, whatever its exit code.
+pub(crate) async fn install(
+    state: &Arc<State>,
+    dir: &Path,
+    packages: &[String],
+    local: Vec<OwnedFd>,
+    timeout: Duration,
+    started: Instant,
+) -> Result<ExecOutput, PackError> {
     state.runner.tools.node()?;
     let npm = state.runner.tools.npm.clone().ok_or_else(|| {
         let message = "npm is not installed: no `npm` beside node nor on PATH; install it (e.g. `apt-get install npm`)";
@@ -81,8 +117,8 @@ pub(crate) async fn npm_install(
     })?;
     // npm's cache and temporary files are the session's own (never the
     // host user's ~/.npm, which is neither readable nor shared).
-    let session = dir.clone();
-    let tmp = blocking(&state, move |_| {
+    let session = dir.to_owned();
+    let tmp = blocking(state, move |_| {
         Scratch::new(&session, ".packhost", "npm-")
             .map_err(|e| notebook::io_error(&session.join(".packhost"), e))
     })
@@ -99,15 +135,15 @@ pub(crate) async fn npm_install(
     );
     env.insert("npm_config_update_notifier".to_owned(), "false".to_owned());
     env.extend(state.npm.env(proxy.as_ref()));
-    let policy = state.runner.npm_policy(&dir, local, network);
+    let policy = state.runner.npm_policy(dir, local, network);
     let runner = &state.runner;
-    let install = npm::install_args(&args.packages);
+    let install = npm::install_args(packages);
     let installed = runner
-        .run(&npm, &install, &dir, &policy, &env, timeout, started)
+        .run(&npm, &install, dir, &policy, &env, timeout, started)
         .await?;
-    let session = dir.clone();
+    let session = dir.to_owned();
     let scripted = match installed.exit_code {
-        0 => blocking(&state, move |state| Ok(state.npm.scripted(&session))).await?,
+        0 => blocking(state, move |state| Ok(state.npm.scripted(&session))).await?,
         _ => Vec::new(),
     };
     let mut output = if scripted.is_empty() {
@@ -116,10 +152,10 @@ pub(crate) async fn npm_install(
         let rebuild = npm::rebuild_args(&scripted);
         let left = timeout.saturating_sub(started.elapsed());
         let rebuilt = runner
-            .run(&npm, &rebuild, &dir, &policy, &env, left, started)
+            .run(&npm, &rebuild, dir, &policy, &env, left, started)
             .await?;
         installed.followed_by(rebuilt)
     };
     npm::note_refusals(&mut output, proxy.as_ref());
-    output.into_result("npm install")
+    Ok(output)
 }

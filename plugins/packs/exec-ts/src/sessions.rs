@@ -85,7 +85,7 @@ pub(crate) async fn session_list(
     blocking(&state, move |state| {
         let nb = &state.notebooks;
         let sessions = nb
-            .sessions(&owner)
+            .sessions(&owner)?
             .into_iter()
             .map(|meta| SessionInfo {
                 dir: nb.dir(&meta.id).display().to_string(),

@@ -14,11 +14,14 @@ use pack_sdk::{Context, Host, PackError, owned::Ownership};
 use crate::{
     config::Config,
     node::{Confinement, ExecOutput, Runner, Tools},
-    notebook::{Notebooks, SessionMeta},
+    notebook::{CONFLICT, Notebooks, SessionMeta},
     npm::Npm,
     realm::Realms,
     typecheck::{Checker, NO_COMPILER},
 };
+
+/// How many times a change is made before a `CONFLICT` is answered.
+const TRIES: usize = 5;
 
 /// Default time limit of code (ms).
 const DEFAULT_TIMEOUT_MS: u64 = 30_000;
@@ -67,9 +70,17 @@ impl State {
                 })?
                 .join(".packhost/notebooks"),
         };
+        // Relative: the host's working folder's (each instance's own).
+        let notebooks_dir = std::path::absolute(&notebooks_dir)
+            .map_err(|e| PackError::invalid_argument(format!("`notebooks_dir`: {e}")))?;
         let sessions = &config.sessions;
         let ownership = Ownership::new(sessions.share);
-        let notebooks = Notebooks::new(notebooks_dir, ownership, sessions.limits())?;
+        let notebooks = Notebooks::new(
+            notebooks_dir,
+            ownership,
+            sessions.limits(),
+            host.state_database().map(str::to_owned),
+        )?;
         let checker = config
             .typescript
             .as_deref()
@@ -160,12 +171,13 @@ impl State {
 
     /// `work` on the caller's session `id`, loaded under the lock, off the
     /// async workers. A session that is not the caller's is answered as an
-    /// unknown one.
+    /// unknown one. A change that lost to another instance's (`CONFLICT`)
+    /// is made again on the session as it is now, a few times.
     pub(crate) async fn in_session<T: Send + 'static>(
         self: &Arc<Self>,
         ctx: &Context,
         id: String,
-        work: impl FnOnce(&Notebooks, SessionMeta) -> Result<T, PackError> + Send + 'static,
+        work: impl FnMut(&Notebooks, SessionMeta) -> Result<T, PackError> + Send + 'static,
     ) -> Result<T, PackError> {
         self.session_then(ctx, id, |e| e, work).await
     }
@@ -176,7 +188,7 @@ impl State {
         self: &Arc<Self>,
         ctx: &Context,
         id: String,
-        work: impl FnOnce(&Notebooks, SessionMeta) -> Result<T, PackError> + Send + 'static,
+        work: impl FnMut(&Notebooks, SessionMeta) -> Result<T, PackError> + Send + 'static,
     ) -> Result<T, PackError> {
         self.session_then(ctx, id, refused, work).await
     }
@@ -186,14 +198,21 @@ impl State {
         ctx: &Context,
         id: String,
         missing: fn(PackError) -> PackError,
-        work: impl FnOnce(&Notebooks, SessionMeta) -> Result<T, PackError> + Send + 'static,
+        mut work: impl FnMut(&Notebooks, SessionMeta) -> Result<T, PackError> + Send + 'static,
     ) -> Result<T, PackError> {
         let owner = self.notebooks.caller(ctx);
         blocking(self, move |state| {
-            state.locked(|nb| {
-                let meta = nb.load(&id, &owner).map_err(missing)?;
-                work(nb, meta)
-            })
+            let mut tries = 1;
+            loop {
+                let done = state.locked(|nb| {
+                    let meta = nb.load(&id, &owner).map_err(missing)?;
+                    work(nb, meta)
+                });
+                match done {
+                    Err(e) if e.code() == CONFLICT && tries < TRIES => tries += 1,
+                    done => return done,
+                }
+            }
         })
         .await
     }

@@ -1,9 +1,7 @@
-//! Notebook sessions on disk (the Srcbook model): one directory per session
-//! under the notebooks root,
+//! Notebook sessions (the Srcbook model): one folder per session under the
+//! notebooks root, where its cells run,
 //!
 //! ```text
-//! <root>/.sessions/<sessionId>.json   owner, title, language, cells in order
-//!                                      (ids, filenames, markdown text): the host's
 //! <root>/<sessionId>/
 //!   package.json    {"type": "module", ...}: cells are ES modules; `npm_install` adds here
 //!   tsconfig.json
@@ -11,28 +9,31 @@
 //!   .packhost/      the loader and per-run builds (JavaScript stripped from the cells)
 //! ```
 //!
-//! What the host knows of a session (its owner, title, cells and their file
-//! names) is in `<root>/.sessions/<sessionId>.json`, outside the session's
-//! folder: code running in the session may write everything in its folder,
-//! so nothing there decides which folder, owner or file the host uses. The
-//! id is always the one asked for (checked: 1–64 of `[A-Za-z0-9_-]`, so never
-//! `..`, `/` or absolute), the folder always `<root>/<id>`. A session folder
-//! from before this layout (its metadata in its own `session.json`, which its
-//! code could have rewritten) is not a session: export it with an older
-//! packhost, or re-import its `.src.md`.
+//! and the host's record of it (owner, title, language, cells in order)
+//! in a [`Store`]: on this instance's disk (`disk.rs`, the default), or in
+//! PostgreSQL when the host has a `[state] database` (`postgres.rs`), where
+//! every instance finds it and the record also holds the session's files,
+//! written into the folder of the instance that reads it.
 //!
-//! Everything is read from disk on each call, so ids survive a host restart.
-//! Files in a session folder are read and written only through
-//! [`beneath::Dir`] with [`Links::Refused`]: no link code planted is followed.
+//! Code running in a session may write everything in its folder, so
+//! nothing there decides which folder, owner or file the host uses. The id
+//! is always the one asked for (checked: 1–64 of `[A-Za-z0-9_-]`, so never
+//! `..`, `/` or absolute), the folder always `<root>/<id>`, a cell's file
+//! name checked before any path is made of it. Files in a session folder
+//! are read and written only through [`beneath::Dir`] with
+//! [`Links::Refused`]: no link code planted is followed.
 //!
-//! A session belongs to the caller that created it: its metadata records
-//! its `owner` (organisation and user), so owners survive restarts too. Every
-//! operation takes the caller, and a session the pack's
-//! [`Ownership`] rule does not give it is not found, exactly as an unknown id
-//! (listings and error messages name only the caller's own).
+//! A session belongs to the caller that created it: its record holds its
+//! `owner` (organisation and user). Every operation takes the caller, and a
+//! session the pack's [`Ownership`] rule does not give it is not found,
+//! exactly as an unknown id (listings and error messages name only the
+//! caller's own). Records are read on every call, so ids survive a restart.
+
+mod disk;
+mod postgres;
 
 use std::{
-    fs,
+    collections::BTreeMap,
     hash::{BuildHasher, Hasher},
     io,
     path::{Path, PathBuf},
@@ -43,7 +44,7 @@ use std::{
 use beneath::{Dir, Links};
 use pack_sdk::{
     Context, PackError, codes,
-    owned::{Kind, Limits, Owner, Ownership},
+    owned::{Kind, Limits, Owner, Ownership, Share},
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -88,12 +89,16 @@ impl Language {
     }
 }
 
-/// What the host keeps of a session (`.sessions/<id>.json`).
+/// The host's record of a session.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SessionMeta {
     /// The session id (its directory name): the id asked for, never read.
     #[serde(skip)]
     pub id: String,
+    /// Which record this was read from, for a change that must not cross
+    /// another ([`Store::save`]).
+    #[serde(skip)]
+    pub version: i64,
     /// Who created it.
     pub owner: Owner,
     /// A title, shown in listings and exports.
@@ -102,6 +107,11 @@ pub struct SessionMeta {
     pub language: Language,
     /// Cells in order.
     pub cells: Vec<CellMeta>,
+    /// The session's files when the record holds them (PostgreSQL):
+    /// `package.json`, `tsconfig.json`, `src/<filename>` of each code cell.
+    /// On disk the folder holds them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub files: BTreeMap<String, String>,
 }
 
 /// One cell as stored.
@@ -144,14 +154,66 @@ impl CellMeta {
     }
 }
 
-/// The notebooks root and the operations on it (blocking file work), each
-/// for one caller.
-#[derive(Debug)]
+/// Where the host's records of notebook sessions live. Records are found
+/// by id alone: [`Notebooks`] applies the owner rule to them.
+pub trait Store: Send + Sync {
+    /// Session `id`'s record, whoever owns it; `None` when there is none.
+    fn read(&self, id: &str) -> Result<Option<SessionMeta>, PackError>;
+    /// The records of organisation `org`'s sessions, maybe others too.
+    fn list(&self, org: &str) -> Result<Vec<SessionMeta>, PackError>;
+    /// Records the new session `meta`, its `package.json` given, if `fits`
+    /// allows one more.
+    fn create(
+        &self,
+        meta: &mut SessionMeta,
+        package_json: &str,
+        share: Share,
+        fits: Fits<'_>,
+    ) -> Result<(), PackError>;
+    /// Writes `meta` back: `false` when it changed since it was read.
+    fn save(&self, meta: &SessionMeta) -> Result<bool, PackError>;
+    /// Forgets session `id` and removes its folder.
+    fn remove(&self, id: &str) -> Result<(), PackError>;
+    /// The file `rel` of session `meta` (`package.json`, `src/<filename>`).
+    fn file(&self, meta: &SessionMeta, rel: &str) -> Result<String, PackError>;
+    /// Sets the file `rel` of session `meta` to `content` (`None` removes
+    /// it), kept by the next [`Self::save`] where the record holds files.
+    fn set_file(
+        &self,
+        meta: &mut SessionMeta,
+        rel: &str,
+        content: Option<&str>,
+    ) -> Result<(), PackError>;
+    /// Makes the session's folder hold the files of `meta`, before anything
+    /// there is read or run.
+    fn materialise(&self, meta: &SessionMeta) -> Result<(), PackError>;
+    /// Whether the folder's `node_modules` may lack what the `package.json`
+    /// of `meta` lists (npm ran on another instance, or before a change).
+    fn needs_install(&self, meta: &SessionMeta) -> bool;
+    /// Notes that the folder's `node_modules` holds what the `package.json`
+    /// of `meta` lists.
+    fn installed(&self, meta: &SessionMeta) -> Result<(), PackError>;
+    /// After `npm install` in session `id`'s folder: the `package.json` npm
+    /// wrote there, where the record (not the folder) holds the files.
+    fn npm_wrote(&self, id: &str) -> Result<Option<String>, PackError>;
+}
+
+/// Whether one more session fits, given how many its owner holds (a user,
+/// or with `share = "org"` the organisation) and how many there are in all.
+pub type Fits<'a> = &'a (dyn Fn(usize, usize) -> Result<(), PackError> + Sync);
+
+/// The notebooks root, where the records live, and the operations on them
+/// (blocking work), each for one caller.
 pub struct Notebooks {
     root: PathBuf,
     ownership: Ownership,
     limits: Limits,
+    store: Box<dyn Store>,
 }
+
+/// The code of a change that lost to another one made from the same record
+/// (another instance's): tried again, then answered.
+pub const CONFLICT: &str = "CONFLICT";
 
 /// Whether `id` can name a session or cell: 1–64 of `[A-Za-z0-9_-]`.
 pub fn valid_id(id: &str) -> bool {
@@ -218,19 +280,26 @@ pub const TSCONFIG_JSON: &str = r#"{
 }
 "#;
 
-/// The folder of the host's session metadata, beside the session folders
-/// (not a valid id, so never one of them).
-const META_DIR: &str = ".sessions";
-
 impl Notebooks {
-    /// Sessions under `root`, shared as `ownership` says; a limit of 0 is
-    /// refused, naming its key.
-    pub fn new(root: PathBuf, ownership: Ownership, limits: Limits) -> Result<Self, PackError> {
+    /// Sessions under `root`, shared as `ownership` says, their records on
+    /// disk or, with a `database` (`postgres://…`), in PostgreSQL; a limit
+    /// of 0 is refused, naming its key.
+    pub fn new(
+        root: PathBuf,
+        ownership: Ownership,
+        limits: Limits,
+        database: Option<String>,
+    ) -> Result<Self, PackError> {
         limits.validate(&sessions())?;
+        let store: Box<dyn Store> = match database {
+            None => Box::new(disk::Disk::new(root.clone())),
+            Some(url) => Box::new(postgres::Postgres::new(&url, root.clone())),
+        };
         Ok(Self {
             root,
             ownership,
             limits,
+            store,
         })
     }
 
@@ -249,102 +318,78 @@ impl Notebooks {
         self.root.join(id)
     }
 
-    /// The host's metadata file of session `id`.
-    fn meta_path(&self, id: &str) -> PathBuf {
-        self.root.join(META_DIR).join(format!("{id}.json"))
-    }
-
     /// The ids of the sessions `caller` may use, sorted.
-    pub fn ids(&self, caller: &Owner) -> Vec<String> {
-        self.sessions(caller)
-            .into_iter()
-            .map(|meta| meta.id)
-            .collect()
-    }
-
-    /// Every session's id, whoever owns it.
-    fn all_ids(&self) -> impl Iterator<Item = String> {
-        fs::read_dir(self.root.join(META_DIR))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|entry| {
-                let name = entry.file_name().into_string().ok()?;
-                let id = name.strip_suffix(".json")?;
-                valid_id(id).then(|| id.to_owned())
-            })
+    pub fn ids(&self, caller: &Owner) -> Result<Vec<String>, PackError> {
+        let sessions = self.sessions(caller)?;
+        Ok(sessions.into_iter().map(|meta| meta.id).collect())
     }
 
     /// `SESSION_NOT_FOUND` for `id`, listing the sessions `caller` may use.
-    pub fn session_not_found(&self, id: &str, caller: &Owner) -> String {
-        let ids = self.ids(caller);
+    fn session_not_found(&self, id: &str, caller: &Owner) -> PackError {
+        let ids = match self.ids(caller) {
+            Ok(ids) => ids,
+            Err(e) => return e,
+        };
         let existing = if ids.is_empty() {
             "you have no sessions; create one with `exec_ts.session_create`".to_owned()
         } else {
             format!("your sessions: {}", ids.join(", "))
         };
-        format!(
+        let message = format!(
             "no session `{id}` under {} ({existing})",
             self.root.display()
-        )
+        );
+        PackError::new(codes::SESSION_NOT_FOUND, message)
     }
 
     fn allowed(&self, meta: &SessionMeta, caller: &Owner) -> bool {
         self.ownership.allows(Some(&meta.owner), caller)
     }
 
-    /// Session `id`'s metadata as the host wrote it, whoever owns it.
-    fn read_meta(&self, id: &str) -> Result<SessionMeta, PackError> {
-        let path = self.meta_path(id);
-        let text = fs::read_to_string(&path).map_err(|e| io_error(&path, e))?;
-        let mut meta: SessionMeta = serde_json::from_str(&text).map_err(|e| {
-            PackError::internal(format!(
-                "{} is not a valid session file: {e}",
-                path.display()
-            ))
-        })?;
-        meta.id = id.to_owned();
+    /// Session `id`'s record, if `caller` may use it; else
+    /// `SESSION_NOT_FOUND`, as for an id that does not exist.
+    fn find(&self, id: &str, caller: &Owner) -> Result<SessionMeta, PackError> {
+        if !valid_id(id) {
+            return Err(self.session_not_found(id, caller));
+        }
+        match self.store.read(id)? {
+            Some(meta) if self.allowed(&meta, caller) => Ok(meta),
+            _ => Err(self.session_not_found(id, caller)),
+        }
+    }
+
+    /// [`Self::find`], with the session's folder holding its files.
+    pub fn load(&self, id: &str, caller: &Owner) -> Result<SessionMeta, PackError> {
+        let meta = self.find(id, caller)?;
+        self.store.materialise(&meta)?;
         Ok(meta)
     }
 
-    /// Session `id`'s metadata, if `caller` may use it; else
-    /// `SESSION_NOT_FOUND`, as for an id that does not exist.
-    pub fn load(&self, id: &str, caller: &Owner) -> Result<SessionMeta, PackError> {
-        let not_found =
-            || PackError::new(codes::SESSION_NOT_FOUND, self.session_not_found(id, caller));
-        if !valid_id(id) {
-            return Err(not_found());
-        }
-        match self.read_meta(id) {
-            Ok(meta) if self.allowed(&meta, caller) => Ok(meta),
-            Ok(_) => Err(not_found()),
-            Err(_) if !self.meta_path(id).exists() => Err(not_found()),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// The sessions `caller` may use, by id (unreadable ones left out):
-    /// each metadata file read once.
-    pub fn sessions(&self, caller: &Owner) -> Vec<SessionMeta> {
-        let mut sessions: Vec<SessionMeta> = self
-            .all_ids()
-            .filter_map(|id| self.read_meta(&id).ok())
-            .filter(|meta| self.allowed(meta, caller))
-            .collect();
+    /// The sessions `caller` may use, by id (unreadable ones left out).
+    pub fn sessions(&self, caller: &Owner) -> Result<Vec<SessionMeta>, PackError> {
+        let mut sessions = self.store.list(&caller.org)?;
+        sessions.retain(|meta| self.allowed(meta, caller));
         sessions.sort_by(|a, b| a.id.cmp(&b.id));
-        sessions
+        Ok(sessions)
     }
 
-    /// Write session metadata (atomically: a crash never leaves half a file).
+    /// Writes back `meta`, read by [`Self::load`]; `CONFLICT` when another
+    /// change to it came first.
     pub fn save(&self, meta: &SessionMeta) -> Result<(), PackError> {
-        let path = self.meta_path(&meta.id);
-        let tmp = path.with_extension("json.tmp");
-        let json = serde_json::to_string_pretty(meta).expect("session metadata is JSON");
-        fs::write(&tmp, json + "\n").map_err(|e| io_error(&tmp, e))?;
-        fs::rename(&tmp, &path).map_err(|e| io_error(&path, e))
+        if self.store.save(meta)? {
+            return Ok(());
+        }
+        Err(PackError::new(
+            CONFLICT,
+            format!(
+                "session `{}` was changed by another call at the same time, again and again; \
+                 nothing of this call was kept: try it again",
+                meta.id
+            ),
+        ))
     }
 
-    /// Create a new session directory with its files, owned by `owner`.
+    /// Create a new session with its folder, owned by `owner`.
     pub fn create(
         &self,
         title: &str,
@@ -352,55 +397,79 @@ impl Notebooks {
         package_json: &str,
         owner: &Owner,
     ) -> Result<SessionMeta, PackError> {
-        let mine = self.ids(owner);
+        let mine = self.ids(owner)?;
         let share = self.ownership.share();
-        self.limits.check(
-            &sessions(),
-            share,
-            &mine,
-            mine.len(),
-            self.all_ids().count(),
-        )?;
-        let meta_dir = self.root.join(META_DIR);
-        fs::create_dir_all(&meta_dir).map_err(|e| io_error(&meta_dir, e))?;
-        let id = new_id("s");
-        let dir = self.dir(&id);
-        fs::create_dir_all(dir.join("src")).map_err(|e| io_error(&dir, e))?;
-        write(&dir, "package.json", package_json)?;
-        write(&dir, "tsconfig.json", TSCONFIG_JSON)?;
-        let meta = SessionMeta {
-            id,
+        let fits = |held, total| self.limits.check(&sessions(), share, &mine, held, total);
+        let mut meta = SessionMeta {
+            id: new_id("s"),
+            version: 0,
             owner: owner.clone(),
             title: title.to_owned(),
             language,
             cells: Vec::new(),
+            files: BTreeMap::new(),
         };
-        self.save(&meta)?;
+        self.store.create(&mut meta, package_json, share, &fits)?;
+        self.store.materialise(&meta)?;
         Ok(meta)
     }
 
     /// Remove session `id` of `caller` and everything in its directory.
     pub fn delete(&self, id: &str, caller: &Owner) -> Result<(), PackError> {
-        let meta = self.load(id, caller)?;
-        let path = self.meta_path(&meta.id);
-        fs::remove_file(&path).map_err(|e| io_error(&path, e))?;
-        let root = Dir::open(&self.root, Links::Refused).map_err(|e| io_error(&self.root, e))?;
-        root.remove_dir_all(&meta.id)
-            .map_err(|e| io_error(&self.dir(&meta.id), e))
-    }
-
-    /// The source file of a code cell, in its session's folder.
-    pub fn cell_file(filename: &str) -> PathBuf {
-        Path::new("src").join(filename)
+        let meta = self.find(id, caller)?;
+        self.store.remove(&meta.id)
     }
 
     /// The source of a cell (markdown text, or its file's content).
-    pub fn source(&self, session: &str, cell: &CellMeta) -> Result<String, PackError> {
+    pub fn source(&self, meta: &SessionMeta, cell: &CellMeta) -> Result<String, PackError> {
         match (&cell.kind, &cell.filename) {
-            (CellKind::Code, Some(filename)) => read(&self.dir(session), Self::cell_file(filename)),
+            (CellKind::Code, Some(filename)) => self.store.file(meta, &cell_file(filename)?),
             _ => Ok(cell.text.clone().unwrap_or_default()),
         }
     }
+
+    /// Sets the source of code cell file `filename` (`None` removes it);
+    /// [`Self::save`] keeps it.
+    pub fn set_source(
+        &self,
+        meta: &mut SessionMeta,
+        filename: &str,
+        source: Option<&str>,
+    ) -> Result<(), PackError> {
+        self.store.set_file(meta, &cell_file(filename)?, source)
+    }
+
+    /// The session's `package.json`, if it has one.
+    pub fn package_json(&self, meta: &SessionMeta) -> Option<String> {
+        self.store.file(meta, "package.json").ok()
+    }
+
+    /// Sets the session's `package.json`; [`Self::save`] keeps it.
+    pub fn set_package_json(&self, meta: &mut SessionMeta, text: &str) -> Result<(), PackError> {
+        self.store.set_file(meta, "package.json", Some(text))
+    }
+
+    /// See [`Store::needs_install`].
+    pub fn needs_install(&self, meta: &SessionMeta) -> bool {
+        self.store.needs_install(meta)
+    }
+
+    /// See [`Store::npm_wrote`].
+    pub fn npm_wrote(&self, id: &str) -> Result<Option<String>, PackError> {
+        self.store.npm_wrote(id)
+    }
+
+    /// See [`Store::installed`].
+    pub fn installed(&self, meta: &SessionMeta) -> Result<(), PackError> {
+        self.store.installed(meta)
+    }
+}
+
+/// The file of code cell `filename` in its session, the name checked
+/// (records from a shared database are checked as arguments are).
+pub fn cell_file(filename: &str) -> Result<String, PackError> {
+    check_filename(filename)?;
+    Ok(format!("src/{filename}"))
 }
 
 impl SessionMeta {
@@ -468,7 +537,7 @@ pub fn io_error(path: &Path, e: io::Error) -> PackError {
 
 #[cfg(test)]
 mod tests {
-    use pack_sdk::owned::Share;
+    use std::fs;
 
     use super::*;
 
@@ -516,7 +585,7 @@ mod tests {
             max: 1000,
             per_owner: 100,
         };
-        Notebooks::new(root.into(), rule, limits).unwrap()
+        Notebooks::new(root.into(), rule, limits, None).unwrap()
     }
 
     #[test]
@@ -560,10 +629,10 @@ mod tests {
             );
             assert!(nb.delete(&theirs.id, caller).is_err());
         }
-        assert_eq!(nb.ids(&eve), [mine.id.as_str()]);
-        assert!(nb.ids(&bob).is_empty());
+        assert_eq!(nb.ids(&eve).unwrap(), [mine.id.as_str()]);
+        assert!(nb.ids(&bob).unwrap().is_empty());
         assert_eq!(
-            notebooks(root.path(), Share::Org).ids(&bob),
+            notebooks(root.path(), Share::Org).ids(&bob).unwrap(),
             [theirs.id.as_str()]
         );
     }
@@ -593,12 +662,12 @@ mod tests {
             (mine.id.as_str(), "e")
         );
         assert!(meta.cells.is_empty());
-        assert_eq!(nb.ids(&eve), [mine.id.as_str()]);
+        assert_eq!(nb.ids(&eve).unwrap(), [mine.id.as_str()]);
         // A folder without the host's metadata is no session, whatever it holds.
         fs::create_dir(nb.dir("splanted")).unwrap();
         fs::write(nb.dir("splanted").join("session.json"), forged.to_string()).unwrap();
         for caller in [&ada, &eve] {
-            assert!(!nb.ids(caller).contains(&"splanted".to_owned()));
+            assert!(!nb.ids(caller).unwrap().contains(&"splanted".to_owned()));
             assert_eq!(
                 nb.load("splanted", caller).unwrap_err().code(),
                 codes::SESSION_NOT_FOUND
