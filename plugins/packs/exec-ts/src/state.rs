@@ -9,12 +9,12 @@ use std::{
 };
 
 use beneath::Links;
-use pack_sdk::{Context, Host, PackError, owned::Ownership};
+use pack_sdk::{Context, Host, PackError, codes, owned::Ownership};
 
 use crate::{
     config::Config,
     node::{Confinement, ExecOutput, Runner, Tools},
-    notebook::{CONFLICT, Notebooks, SessionMeta},
+    notebook::{Notebooks, SessionMeta},
     npm::Npm,
     realm::Realms,
     typecheck::{Checker, NO_COMPILER},
@@ -209,7 +209,7 @@ impl State {
                     work(nb, meta)
                 });
                 match done {
-                    Err(e) if e.code() == CONFLICT && tries < TRIES => tries += 1,
+                    Err(e) if e.code() == codes::CONFLICT && tries < TRIES => tries += 1,
                     done => return done,
                 }
             }

@@ -427,6 +427,9 @@ pub mod codes {
     pub const EXECUTION_ERROR: &str = "EXECUTION_ERROR";
     /// A configured limit (sessions, sizes) would be exceeded.
     pub const LIMIT_EXCEEDED: &str = "LIMIT_EXCEEDED";
+    /// A change lost to another made at the same time (through another
+    /// instance) and was not kept: send it again.
+    pub const CONFLICT: &str = "CONFLICT";
     /// The caller's client cannot answer a question of this call (it did
     /// not declare elicitation, sampling or roots), or no client can be
     /// asked (a call from the command line).

@@ -211,10 +211,6 @@ pub struct Notebooks {
     store: Box<dyn Store>,
 }
 
-/// The code of a change that lost to another one made from the same record
-/// (another instance's): tried again, then answered.
-pub const CONFLICT: &str = "CONFLICT";
-
 /// Whether `id` can name a session or cell: 1–64 of `[A-Za-z0-9_-]`.
 pub fn valid_id(id: &str) -> bool {
     (1..=64).contains(&id.len())
@@ -380,7 +376,7 @@ impl Notebooks {
             return Ok(());
         }
         Err(PackError::new(
-            CONFLICT,
+            codes::CONFLICT,
             format!(
                 "session `{}` was changed by another call at the same time, again and again; \
                  nothing of this call was kept: try it again",
