@@ -279,6 +279,15 @@ async fn a_task_started_through_one_instance_is_read_through_the_others_by_its_o
     let task = completed(&instances.instance_url(2), &ada_token, &get).await;
     let text = &task["result"]["result"]["structuredContent"]["text"];
     assert_eq!(text, "computed shared in 0.3 s", "{task}");
+    // Ended, it is read through the others from the record of how it
+    // ended, once its instance is gone too (given the moment it takes to
+    // record it).
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    instances.kill(1);
+    for n in [2, 3] {
+        let after = completed(&instances.instance_url(n), &ada_token, &get).await;
+        assert_eq!(after["result"], task["result"], "{after}");
+    }
 }
 
 /// The proxy and each instance: where another organisation tries.

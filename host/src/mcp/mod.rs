@@ -36,6 +36,7 @@ use rmcp::{
     service::{NotificationContext, RequestContext, SubscriptionContext},
 };
 use serde_json::Value;
+use state_store::HeldTask;
 
 use self::{
     ask::missing,
@@ -262,19 +263,25 @@ impl PackhostServer {
         response
     }
 
-    /// The answer of the instance running task `id` to `method` with
+    /// Task `id` of the caller of `context` as the database records it,
+    /// when instances are named.
+    async fn held_task(&self, id: &str, context: &RequestContext<RoleServer>) -> Option<HeldTask> {
+        self.peers.as_ref()?;
+        let holders = self.executor.state().task_holders();
+        holders.holder(id, &self.owner_of(context)).await.ok()?
+    }
+
+    /// The answer of the instance running task `held` to `method` with
     /// `params`, when another instance runs it.
     async fn task_elsewhere<P: serde::Serialize>(
         &self,
         method: &str,
-        id: &str,
+        held: Option<HeldTask>,
         params: &P,
         context: &RequestContext<RoleServer>,
     ) -> Option<Result<Value, ErrorData>> {
-        let peers = self.peers.as_ref()?;
-        let holders = self.executor.state().task_holders();
-        let at = holders.holder(id, &self.owner_of(context)).await.ok()??;
-        peers.request(&at, context, method, params).await
+        let (peers, held) = (self.peers.as_ref()?, held?);
+        peers.request(&held.instance, context, method, params).await
     }
 
     /// A call's outcome as the client gets it.
@@ -677,9 +684,15 @@ impl ServerHandler for PackhostServer {
     ) -> Result<GetTaskResult, ErrorData> {
         let here = self.tasks.get(&request.task_id, &self.owner_of(&context));
         let Err(unknown) = here else { return here };
-        let id = &request.task_id;
+        let held = self.held_task(&request.task_id, &context).await;
+        // Ended: answered from the record, whether or not its instance lives.
+        if let Some(ended) = held.as_ref().and_then(|held| held.ended.as_deref()) {
+            return serde_json::from_slice(ended).map_err(|e| {
+                ErrorData::internal_error(format!("a task's recorded end: {e}"), None)
+            });
+        }
         match self
-            .task_elsewhere("tasks/get", id, &request, &context)
+            .task_elsewhere("tasks/get", held, &request, &context)
             .await
         {
             Some(result) => result.and_then(|task| {
@@ -700,8 +713,8 @@ impl ServerHandler for PackhostServer {
         let owner = self.owner_of(&context);
         let here = self.tasks.update(&request.task_id, answers, &owner);
         let Err(unknown) = here else { return here };
-        let id = &request.task_id;
-        let elsewhere = self.task_elsewhere("tasks/update", id, &request, &context);
+        let held = self.held_task(&request.task_id, &context).await;
+        let elsewhere = self.task_elsewhere("tasks/update", held, &request, &context);
         elsewhere
             .await
             .map_or(Err(unknown), |result| result.map(drop))
@@ -716,8 +729,8 @@ impl ServerHandler for PackhostServer {
             .tasks
             .cancel(&request.task_id, &self.owner_of(&context));
         let Err(unknown) = here else { return here };
-        let id = &request.task_id;
-        let elsewhere = self.task_elsewhere("tasks/cancel", id, &request, &context);
+        let held = self.held_task(&request.task_id, &context).await;
+        let elsewhere = self.task_elsewhere("tasks/cancel", held, &request, &context);
         elsewhere
             .await
             .map_or(Err(unknown), |result| result.map(drop))

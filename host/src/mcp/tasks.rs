@@ -61,6 +61,13 @@ pub(super) const KEPT: Duration = Duration::from_millis(2 * TTL_MS);
 /// How often a client is asked to poll `tasks/get`.
 const POLL_INTERVAL_MS: u64 = 500;
 
+/// How soon after its future returned a task's instance looks again
+/// whether rmcp marked it ended.
+const ENDED_POLL_MS: u64 = 5;
+
+/// How many times it looks, at most (a second in all).
+const ENDED_LOOKS: u32 = 200;
+
 /// A call of a function that asks first (`FunctionSpec::asks_first`), from
 /// a 2026-07-28 client that negotiated tasks, runs as a plain request
 /// while it asks: its questions go back by rounds (`input_required`), and
@@ -332,7 +339,8 @@ fn unknown(id: &str) -> ErrorData {
 /// call is then cancelled and dropped, which stops the pack's work). A
 /// failure of the call is a `completed` task whose result says so, as a
 /// direct call would answer; only the host's or the pack's internal
-/// failures (a panic) are a `failed` task, with the error inlined.
+/// failures (a panic) are a `failed` task, with the error inlined. With
+/// named instances, how it ended is then recorded for the others.
 async fn run(
     server: PackhostServer,
     tool: String,
@@ -341,19 +349,42 @@ async fn run(
     work: impl Future<Output = Result<Output, Failure>>,
     task: TaskContext,
 ) -> Result<CallToolResult, TaskExit> {
-    let outcome = tokio::select! {
+    let ended = tokio::select! {
         biased;
         () = task.cancelled() => {
             cancel.cancel();
-            return Err(TaskExit::Cancelled);
+            Err(TaskExit::Cancelled)
         }
-        outcome = work => outcome,
+        outcome = work => match outcome {
+            Err(failure) if failure.code() == codes::INTERNAL => Err(TaskExit::Error(
+                ErrorData::internal_error(failure.text(), Some(failure.error_object())),
+            )),
+            outcome => Ok(server.answer(&tool, outcome, &identity).await),
+        },
     };
-    match outcome {
-        Err(failure) if failure.code() == codes::INTERNAL => Err(TaskExit::Error(
-            ErrorData::internal_error(failure.text(), Some(failure.error_object())),
-        )),
-        outcome => Ok(server.answer(&tool, outcome, &identity).await),
+    if server.peers.is_some() {
+        tokio::spawn(record_end(server.clone(), task.task_id().to_owned()));
+    }
+    ended
+}
+
+/// Once task `id` ended (rmcp marks it right after its future returns),
+/// record how (what `tasks/get` answers) in the database, so that every
+/// instance answers it, even once this one is gone.
+async fn record_end(server: PackhostServer, id: String) {
+    let mut looks = 0;
+    let ended = loop {
+        match server.tasks.manager.get_task(&id) {
+            Ok(task) if task.status().is_terminal() => break GetTaskResult::new(task),
+            Ok(_) if looks < ENDED_LOOKS => looks += 1,
+            _ => return,
+        }
+        tokio::time::sleep(Duration::from_millis(ENDED_POLL_MS)).await;
+    };
+    let json = serde_json::to_vec(&ended).expect("a task is JSON");
+    let holders = server.executor.state().task_holders();
+    if let Err(e) = holders.ended(&id, &json).await {
+        tracing::warn!(task = %id, error = %e, "only this instance knows how the task ended");
     }
 }
 

@@ -59,7 +59,7 @@ pub use crate::{
     kept::{Bounds, InMemory, Kept, Listed, ResultStore},
     sessions::{Counted, PackSessions, SessionRow},
     spent::{SpentHere, SpentStates},
-    tasks::TaskHolders,
+    tasks::{HeldTask, TaskHolders},
 };
 
 /// Connections one instance opens at most: its calls that keep, read or
@@ -103,6 +103,11 @@ const MIGRATIONS: Migrations = &[
         2005,
         "pack sessions",
         include_str!("../migrations/2005_pack_sessions.sql"),
+    ),
+    (
+        2006,
+        "ended tasks",
+        include_str!("../migrations/2006_ended_tasks.sql"),
     ),
 ];
 

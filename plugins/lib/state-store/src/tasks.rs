@@ -1,6 +1,7 @@
-//! Which instance runs each task (MCP's tasks extension), for whom: a task
-//! runs where it was started, and its `tasks/*` requests that reach
-//! another instance are sent there.
+//! Which instance runs each task (MCP's tasks extension), for whom, and
+//! how it ended: a task runs where it was started, its `tasks/*` requests
+//! that reach another instance are sent there, and once it ended any
+//! instance answers how.
 
 use std::{
     collections::HashMap,
@@ -26,14 +27,26 @@ pub trait TaskHolders: Send + Sync {
         ttl: Duration,
     ) -> Result<(), StoreError>;
 
-    /// The instance that runs task `id`, if `owner` started it (`None`
-    /// alike for unknown, ended long ago and another owner's).
-    async fn holder(&self, id: &str, owner: &Owner) -> Result<Option<String>, StoreError>;
+    /// Records how task `id` ended (what `tasks/get` answers, as bytes).
+    async fn ended(&self, id: &str, ended: &[u8]) -> Result<(), StoreError>;
+
+    /// The task `id`, if `owner` started it (`None` alike for unknown,
+    /// ended long ago and another owner's).
+    async fn holder(&self, id: &str, owner: &Owner) -> Result<Option<HeldTask>, StoreError>;
+}
+
+/// A task as recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldTask {
+    /// The instance that runs it.
+    pub instance: String,
+    /// How it ended, once it has.
+    pub ended: Option<Vec<u8>>,
 }
 
 /// Tasks' instances in this process.
 #[derive(Default)]
-pub struct InMemory(Mutex<HashMap<String, (Owner, String, Instant)>>);
+pub struct InMemory(Mutex<HashMap<String, (Owner, HeldTask, Instant)>>);
 
 #[async_trait::async_trait]
 impl TaskHolders for InMemory {
@@ -50,18 +63,29 @@ impl TaskHolders for InMemory {
             held.retain(|_, (_, _, until)| *until > now);
         }
         if held.len() < IN_MEMORY_MAX {
-            let entry = (owner.clone(), instance.to_owned(), now + ttl);
-            held.insert(id.to_owned(), entry);
+            let task = HeldTask {
+                instance: instance.to_owned(),
+                ended: None,
+            };
+            held.insert(id.to_owned(), (owner.clone(), task, now + ttl));
         }
         Ok(())
     }
 
-    async fn holder(&self, id: &str, owner: &Owner) -> Result<Option<String>, StoreError> {
+    async fn ended(&self, id: &str, ended: &[u8]) -> Result<(), StoreError> {
+        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, task, _)) = held.get_mut(id) {
+            task.ended = Some(ended.to_vec());
+        }
+        Ok(())
+    }
+
+    async fn holder(&self, id: &str, owner: &Owner) -> Result<Option<HeldTask>, StoreError> {
         let held = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let found = held
             .get(id)
             .filter(|(started_by, _, until)| started_by == owner && *until > Instant::now());
-        Ok(found.map(|(_, instance, _)| instance.clone()))
+        Ok(found.map(|(_, task, _)| task.clone()))
     }
 }
 
@@ -108,10 +132,20 @@ impl TaskHolders for Postgres {
             .map_err(|e| failed("record a task's instance", e))
     }
 
-    async fn holder(&self, id: &str, owner: &Owner) -> Result<Option<String>, StoreError> {
-        let found: Option<(String,)> = sqlx::query_as(&format!(
-            "SELECT instance FROM task_holders WHERE task_id = $1 AND organization_id = $2 \
-             AND user_id = $3 AND until > {NOW}"
+    async fn ended(&self, id: &str, ended: &[u8]) -> Result<(), StoreError> {
+        sqlx::query("UPDATE task_holders SET ended = $2 WHERE task_id = $1")
+            .bind(id)
+            .bind(ended)
+            .execute(self.state.pool().await?)
+            .await
+            .map_err(|e| failed("record how a task ended", e))?;
+        Ok(())
+    }
+
+    async fn holder(&self, id: &str, owner: &Owner) -> Result<Option<HeldTask>, StoreError> {
+        let found: Option<(String, Option<Vec<u8>>)> = sqlx::query_as(&format!(
+            "SELECT instance, ended FROM task_holders WHERE task_id = $1 \
+             AND organization_id = $2 AND user_id = $3 AND until > {NOW}"
         ))
         .bind(id)
         .bind(&owner.org)
@@ -119,7 +153,7 @@ impl TaskHolders for Postgres {
         .fetch_optional(self.state.pool().await?)
         .await
         .map_err(|e| failed("find a task's instance", e))?;
-        Ok(found.map(|(instance,)| instance))
+        Ok(found.map(|(instance, ended)| HeldTask { instance, ended }))
     }
 }
 
@@ -133,8 +167,17 @@ mod tests {
         let holders = state.task_holders();
         let ada = Owner::new("acme", "ada");
         holders.record("t1", &ada, "two", HOUR).await.unwrap();
-        let found = holders.holder("t1", &ada).await.unwrap();
-        assert_eq!(found.as_deref(), Some("two"));
+        let found = holders.holder("t1", &ada).await.unwrap().unwrap();
+        assert_eq!((found.instance.as_str(), found.ended), ("two", None));
+        holders
+            .ended("t1", b"{\"status\":\"completed\"}")
+            .await
+            .unwrap();
+        let found = holders.holder("t1", &ada).await.unwrap().unwrap();
+        assert_eq!(
+            found.ended.as_deref(),
+            Some(&b"{\"status\":\"completed\"}"[..])
+        );
         for other in [Owner::new("acme", "bob"), Owner::new("evil", "ada")] {
             assert_eq!(holders.holder("t1", &other).await.unwrap(), None);
         }
