@@ -75,10 +75,14 @@ const ENDED_LOOKS: u32 = 200;
 /// its questions are answered (the suite's `tasks-mrtr-composition`).
 pub(super) const ASKS_FIRST_WITHIN: Duration = Duration::from_millis(500);
 
-/// How many tasks one caller may have running at once. A task does not hold
-/// a request open, so nothing else bounds how much work a client leaves
-/// running.
+/// How many tasks one caller may have running at once on an instance. A
+/// task does not hold a request open, so nothing else bounds how much work
+/// a client leaves running.
 const RUNNING_PER_CALLER: usize = 32;
+
+/// How many one organisation's callers may have running at once on an
+/// instance: one organisation's flood leaves room for the others'.
+const RUNNING_PER_ORG: usize = 128;
 
 /// The tasks of one server, every session's.
 #[derive(Default)]
@@ -264,25 +268,34 @@ impl Tasks {
         CreateTaskResult::new(task).into()
     }
 
-    /// Whether `owner` may start one more task.
+    /// Whether `owner` may start one more task: within its own bound and
+    /// its organisation's.
     fn admit(&self, owner: &Owner) -> Result<(), Failure> {
         let owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
-        let running = owners
+        let running: Vec<&Owner> = owners
             .iter()
-            .filter(|(_, started_by)| *started_by == owner)
-            .filter(|(id, _)| {
+            .filter(|(id, started_by)| {
                 let task = self.manager.get_task(id);
-                task.is_ok_and(|task| !task.status().is_terminal())
+                started_by.org == owner.org && task.is_ok_and(|task| !task.status().is_terminal())
             })
+            .map(|(_, started_by)| started_by)
+            .collect();
+        let mine = running
+            .iter()
+            .filter(|started_by| **started_by == owner)
             .count();
-        if running < RUNNING_PER_CALLER {
+        let refused = if mine >= RUNNING_PER_CALLER {
+            format!("you have {mine} tasks running, the most one caller may have")
+        } else if running.len() >= RUNNING_PER_ORG {
+            format!(
+                "your organisation has {} tasks running, the most one organisation may have",
+                running.len()
+            )
+        } else {
             return Ok(());
-        }
-        Err(Failure::new(
-            codes::LIMIT_EXCEEDED,
-            format!("you have {running} tasks running, the most one caller may have"),
-        )
-        .with_help("wait for one to end (`tasks/get`), or cancel one (`tasks/cancel`)"))
+        };
+        Err(Failure::new(codes::LIMIT_EXCEEDED, refused)
+            .with_help("wait for one to end (`tasks/get`), or cancel one (`tasks/cancel`)"))
     }
 
     /// `tasks/get`: the caller's task as it is now.
@@ -517,5 +530,18 @@ mod tests {
                 tokio::time::sleep(std::time::Duration::from_millis(10)).await;
             }
         });
+        // Bob's organisation fills up; another's callers still start tasks.
+        for n in RUNNING_PER_CALLER - 1..RUNNING_PER_ORG {
+            let task = tasks.manager.spawn(TaskOptions::new(), endless);
+            let colleague = Owner::new("acme", format!("user{}", n % 7));
+            tasks.owners.lock().unwrap().insert(task.task_id, colleague);
+        }
+        let full = tasks.admit(&bob).unwrap_err();
+        assert!(
+            full.text()
+                .contains("your organisation has 128 tasks running"),
+            "{full:?}"
+        );
+        assert_eq!(tasks.admit(&Owner::new("other", "eve")), Ok(()));
     }
 }
