@@ -181,6 +181,11 @@ async fn through_proxy(
 /// One organisation's bounds in the flood: 20 results, 1 MB.
 const FLOOD_BOUNDS: &str = "max_results_per_org = 20\nmax_bytes_per_org = 1000000";
 
+/// The mixed load's bounds: room for every handle its one caller is given
+/// (100 clients keep 2,500 results), so a handle read back is checked for
+/// what was stored, not for the bound pushing it out.
+const LOAD_BOUNDS: &str = "max_results_per_user = 20000\nmax_results_per_org = 20000";
+
 /// Kept results under a flood, through HAProxy to three instances: ada
 /// (acme) reads a page of her kept result `calls` times alone, then while
 /// [`CLIENTS`] clients of eve (evil) keep 130 kB results as fast as they
@@ -598,7 +603,10 @@ async fn main() {
         ],
     );
 
-    let with_python = format!("{config}[packs.exec_py]\n");
+    let with_python = format!(
+        "{}[packs.exec_py]\n",
+        self::config(&project, LOAD_BOUNDS, "")
+    );
     let load = (clients, load_calls);
     let own = Cluster::start();
     let mut runs = vec![
