@@ -2,13 +2,21 @@
 //! memory and process bounds for the child and all it starts, a kill that
 //! reaches processes that left the process group (`setsid`), and the
 //! kernel's count of which bound was hit.
+//!
+//! A cgroup emptied of its child is kept for a later one instead of being
+//! removed: making a cgroup (each controller's files in the kernel's file
+//! system) and removing it cost more of the kernel's time than the child's
+//! own call folder, and on cgroup v1 each waits behind any move into a
+//! cgroup under way (an RCU grace period, ~10 ms). A reused cgroup holds no
+//! process; only its counts of bounds hit are its earlier children's, so
+//! each child is judged from the counts it was handed out with.
 
 use std::{
     collections::HashSet,
     fs, io,
     path::{Path, PathBuf},
     sync::{
-        OnceLock,
+        Mutex, OnceLock,
         atomic::{AtomicU64, Ordering},
         mpsc::{self, Receiver, RecvTimeoutError, Sender},
     },
@@ -25,6 +33,29 @@ pub struct Cgroups {
     /// v1: `[memory, pids]` folders; v2: one folder.
     parents: Vec<PathBuf>,
     next: AtomicU64,
+    /// Emptied cgroups, at most [`SPARE`], for the next children.
+    spare: Mutex<Vec<Spare>>,
+}
+
+/// How many emptied cgroups a pack keeps: about as many as its children
+/// running at once (more are removed).
+const SPARE: usize = 16;
+
+/// An emptied cgroup: its folders, the limits they hold, and its counts.
+#[derive(Debug)]
+struct Spare {
+    dirs: Vec<PathBuf>,
+    limits: Limits,
+    counts: Counts,
+}
+
+/// The kernel's counts of a cgroup's bounds hit, over its whole life.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Counts {
+    /// Processes killed for memory.
+    oom_kills: u64,
+    /// Forks refused at the process bound.
+    refused_forks: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,11 +64,17 @@ enum Version {
     V2,
 }
 
-/// One child's cgroup; dropping it kills what is left inside and removes it.
+/// One child's cgroup; dropping it kills what is left inside and keeps it
+/// for a later child once empty (or removes it).
 #[derive(Debug)]
 pub struct Cgroup {
     version: Version,
     dirs: Vec<PathBuf>,
+    limits: Limits,
+    /// Its counts when it was handed out: those of its earlier children.
+    before: Counts,
+    /// Where it goes back once empty.
+    home: &'static Cgroups,
 }
 
 impl Cgroups {
@@ -75,6 +112,7 @@ impl Cgroups {
                 version,
                 parents,
                 next: AtomicU64::new(0),
+                spare: Mutex::new(Vec::new()),
             })
         };
         if let (Some(memory), Some(pids)) = (v1("memory"), v1("pids"))
@@ -113,36 +151,120 @@ impl Cgroups {
         }
     }
 
-    /// A new empty cgroup bounded by `limits`.
-    pub fn create(&self, limits: &Limits) -> io::Result<Cgroup> {
+    /// An empty cgroup bounded by `limits`: an emptied one kept with the
+    /// same limits, else a new one.
+    pub fn create(&'static self, limits: &Limits) -> io::Result<Cgroup> {
+        let (dirs, before) = match self.take_spare(limits) {
+            Some(spare) => (spare.dirs, spare.counts),
+            None => (self.make(limits)?, Counts::default()),
+        };
+        Ok(Cgroup {
+            version: self.version,
+            dirs,
+            limits: limits.clone(),
+            before,
+            home: self,
+        })
+    }
+
+    fn take_spare(&self, limits: &Limits) -> Option<Spare> {
+        let mut spare = lock(&self.spare);
+        let at = spare.iter().position(|spare| &spare.limits == limits)?;
+        Some(spare.swap_remove(at))
+    }
+
+    /// The folders of a new cgroup bounded by `limits`.
+    fn make(&self, limits: &Limits) -> io::Result<Vec<PathBuf>> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let dirs: Vec<PathBuf> = self
             .parents
             .iter()
             .map(|parent| parent.join(format!("c{id}")))
             .collect();
-        for dir in &dirs {
-            fs::create_dir(dir)?;
+        let bounded = dirs
+            .iter()
+            .try_for_each(fs::create_dir)
+            .and_then(|()| self.bound(&dirs, limits));
+        match bounded {
+            Ok(()) => Ok(dirs),
+            Err(e) => {
+                // Empty folders: nothing joined them yet.
+                dirs.iter().for_each(|dir| drop(fs::remove_dir(dir)));
+                Err(e)
+            }
         }
-        let cgroup = Cgroup {
-            version: self.version,
-            dirs,
-        };
+    }
+
+    fn bound(&self, dirs: &[PathBuf], limits: &Limits) -> io::Result<()> {
         let memory = (limits.memory_mb << 20).to_string();
         let processes = limits.processes.to_string();
         match self.version {
             Version::V1 => {
-                fs::write(cgroup.dirs[0].join("memory.limit_in_bytes"), &memory)?;
-                fs::write(cgroup.dirs[1].join("pids.max"), &processes)?;
+                fs::write(dirs[0].join("memory.limit_in_bytes"), &memory)?;
+                fs::write(dirs[1].join("pids.max"), &processes)
             }
             Version::V2 => {
-                fs::write(cgroup.dirs[0].join("memory.max"), &memory)?;
+                fs::write(dirs[0].join("memory.max"), &memory)?;
                 // Swap would let the bound be passed slowly instead of hit.
-                let _ = fs::write(cgroup.dirs[0].join("memory.swap.max"), "0");
-                fs::write(cgroup.dirs[0].join("pids.max"), &processes)?;
+                let _ = fs::write(dirs[0].join("memory.swap.max"), "0");
+                fs::write(dirs[0].join("pids.max"), &processes)
             }
         }
-        Ok(cgroup)
+    }
+
+    /// Keep an emptied cgroup for a later child, or remove it when enough
+    /// are kept; false while it cannot be removed yet.
+    fn keep(&self, dirs: &[PathBuf], limits: &Limits) -> bool {
+        let mut spare = lock(&self.spare);
+        if spare.len() < SPARE {
+            spare.push(Spare {
+                dirs: dirs.to_vec(),
+                limits: limits.clone(),
+                counts: counts(self.version, dirs),
+            });
+            return true;
+        }
+        drop(spare);
+        remove(dirs)
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Remove the folders of an empty cgroup; false while a member is still
+/// there.
+fn remove(dirs: &[PathBuf]) -> bool {
+    dirs.iter().all(|dir| match fs::remove_dir(dir) {
+        Ok(()) => true,
+        Err(e) => e.kind() == io::ErrorKind::NotFound,
+    })
+}
+
+/// The kernel's counts of the bounds hit in the cgroup `dirs`.
+fn counts(version: Version, dirs: &[PathBuf]) -> Counts {
+    let count = |file: &Path, key: &str| -> u64 {
+        fs::read_to_string(file)
+            .ok()
+            .and_then(|text| {
+                text.lines().find_map(|line| {
+                    let (name, value) = line.split_once(' ')?;
+                    (name == key).then(|| value.trim().parse().ok())?
+                })
+            })
+            .unwrap_or(0)
+    };
+    let (memory, pids) = match version {
+        Version::V1 => (
+            dirs[0].join("memory.oom_control"),
+            dirs[1].join("pids.events"),
+        ),
+        Version::V2 => (dirs[0].join("memory.events"), dirs[0].join("pids.events")),
+    };
+    Counts {
+        oom_kills: count(&memory, "oom_kill"),
+        refused_forks: count(&pids, "max"),
     }
 }
 
@@ -211,30 +333,10 @@ impl Cgroup {
     /// The bound the kernel enforced, if any: an out-of-memory kill, or a
     /// fork refused at the process bound.
     pub fn exceeded(&self) -> Option<Bound> {
-        let count = |file: &Path, key: &str| -> u64 {
-            fs::read_to_string(file)
-                .ok()
-                .and_then(|text| {
-                    text.lines().find_map(|line| {
-                        let (name, value) = line.split_once(' ')?;
-                        (name == key).then(|| value.trim().parse().ok())?
-                    })
-                })
-                .unwrap_or(0)
-        };
-        let (oom, pids) = match self.version {
-            Version::V1 => (
-                count(&self.dirs[0].join("memory.oom_control"), "oom_kill"),
-                count(&self.dirs[1].join("pids.events"), "max"),
-            ),
-            Version::V2 => (
-                count(&self.dirs[0].join("memory.events"), "oom_kill"),
-                count(&self.dirs[0].join("pids.events"), "max"),
-            ),
-        };
-        if oom > 0 {
+        let now = counts(self.version, &self.dirs);
+        if now.oom_kills > self.before.oom_kills {
             Some(Bound::Memory)
-        } else if pids > 0 {
+        } else if now.refused_forks > self.before.refused_forks {
             Some(Bound::Processes)
         } else {
             None
@@ -243,14 +345,15 @@ impl Cgroup {
 }
 
 impl Drop for Cgroup {
-    /// Its members are killed and the folders removed on the reaper's
-    /// thread, off the caller's path: a folder can only go once its last
-    /// member has been reaped, a moment after the kill.
+    /// Its members are killed, and the cgroup kept or removed, on the
+    /// reaper's thread, off the caller's path: it is empty only once its
+    /// last member has been reaped, a moment after the kill.
     fn drop(&mut self) {
-        let dirs = std::mem::take(&mut self.dirs);
         let leftover = Leftover {
             version: self.version,
-            dirs,
+            dirs: std::mem::take(&mut self.dirs),
+            limits: self.limits.clone(),
+            home: self.home,
         };
         if let Err(mpsc::SendError(leftover)) = reaper().send(leftover) {
             // No reaper thread (it could not start): as much as can be done now.
@@ -259,22 +362,29 @@ impl Drop for Cgroup {
     }
 }
 
-/// A dropped cgroup's folders, still to be emptied and removed.
+/// A dropped cgroup, still to be emptied, then kept or removed.
 struct Leftover {
     version: Version,
     dirs: Vec<PathBuf>,
+    limits: Limits,
+    home: &'static Cgroups,
 }
 
 impl Leftover {
-    /// Kill what is inside and remove the folders; false while a member is
-    /// still there.
+    /// Kill what is inside, then keep or remove the cgroup; false while a
+    /// member is still there.
     fn clear(&self) -> bool {
         kill_members(self.version, &self.dirs);
-        self.dirs.iter().all(|dir| match fs::remove_dir(dir) {
-            Ok(()) => true,
-            Err(e) => e.kind() == io::ErrorKind::NotFound,
-        })
+        is_empty(&self.dirs) && self.home.keep(&self.dirs, &self.limits)
     }
+}
+
+/// No member left in any controller's folder, not even one killed and not
+/// yet reaped (a cgroup v1 lists those).
+fn is_empty(dirs: &[PathBuf]) -> bool {
+    dirs.iter().all(|dir| {
+        fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|procs| procs.trim().is_empty())
+    })
 }
 
 /// How often, and how many times, a leftover cgroup is tried again.
@@ -359,5 +469,54 @@ fn kill_members(version: Version, dirs: &[PathBuf]) {
         for member in opened.iter().filter(|member| still.contains(&member.pid())) {
             let _ = member.signal(libc::SIGKILL);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{
+        io::Write,
+        process::{Command, Stdio},
+        time::{Duration, Instant},
+    };
+
+    use super::*;
+
+    /// A cgroup emptied of its child is handed out again, and the bound its
+    /// earlier child hit is not the next child's.
+    #[test]
+    fn an_emptied_cgroup_is_reused_without_its_counts() {
+        let cgroups = match Cgroups::detect() {
+            Ok(cgroups) => Box::leak(Box::new(cgroups)),
+            Err(why) => return eprintln!("skipped: no cgroups here: {why}"),
+        };
+        let limits = Limits {
+            processes: 1,
+            ..Limits::default()
+        };
+        let cgroup = cgroups.create(&limits).unwrap();
+        // It forks only once it has joined (its line on stdin says so).
+        let mut child = Command::new("sh")
+            .args(["-c", "read joined; (true)"])
+            .stdin(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        cgroup.adopt(child.id()).unwrap();
+        child.stdin.take().unwrap().write_all(b"\n").unwrap();
+        child.wait().unwrap();
+        assert_eq!(cgroup.exceeded(), Some(Bound::Processes));
+        let dirs = cgroup.dirs.clone();
+        drop(cgroup);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while lock(&cgroups.spare).is_empty() {
+            assert!(Instant::now() < deadline, "the emptied cgroup was not kept");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let again = cgroups.create(&limits).unwrap();
+        assert_eq!(again.dirs, dirs);
+        assert_eq!(again.exceeded(), None);
+        let other = cgroups.create(&Limits::default()).unwrap();
+        assert_ne!(other.dirs, dirs, "kept for its own limits only");
     }
 }

@@ -6,8 +6,9 @@
 # (stdout, stderr, the call's channel), and forks a child per request. The
 # child leads its own session, narrows its confinement to its own call
 # folder as the request's narrowing says, through the sandbox's own code in
-# the pack's library (it cannot read or signal its siblings),
-# and serves the call as a fresh runner would. The zygote hands the pack a
+# the pack's library (it cannot read or signal its siblings), rehearses a
+# call, says it is ready (one byte on its channel), and serves the call as a
+# fresh runner would. The zygote hands the pack a
 # pidfd of each child (the pack signals a child only through it: a pid may
 # be another process's once reaped), kills each child's group once the
 # child has ended and before reaping it, and tells the pack how it ended.
@@ -56,6 +57,9 @@ def _rehearse():
     json.dumps({"type": "value", "has_value": True, **_value(namespace["__packhost_value__"], 64), "elapsed_ms": 0.5})
 
 
+_READY = b"R"  # a child's one byte before the request (zygote.rs: READY)
+
+
 def _child(request, fds):
     try:
         out, err, channel = fds
@@ -69,6 +73,9 @@ def _child(request, fds):
         if request["narrowing"] is not None:
             _narrow(request["narrowing"])
         _rehearse()
+        # Prepared: the pack counts it ready only now, so no call waits
+        # behind a child's preparation while another could have served it.
+        os.write(3, _READY)
     except BaseException as exc:
         os.write(2, f"packhost sandbox: the call could not be prepared: {exc}\n".encode())
         os._exit(125)

@@ -31,7 +31,7 @@ use serde::Deserialize;
 use serde_json::json;
 use tempfile::TempDir;
 use tokio::{
-    io::unix::AsyncFd,
+    io::{AsyncReadExt, unix::AsyncFd},
     net::{UnixStream, unix::pipe},
     sync::oneshot,
 };
@@ -236,11 +236,32 @@ impl Zygote {
         let group = ProcessGroup::adopt(adopted, cgroup);
         joined?;
         channel.set_nonblocking(true)?;
+        let mut channel = UnixStream::from_std(channel)?;
+        prepared(&mut channel).await?;
         Ok(Interpreter {
             group,
-            channel: UnixStream::from_std(channel)?,
+            channel,
             dir,
         })
+    }
+}
+
+/// What a child sends once it is prepared (`zygote.py`: `_READY`).
+const READY: u8 = b'R';
+
+/// Until the child on `channel` has narrowed itself and rehearsed a call:
+/// one still preparing would make the call that takes it wait, and would
+/// count as ready in the pool while a call could have waited for another.
+/// A child that ends first is handed out as it is: its call reports how it
+/// ended, with what it wrote.
+async fn prepared(channel: &mut UnixStream) -> io::Result<()> {
+    let mut said = [0u8; 1];
+    match tokio::time::timeout(FORK_TIMEOUT, channel.read(&mut said)).await {
+        Err(_) => Err(io::Error::other("the child did not get ready in time")),
+        Ok(Ok(0)) => Ok(()),
+        Ok(Ok(_)) if said[0] == READY => Ok(()),
+        Ok(Ok(_)) => Err(io::Error::other("the child said something else than ready")),
+        Ok(Err(e)) => Err(e),
     }
 }
 
