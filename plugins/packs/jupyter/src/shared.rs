@@ -238,7 +238,7 @@ impl Shared {
     pub fn spawn_reaper(self: &Arc<Self>, connections: &Arc<Table<Session>>, ttl: Duration) {
         connections.spawn_reaper(ttl, |session| async move { session.kernel.release().await });
         let shared = Arc::downgrade(self);
-        let every = (ttl / 4).clamp(Duration::from_millis(250), Duration::from_secs(60));
+        let every = pack_sdk::owned::reap_every(ttl);
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(every).await;

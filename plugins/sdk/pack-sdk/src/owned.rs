@@ -507,7 +507,7 @@ impl<T: Send + Sync + 'static> Table<T> {
         Fut: Future<Output = ()> + Send + 'static,
     {
         let table: Weak<Self> = Arc::downgrade(self);
-        let every = (ttl / 4).clamp(Duration::from_millis(250), Duration::from_secs(60));
+        let every = reap_every(ttl);
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(every).await;
@@ -536,6 +536,12 @@ impl<T: Send + Sync + 'static> Table<T> {
         self.kind
             .not_found(id, &visible_ids(rows, self.share, caller))
     }
+}
+
+/// How often state idle for `ttl` is looked for: a quarter of it, between
+/// 250 ms and a minute.
+pub fn reap_every(ttl: Duration) -> Duration {
+    (ttl / 4).clamp(Duration::from_millis(250), Duration::from_secs(60))
 }
 
 fn visible_ids<T>(rows: &Rows<T>, share: Share, caller: &Owner) -> Vec<String> {
