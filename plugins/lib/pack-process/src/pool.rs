@@ -21,7 +21,19 @@ use tokio::{sync::oneshot, time::Instant};
 /// two node processes added ~20 ms to the first `tools/list`).
 pub const WARM_UP_DELAY: Duration = Duration::from_millis(100);
 
-type Start<T> = Box<dyn Fn() -> Pin<Box<dyn Future<Output = io::Result<T>> + Send>> + Send + Sync>;
+type Start<T> =
+    Box<dyn Fn(Wanted) -> Pin<Box<dyn Future<Output = io::Result<T>> + Send>> + Send + Sync>;
+
+/// Why a child is started: to be kept ready ahead of calls, or for a call
+/// that is waiting for it now (which anything the child does before it is
+/// ready only delays).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wanted {
+    /// To be kept ready.
+    Ahead,
+    /// For a take waiting now.
+    Now,
+}
 
 /// How many children a [`WarmPool`] keeps ready: `initial` from the start;
 /// one more (up to `max`) each time a call found none ready and waited for
@@ -76,7 +88,7 @@ struct Inner<T> {
 
 impl<T: Send + 'static> WarmPool<T> {
     /// A pool whose ready children follow `demand` (see [`Demand`]), made
-    /// by `start`; `usable` tells whether an idle one is still alive;
+    /// by `start` (told why, [`Wanted`]); `usable` tells whether an idle one is still alive;
     /// `emptied` runs each time an idle period has emptied it (to stop what
     /// makes the children). Starts filling after [`WARM_UP_DELAY`] (a
     /// `take` before then starts a child at once).
@@ -87,7 +99,7 @@ impl<T: Send + 'static> WarmPool<T> {
         emptied: impl Fn() + Send + 'static,
     ) -> Self
     where
-        F: Fn() -> Fut + Send + Sync + 'static,
+        F: Fn(Wanted) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = io::Result<T>> + Send + 'static,
     {
         let demand = Demand {
@@ -102,7 +114,7 @@ impl<T: Send + 'static> WarmPool<T> {
                 target: AtomicUsize::new(demand.initial),
                 starting: AtomicUsize::new(0),
                 last_take: Mutex::new(Instant::now()),
-                start: Box::new(move || Box::pin(start())),
+                start: Box::new(move |wanted| Box::pin(start(wanted))),
                 usable,
             }),
         };
@@ -183,10 +195,14 @@ fn refill<T: Send + 'static>(inner: &Arc<Inner<T>>) {
         if ready + starting >= inner.target.load(Ordering::SeqCst) + waiting {
             return;
         }
+        let wanted = match ready + starting < waiting {
+            true => Wanted::Now,
+            false => Wanted::Ahead,
+        };
         inner.starting.fetch_add(1, Ordering::SeqCst);
         let inner = Arc::clone(inner);
         tokio::spawn(async move {
-            let started = (inner.start)().await;
+            let started = (inner.start)(wanted).await;
             inner.starting.fetch_sub(1, Ordering::SeqCst);
             hand_over(&inner, started);
         });

@@ -6,7 +6,7 @@ use std::{
     os::unix::process::ExitStatusExt,
     process::Stdio,
     sync::{
-        Arc,
+        Arc, Mutex,
         atomic::{AtomicUsize, Ordering},
     },
     time::{Duration, Instant},
@@ -14,7 +14,7 @@ use std::{
 
 use pack_process::{
     Adopted, Confined, Demand, EnvAllowList, Exit, Mode, Pidfd, Policy, ProcessGroup, Sandbox,
-    TRUNCATED_MARKER, WarmPool, live_members,
+    TRUNCATED_MARKER, Wanted, WarmPool, live_members,
 };
 
 #[path = "../../../../tests/support/bystander.rs"]
@@ -185,7 +185,7 @@ async fn a_pool_hands_out_fresh_children_and_refills() {
     };
     let pool = WarmPool::following(
         fixed,
-        || async { ProcessGroup::spawn(sh("sleep 30")) },
+        |_| async { ProcessGroup::spawn(sh("sleep 30")) },
         |group: &mut ProcessGroup| group.is_running(),
         || {},
     );
@@ -199,6 +199,34 @@ async fn a_pool_hands_out_fresh_children_and_refills() {
     drop((first, second));
     wait_until_gone(a).await;
     wait_until_gone(b).await;
+}
+
+#[tokio::test]
+async fn a_child_started_for_a_waiting_take_is_wanted_now_and_one_kept_ready_ahead() {
+    let wanted = Arc::new(Mutex::new(Vec::new()));
+    let told = Arc::clone(&wanted);
+    let demand = Demand {
+        initial: 0,
+        max: 1,
+        idle: Duration::MAX,
+    };
+    let pool = WarmPool::following(
+        demand,
+        move |why| {
+            told.lock().unwrap().push(why);
+            async { ProcessGroup::spawn(sh("sleep 30")) }
+        },
+        |group: &mut ProcessGroup| group.is_running(),
+        || {},
+    );
+    let taken = pool.take().await.unwrap();
+    eventually("no child was kept ready after the take", || {
+        pool.ready() == 1
+    })
+    .await;
+    assert_eq!(*wanted.lock().unwrap(), [Wanted::Now, Wanted::Ahead]);
+    pool.clear();
+    drop(taken);
 }
 
 /// Until `done` holds (up to 10 s).
@@ -221,7 +249,7 @@ async fn a_pool_following_demand_grows_when_a_call_waits_and_empties_when_idle()
     };
     let pool = WarmPool::following(
         demand,
-        || async { ProcessGroup::spawn(sh("sleep 30")) },
+        |_| async { ProcessGroup::spawn(sh("sleep 30")) },
         |group: &mut ProcessGroup| group.is_running(),
         move || {
             counted.fetch_add(1, Ordering::SeqCst);
@@ -265,7 +293,7 @@ async fn a_take_gets_the_child_already_starting() {
     };
     let pool = Arc::new(WarmPool::following(
         demand,
-        move || {
+        move |_| {
             counted.fetch_add(1, Ordering::SeqCst);
             let gate = Arc::clone(&gate);
             async move {

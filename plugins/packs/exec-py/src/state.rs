@@ -7,7 +7,7 @@ use std::{
 };
 
 use beneath::{Dir, Links};
-use pack_process::{Demand, Python, WarmPool};
+use pack_process::{Demand, Python, Wanted, WarmPool};
 use pack_sdk::PackError;
 use tokio::sync::OnceCell;
 
@@ -80,7 +80,7 @@ impl Interpreters {
             let idle = Arc::downgrade(self);
             WarmPool::following(
                 demand,
-                move || {
+                move |wanted| {
                     let interpreters = interpreters.clone();
                     async move {
                         let interpreters = interpreters
@@ -90,7 +90,10 @@ impl Interpreters {
                             .launcher()
                             .await
                             .map_err(|e| std::io::Error::other(e.message().to_owned()))?;
-                        interpreters.forks.fork(launcher).await
+                        // A call waiting for this child would only wait
+                        // longer for its rehearsal.
+                        let rehearse = wanted == Wanted::Ahead;
+                        interpreters.forks.fork(launcher, rehearse).await
                     }
                 },
                 |interpreter: &mut Interpreter| interpreter.group.is_running(),

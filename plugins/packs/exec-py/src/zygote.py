@@ -7,8 +7,9 @@
 # child leads its own session, narrows its confinement to its own call
 # folder as the request's narrowing says, through the sandbox's own code in
 # the pack's library (it cannot read or signal its siblings), rehearses a
-# call, says it is ready (one byte on its channel), and serves the call as a
-# fresh runner would. The zygote hands the pack a
+# call when it is forked ahead of one (a call waiting for it would only wait
+# longer), says it is ready (one byte on its channel), and serves the call as
+# a fresh runner would. The zygote hands the pack a
 # pidfd of each child (the pack signals a child only through it: a pid may
 # be another process's once reaped), kills each child's group once the
 # child has ended and before reaping it, and tells the pack how it ended.
@@ -72,7 +73,8 @@ def _child(request, fds):
         os.environ["TMPDIR"] = request["dir"]
         if request["narrowing"] is not None:
             _narrow(request["narrowing"])
-        _rehearse()
+        if request["rehearse"]:
+            _rehearse()
         # Prepared: the pack counts it ready only now, so no call waits
         # behind a child's preparation while another could have served it.
         os.write(3, _READY)

@@ -145,8 +145,9 @@ impl Zygote {
     }
 
     /// A fresh interpreter for one call: forked, confined to its own new
-    /// folder and bounded by its own cgroup.
-    pub async fn fork(&self, launcher: &Launcher) -> io::Result<Interpreter> {
+    /// folder and bounded by its own cgroup; it rehearses a call before it
+    /// says it is ready if `rehearse`.
+    pub async fn fork(&self, launcher: &Launcher, rehearse: bool) -> io::Result<Interpreter> {
         let dir = tempfile::Builder::new()
             .prefix("call-")
             .tempdir_in(self.root.path())?;
@@ -170,6 +171,7 @@ impl Zygote {
             "dir": dir.path(),
             // As a string: the child hands it to the library as it is.
             "narrowing": narrowing.map(|n| json!(n).to_string()),
+            "rehearse": rehearse,
         })
         .to_string();
         let fds = [
@@ -357,9 +359,9 @@ impl ForkServer {
         Ok(zygote)
     }
 
-    /// A fresh interpreter for one call.
-    pub async fn fork(&self, launcher: &Launcher) -> io::Result<Interpreter> {
-        self.zygote(launcher).await?.fork(launcher).await
+    /// A fresh interpreter for one call (see [`Zygote::fork`]).
+    pub async fn fork(&self, launcher: &Launcher, rehearse: bool) -> io::Result<Interpreter> {
+        self.zygote(launcher).await?.fork(launcher, rehearse).await
     }
 
     /// Stop the zygote (host shutdown); its children end with their calls.

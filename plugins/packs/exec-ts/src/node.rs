@@ -503,7 +503,8 @@ impl Runner {
             let launcher = launcher.clone();
             WarmPool::following(
                 self.demand,
-                move || {
+                // A node process has nothing to skip when a call waits for it.
+                move |_wanted| {
                     let started = launcher.start(None, &BTreeMap::new());
                     async move { started }
                 },
