@@ -223,14 +223,10 @@ const NARROWED_KEPT: usize = 16;
 /// pack's tools become known, so a call works on one consistent snapshot.
 pub(super) struct Registry {
     pub(super) packs: BTreeMap<String, Arc<PackEntry>>,
-    /// Every tool, but the admin's host functions.
-    pub(super) catalog: Arc<Catalog>,
-    /// `catalog` as JSON, for callers that may use every tool.
-    pub(super) catalog_json: Arc<str>,
-    /// Every tool: an admin's whole catalog.
-    pub(super) admin_catalog: Arc<Catalog>,
-    /// `admin_catalog` as JSON.
-    admin_catalog_json: Arc<str>,
+    /// Made by the first call that needs one (code mode, search, `proj`),
+    /// not at start: `tools/list` does without, and every input schema is
+    /// copied into them.
+    catalogs: OnceLock<Catalogs>,
     /// `catalog` cut for a caller, as JSON, by what it was cut by: a code
     /// call asks for it every time.
     narrowed_json: Mutex<VecDeque<(Narrowing, Arc<str>)>>,
@@ -238,6 +234,15 @@ pub(super) struct Registry {
     pub(super) unprefixed: BTreeSet<String>,
     /// Such a function's own name -> `pack.function`.
     pub(super) bare: BTreeMap<String, String>,
+}
+
+/// The whole catalog, as a value and as JSON: without and with the admin's
+/// host functions.
+struct Catalogs {
+    catalog: Arc<Catalog>,
+    json: Arc<str>,
+    admin: Arc<Catalog>,
+    admin_json: Arc<str>,
 }
 
 impl Registry {
@@ -266,32 +271,35 @@ impl Registry {
                 bare.insert(function.spec.name.clone(), qualified);
             }
         }
-        let mut registry = Self {
+        Self {
             packs,
-            catalog: Arc::default(),
-            catalog_json: Arc::from(""),
-            admin_catalog: Arc::default(),
-            admin_catalog_json: Arc::from(""),
+            catalogs: OnceLock::new(),
             narrowed_json: Mutex::default(),
             unprefixed: config.unprefixed.clone(),
             bare,
-        };
-        // Last: a prompt's name in it is the one the rest gives it.
-        let admin_catalog = catalog(&registry, config);
-        let mut catalog = admin_catalog.clone();
-        catalog
-            .tools
-            .retain(|t| !is_admin_function(&t.pack, &t.function));
-        let json = |catalog: &Catalog| -> Arc<str> {
-            serde_json::to_string(catalog)
-                .expect("a catalog is serialisable")
-                .into()
-        };
-        registry.catalog_json = json(&catalog);
-        registry.admin_catalog_json = json(&admin_catalog);
-        registry.catalog = Arc::new(catalog);
-        registry.admin_catalog = Arc::new(admin_catalog);
-        registry
+        }
+    }
+
+    /// The whole catalogs, made at first use.
+    fn catalogs(&self, config: &CatalogConfig) -> &Catalogs {
+        self.catalogs.get_or_init(|| {
+            let admin = catalog(self, config);
+            let mut catalog = admin.clone();
+            catalog
+                .tools
+                .retain(|t| !is_admin_function(&t.pack, &t.function));
+            let json = |catalog: &Catalog| -> Arc<str> {
+                serde_json::to_string(catalog)
+                    .expect("a catalog is serialisable")
+                    .into()
+            };
+            Catalogs {
+                json: json(&catalog),
+                admin_json: json(&admin),
+                catalog: Arc::new(catalog),
+                admin: Arc::new(admin),
+            }
+        })
     }
 
     /// The catalog cut by `narrowing` as JSON: kept, else `write`n and kept
@@ -524,24 +532,26 @@ impl<'a> Visible<'a> {
     /// gives).
     pub(super) fn catalog(&self, config: &CatalogConfig) -> Arc<Catalog> {
         self.narrowed(config)
-            .map_or_else(|| Arc::clone(self.whole()), Arc::new)
+            .map_or_else(|| Arc::clone(self.whole(config)), Arc::new)
     }
 
     /// The catalog of every tool the caller could be allowed: an admin's
     /// has the admin's host functions.
-    fn whole(&self) -> &Arc<Catalog> {
+    fn whole(&self, config: &CatalogConfig) -> &Arc<Catalog> {
+        let catalogs = self.registry.catalogs(config);
         match self.identity.admin {
-            true => &self.registry.admin_catalog,
-            false => &self.registry.catalog,
+            true => &catalogs.admin,
+            false => &catalogs.catalog,
         }
     }
 
     /// [`Self::catalog`] as JSON, for a library pack.
     pub(super) fn catalog_json(&self, config: &CatalogConfig) -> RString {
         if !self.is_narrowed(config) {
+            let catalogs = self.registry.catalogs(config);
             return RString::from(match self.identity.admin {
-                true => &*self.registry.admin_catalog_json,
-                false => &*self.registry.catalog_json,
+                true => &*catalogs.admin_json,
+                false => &*catalogs.json,
             });
         }
         let narrowing = (
@@ -569,7 +579,7 @@ impl<'a> Visible<'a> {
 
     /// The whole catalog cut to what the caller sees.
     fn cut(&self, config: &CatalogConfig) -> Catalog {
-        let mut catalog = Catalog::clone(self.whole());
+        let mut catalog = Catalog::clone(self.whole(config));
         catalog
             .tools
             .retain(|t| self.may_call_function(&t.pack, &t.function));
