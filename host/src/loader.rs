@@ -94,11 +94,13 @@ pub fn load_all(config: &Config, cache: Option<CatalogCache>) -> Loaded {
                 .as_ref()
                 .zip(key.as_ref())
                 .and_then(|(cache, key)| cache.get(key))
-                .and_then(|json| serde_json::from_str::<Manifest>(&json).ok());
+                .and_then(|json| Some((serde_json::from_str::<Manifest>(&json).ok()?, json)));
             let pack = match kept {
-                Some(manifest) => {
+                Some((manifest, json)) => {
                     let (loading, instance) = Instance::loading(name);
-                    pending.push((Job { key, ..job }, manifest.clone(), loading));
+                    // Its text, not a copy of every schema in it, to tell
+                    // whether the library declares the same.
+                    pending.push((Job { key, ..job }, json, loading));
                     LoadedPack {
                         name: name.clone(),
                         origin: path.display().to_string(),
@@ -131,7 +133,8 @@ pub fn load_all(config: &Config, cache: Option<CatalogCache>) -> Loaded {
 
 /// The packs listed from the catalog cache, to load in the background.
 pub struct Deferred {
-    pending: Vec<(Job, Manifest, Loading)>,
+    /// Each with the manifest the cache kept, as JSON.
+    pending: Vec<(Job, String, Loading)>,
     cache: Option<CatalogCache>,
 }
 
@@ -155,7 +158,7 @@ impl Deferred {
                     let cache = self.cache.as_ref().zip(job.key.as_ref());
                     match job.open() {
                         Ok((json, manifest, module)) => {
-                            if manifest != kept {
+                            if !same_manifest(&json, &manifest, &kept) {
                                 tracing::warn!(pack = %job.name, "the pack declares other functions than the catalog cache kept; serving what it declares now");
                                 if let Some(executor) = executor.upgrade() {
                                     executor.set_functions(&job.name, &manifest.functions);
@@ -186,6 +189,12 @@ impl Deferred {
             tracing::error!(error = %e, "cannot start the thread that loads packs");
         }
     }
+}
+
+/// Whether the library's manifest (`json`, read as `manifest`) is the one
+/// the cache kept (`kept`): the same text, or the same once read.
+fn same_manifest(json: &str, manifest: &Manifest, kept: &str) -> bool {
+    json == kept || serde_json::from_str::<Manifest>(kept).is_ok_and(|kept| kept == *manifest)
 }
 
 /// Say why a pack did not load, as the start does, and forget its entry.
@@ -325,5 +334,25 @@ impl Host for PackHost {
 
     fn log(&self, level: LogLevel, message: RStr<'_>) {
         crate::logging::pack_log(&self.pack, None, level, message.as_str());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_manifest_is_the_kept_one_by_its_text_or_once_read_and_not_when_it_declares_other_functions()
+     {
+        let kept = r#"{"name":"p","version":"1","description":"d","functions":[{"name":"f","description":"","input_schema":{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"integer"}}},"output_schema":{}}]}"#;
+        let read = |json: &str| serde_json::from_str::<Manifest>(json).unwrap();
+        assert!(same_manifest(kept, &read(kept), kept));
+        let reordered = kept.replace(
+            r#"{"a":{"type":"string"},"b":{"type":"integer"}}"#,
+            r#"{"b":{"type":"integer"},"a":{"type":"string"}}"#,
+        );
+        assert!(same_manifest(&reordered, &read(&reordered), kept));
+        let other = kept.replace(r#""name":"f""#, r#""name":"g""#);
+        assert!(!same_manifest(&other, &read(&other), kept));
     }
 }
