@@ -13,7 +13,8 @@ OneTool's `run` tool executes Python in its own server process, unconfined
    `ot.version()`, p50;
 5. cold start: spawn -> `initialize` -> `tools/list` answered, packhost with
    the shipped packs.toml against OneTool with the config `onetool init`
-   writes, median;
+   writes, median; and packhost's again by a raw JSON-RPC client (no SDK:
+   the client's own share of each start is then close to nothing);
 6. memory: RSS of the whole process tree (the server and every process
    under it, VmRSS summed from /proc), fresh servers as in 5, right after
    start, after the calls of 1-4 (one round of them), and after
@@ -42,6 +43,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -365,6 +367,52 @@ async def cold_start(server: Server) -> float:
     return elapsed
 
 
+RAW_START = (
+    b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+    b'"capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}\n',
+    b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n',
+)
+
+
+def raw_cold_start(server: Server) -> float:
+    """The same as `cold_start` by a client that only writes and reads JSON
+    lines (no SDK, `posix_spawn`), in seconds: the issue's measure."""
+    def line(fd: int, buffered: bytes) -> tuple[bytes, bytes]:
+        while b"\n" not in buffered:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                server.fail("the server closed its output during start")
+            buffered += chunk
+        first, _, rest = buffered.partition(b"\n")
+        return first, rest
+
+    params = server.params()
+    their_in, our_in = os.pipe()
+    our_out, their_out = os.pipe()
+    here = os.getcwd()
+    with open(server.log, "a") as errlog:
+        os.chdir(params.cwd or here)  # posix_spawn has no working directory of its own
+        t = time.perf_counter()
+        pid = os.posix_spawn(params.command, [params.command, *params.args], params.env, file_actions=[
+            (os.POSIX_SPAWN_DUP2, their_in, 0), (os.POSIX_SPAWN_DUP2, their_out, 1),
+            (os.POSIX_SPAWN_DUP2, errlog.fileno(), 2), (os.POSIX_SPAWN_CLOSE, our_in),
+            (os.POSIX_SPAWN_CLOSE, our_out)])
+        os.chdir(here)
+        os.close(their_in)
+        os.close(their_out)
+        os.write(our_in, RAW_START[0])
+        _, rest = line(our_out, b"")
+        os.write(our_in, RAW_START[1])
+        answer, _ = line(our_out, rest)
+        elapsed = time.perf_counter() - t
+        os.close(our_in)
+        os.waitpid(pid, 0)
+        os.close(our_out)
+    if not json.loads(answer).get("result", {}).get("tools"):
+        server.fail(f"tools/list answered {answer[:300]!r}")
+    return elapsed
+
+
 def fms(s: float) -> str:
     return f"{s * 1000:.3f} ms"
 
@@ -382,7 +430,7 @@ async def main() -> None:
     conc: dict[str, list[float]] = {s.name: [] for s in servers}
     spaced: dict[str, list[float]] = {s.name: [] for s in servers}
     packs: dict[str, list[float]] = {s.name: [] for s in servers}
-    starts: dict[str, list[float]] = {"packhost": [], "OneTool": []}
+    starts: dict[str, list[float]] = {"packhost": [], "packhost raw": [], "OneTool": []}
     try:
         for s in servers:
             await s.open()
@@ -417,6 +465,9 @@ async def main() -> None:
             elapsed = await cold_start(s)
             if i:
                 starts[key].append(elapsed)
+        raw = raw_cold_start(shipped)
+        if i:
+            starts["packhost raw"].append(raw)
 
     # Memory: fresh servers, packhost with the shipped packs.toml again
     # (whose one project is the repository, `packhost`).
@@ -452,6 +503,9 @@ async def main() -> None:
     ph, otm = statistics.median(starts["packhost"]), statistics.median(starts["OneTool"])
     rows.append(("cold start (spawn→initialize→tools/list), shipped packs.toml, median",
                  fms(ph), "≤ 10 ms", f"OneTool, `onetool init` config: {fms(otm)}", ph / otm))
+    raw = statistics.median(starts["packhost raw"])
+    rows.append(("same, by a raw JSON-RPC client (no SDK), median", fms(raw), "≤ 10 ms",
+                 f"packhost through the `mcp` client: {fms(ph)}", raw / ph))
     p, q = mem[shipped.name], mem[o]
     mib = lambda v: f"{v:.1f} MiB"  # noqa: E731
     rows.append(("RSS of the process tree right after start, shipped packs.toml", mib(p.start),
