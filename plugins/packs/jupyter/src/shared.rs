@@ -225,11 +225,20 @@ impl Shared {
 
     /// The sessions `caller` may use, by id.
     pub async fn list(&self, caller: &Owner) -> Result<Vec<Found>, PackError> {
+        let rows = self.usable(caller).await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|row| Found::read(row).ok())
+            .collect())
+    }
+
+    /// The rows of every instance that `caller` may use: the one place
+    /// sessions are listed.
+    async fn usable(&self, caller: &Owner) -> Result<Vec<SessionRow>, PackError> {
         let rows = self.rows.list(&caller.org).await.map_err(unavailable)?;
         Ok(rows
             .into_iter()
             .filter(|row| self.share.allows(&row.owner, caller))
-            .filter_map(|row| Found::read(row).ok())
             .collect())
     }
 
@@ -261,7 +270,7 @@ impl Shared {
         caller: &Owner,
         kernel_id: &str,
     ) -> Result<Option<SessionRow>, PackError> {
-        let rows = self.rows.list(&caller.org).await.map_err(unavailable)?;
+        let rows = self.usable(caller).await?;
         Ok(rows.into_iter().find(|row| {
             serde_json::from_slice::<Record>(&row.body).is_ok_and(|r| r.kernel_id == kernel_id)
         }))
@@ -269,11 +278,7 @@ impl Shared {
 
     /// The ids `caller` may use (what a refusal may name).
     async fn ids(&self, caller: &Owner) -> Result<Vec<String>, PackError> {
-        let rows = self.rows.list(&caller.org).await.map_err(unavailable)?;
-        Ok(rows
-            .into_iter()
-            .filter(|row| self.share.allows(&row.owner, caller))
-            .map(|row| row.id)
-            .collect())
+        let rows = self.usable(caller).await?;
+        Ok(rows.into_iter().map(|row| row.id).collect())
     }
 }
