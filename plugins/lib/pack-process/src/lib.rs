@@ -35,4 +35,4 @@ pub use group::{Adopted, Exit, Finished, ProcessGroup, live_members};
 pub use pack_sandbox::{
     Bound, Confined, Limits, Mode, Narrowing, Network, Pidfd, Policy, Python, Sandbox,
 };
-pub use pool::{Demand, WARM_UP_DELAY, Wanted, WarmPool};
+pub use pool::{Demand, Replacement, WARM_UP_DELAY, Wanted, WarmPool};

@@ -189,8 +189,8 @@ async fn a_pool_hands_out_fresh_children_and_refills() {
         |group: &mut ProcessGroup| group.is_running(),
         || {},
     );
-    let first = pool.take().await.unwrap();
-    let second = pool.take().await.unwrap();
+    let (first, _) = pool.take().await.unwrap();
+    let (second, _) = pool.take().await.unwrap();
     let (a, b) = (first.id(), second.id());
     assert!(group_alive(a) && group_alive(b));
     assert_ne!(a, b);
@@ -219,12 +219,47 @@ async fn a_child_started_for_a_waiting_take_is_wanted_now_and_one_kept_ready_ahe
         |group: &mut ProcessGroup| group.is_running(),
         || {},
     );
-    let taken = pool.take().await.unwrap();
+    let (taken, _) = pool.take().await.unwrap();
     eventually("no child was kept ready after the take", || {
         pool.ready() == 1
     })
     .await;
     assert_eq!(*wanted.lock().unwrap(), [Wanted::Now, Wanted::Ahead]);
+    pool.clear();
+    drop(taken);
+}
+
+/// A taken child's replacement starts once its call is done with it (the
+/// replacement dropped), not at the take: it would take the CPU from the call.
+#[tokio::test]
+async fn a_replacement_starts_when_the_call_is_done_with_the_child() {
+    let starts = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&starts);
+    let demand = Demand {
+        initial: 1,
+        max: 1,
+        idle: Duration::MAX,
+    };
+    let pool = WarmPool::following(
+        demand,
+        move |_| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            async { ProcessGroup::spawn(sh("sleep 30")) }
+        },
+        |group: &mut ProcessGroup| group.is_running(),
+        || {},
+    );
+    eventually("the initial child never got ready", || pool.ready() == 1).await;
+    let (taken, replacement) = pool.take().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(starts.load(Ordering::SeqCst), 1, "replaced during the call");
+    assert_eq!(pool.ready(), 0);
+    drop(replacement);
+    eventually("no replacement once the call was done", || {
+        pool.ready() == 1
+    })
+    .await;
+    assert_eq!(starts.load(Ordering::SeqCst), 2);
     pool.clear();
     drop(taken);
 }
@@ -257,8 +292,8 @@ async fn a_pool_following_demand_grows_when_a_call_waits_and_empties_when_idle()
     );
     eventually("the initial child never got ready", || pool.ready() == 1).await;
     // The first take finds one ready, the second none: from then on two are kept.
-    let first = pool.take().await.unwrap();
-    let second = pool.take().await.unwrap();
+    let (first, _) = pool.take().await.unwrap();
+    let (second, _) = pool.take().await.unwrap();
     eventually("the pool did not grow to 2 after a wait", || {
         pool.ready() == 2
     })
@@ -273,7 +308,7 @@ async fn a_pool_following_demand_grows_when_a_call_waits_and_empties_when_idle()
     })
     .await;
     // The next call starts its own, and one is kept again.
-    let next = pool.take().await.unwrap();
+    let (next, _) = pool.take().await.unwrap();
     assert!(next.is_running());
     eventually("no child kept after the next call", || pool.ready() == 1).await;
     pool.clear();
@@ -320,7 +355,8 @@ async fn a_take_gets_the_child_already_starting() {
         .await
         .expect("the take waited for a start of its own")
         .unwrap()
-        .unwrap();
+        .unwrap()
+        .0;
     assert!(child.is_running());
     assert_eq!(
         pool.ready(),

@@ -53,12 +53,17 @@ pub(crate) async fn run(
         .as_deref()
         .map(|cwd| state.working_dir(cwd))
         .transpose()?;
-    let interpreter = match &cwd {
+    // A forked one's replacement is forked once this call is done with it.
+    let (interpreter, _replacement) = match &cwd {
         Some(cwd) => launcher
             .start(cwd, state.config.cwd_writable)
             .await
+            .map(|started| (started, None))
             .map_err(|e| PackError::internal(format!("cannot start Python: {e}")))?,
-        None => interpreters.fork(state.config.demand()).await?,
+        None => {
+            let (forked, replacement) = interpreters.fork(state.config.demand()).await?;
+            (forked, Some(replacement))
+        }
     };
     let own = interpreter.dir.path();
     let request = call::Request {

@@ -7,7 +7,7 @@ use std::{
 };
 
 use beneath::{Dir, Links};
-use pack_process::{Demand, Python, Wanted, WarmPool};
+use pack_process::{Demand, Python, Replacement, Wanted, WarmPool};
 use pack_sdk::PackError;
 use tokio::sync::OnceCell;
 
@@ -63,8 +63,11 @@ impl Interpreters {
     }
 
     /// A forked interpreter: a ready one, or one forked now; its
-    /// replacement is forked at once.
-    pub(crate) async fn fork(self: &Arc<Self>, demand: Demand) -> Result<Interpreter, PackError> {
+    /// replacement is forked once the [`Replacement`] is dropped.
+    pub(crate) async fn fork(
+        self: &Arc<Self>,
+        demand: Demand,
+    ) -> Result<(Interpreter, Replacement<Interpreter>), PackError> {
         // Says why there is no interpreter, if there is none.
         self.launcher().await?;
         self.pool(demand)

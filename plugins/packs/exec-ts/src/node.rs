@@ -546,16 +546,27 @@ impl Runner {
     ) -> Result<ExecOutput, PackError> {
         let node = self.tools.node()?;
         let launcher = self.launcher.as_ref().expect("node was found");
-        let warm = match cwd {
-            None if env.is_empty() && self.demand.max > 0 => self.pool(launcher).take().await,
-            _ => launcher.start(cwd, env),
+        // A pooled one's replacement starts once this call is done with it.
+        let (warm, _replacement) = match cwd {
+            None if env.is_empty() && self.demand.max > 0 => {
+                let (warm, replacement) = self
+                    .pool(launcher)
+                    .take()
+                    .await
+                    .map_err(|e| spawn_error(node, e))?;
+                (warm, Some(replacement))
+            }
+            _ => (
+                launcher.start(cwd, env).map_err(|e| spawn_error(node, e))?,
+                None,
+            ),
         };
         // Its folder goes when the call ends.
         let Warm {
             group,
             channel,
             dir: _dir,
-        } = warm.map_err(|e| spawn_error(node, e))?;
+        } = warm;
         Ok(self
             .finish(group, Some(js), Some((channel, ctx)), timeout, started)
             .await)
