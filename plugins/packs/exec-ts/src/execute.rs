@@ -4,7 +4,7 @@
 
 use std::{collections::BTreeMap, path::PathBuf, sync::Arc, time::Instant};
 
-use pack_sdk::{Catalog, Context, PackError};
+use pack_sdk::{Context, Outline, PackError};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -106,7 +106,7 @@ pub(crate) async fn execute(
         .realms
         .as_ref()
         .filter(|_| cwd.is_none() && env.is_empty())
-        .filter(|_| route(&js, |name| is_code_name(&shared.catalog, name)) == Route::Realm);
+        .filter(|_| route(&js, |name| is_code_name(shared.outline(), name)) == Route::Realm);
     let mut output = match realms {
         Some(realms) => {
             realms
@@ -145,7 +145,7 @@ pub(crate) async fn execute(
 }
 
 /// Whether `name` is one the prelude makes a global: a pack's or an alias.
-fn is_code_name(catalog: &Catalog, name: &str) -> bool {
+fn is_code_name(catalog: &Outline, name: &str) -> bool {
     catalog.tools.iter().any(|tool| tool.pack == name)
         || catalog.prompts.iter().any(|prompt| prompt.pack == name)
         || catalog.aliases.contains_key(name)

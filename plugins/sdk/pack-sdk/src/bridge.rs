@@ -18,7 +18,7 @@ use tokio::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::{Catalog, Context};
+use crate::{Context, catalogs::Outline};
 
 /// After the code's process is gone, its last lines may still be in the
 /// socket.
@@ -39,7 +39,7 @@ struct ToolCall {
 /// listed, description, arguments: [{name, description?, required}]}],
 /// aliases, projects}`. Code renders a prompt by its `listed` name
 /// (`pack_api::protocol::PROMPTS_GET`).
-pub fn bindings(catalog: &Catalog) -> Value {
+pub fn bindings(catalog: &Outline) -> Value {
     let tools: Vec<Value> = catalog
         .tools
         .iter()

@@ -152,7 +152,7 @@ impl Context {
     /// exposes. It is the whole list, as JSON: call it when needed, not on
     /// every call.
     pub fn catalog(&self) -> Catalog {
-        self.shared_catalog().catalog.clone()
+        self.shared_catalog().catalog().clone()
     }
 
     /// [`Context::catalog`] without a copy, with code's bindings written
@@ -167,7 +167,7 @@ impl Context {
     /// so a pack may keep them per [`Context::org`].
     pub fn projects(&self) -> BTreeMap<String, PathBuf> {
         let shared = self.shared_catalog();
-        let projects = shared.catalog.projects.iter();
+        let projects = shared.outline().projects.iter();
         projects
             .map(|(name, path)| (name.clone(), path.into()))
             .collect()
@@ -179,7 +179,7 @@ impl Context {
     /// ([`Ownership`](crate::owned::Ownership)). `None` from a host too old
     /// to say. It reads the [catalog](Self::catalog): keep it.
     pub fn host_identity(&self) -> Option<Owner> {
-        self.shared_catalog().catalog.identity.clone()
+        self.shared_catalog().outline().identity.clone()
     }
 
     /// Call any tool the host serves (`pack.function`, an alias, `run`) with

@@ -112,7 +112,7 @@ pub mod testing;
 pub use ask::{Action, Elicited, Question, Root};
 pub use block::{Block, Link};
 pub use blocking::blocking;
-pub use catalogs::SharedCatalog;
+pub use catalogs::{Outline, SharedCatalog, ToolOutline};
 pub use context::{Context, Host};
 pub use def::{Empty, PackDef};
 pub use error::PackError;
