@@ -18,8 +18,10 @@ OneTool's `run` tool executes Python in its own server process, unconfined
 6. memory: RSS of the whole process tree (the server and every process
    under it, VmRSS summed from /proc), fresh servers as in 5, right after
    start, after the calls of 1-4 (one round of them), and after
-   `--idle-secs` without calls; then what each process of packhost's tree
-   holds.
+   `--idle-secs` without calls; the same for its anonymous part alone
+   (RssAnon: the heap and stacks, not the mapped code, whose resident
+   share follows the page cache's folio sizes); then what each process of
+   packhost's tree holds.
 
 Every answer is checked (`1+1` must give 2); an error fails the run. Targets
 (issue #14) are printed, not enforced: this is a measurement.
@@ -265,21 +267,22 @@ def server_pid(server: Server) -> int:
     raise AssertionError  # fail() raised
 
 
-def tree_rss(root: int) -> tuple[float, list[tuple[int, str, float]]]:
-    """MiB resident in `root` and every process under it, and each one's
-    (pid, name, MiB), largest first."""
+def tree_rss(root: int) -> tuple[float, float, list[tuple[int, str, float]]]:
+    """MiB resident in `root` and every process under it, the anonymous
+    part of it, and each one's (pid, name, MiB), largest first."""
     tree, seen, todo = children(), [], [root]
     while todo:
         pid = todo.pop()
         seen.append(pid)
         todo += tree.get(pid, [])
-    each = []
+    each, anonymous = [], 0.0
     for pid in seen:
         status = proc_status(pid)
         if "VmRSS" in status:  # not a zombie
             each.append((pid, status["Name"], int(status["VmRSS"].split()[0]) / 1024))
+            anonymous += int(status["RssAnon"].split()[0]) / 1024
     each.sort(key=lambda p: -p[2])
-    return sum(p[2] for p in each), each
+    return sum(p[2] for p in each), anonymous, each
 
 
 @dataclass
@@ -289,10 +292,11 @@ class Memory:
     start: float = 0.0
     after: float = 0.0
     settled: float = 0.0
+    anonymous: dict[str, float] = field(default_factory=dict)
     processes: dict[str, list[tuple[int, str, float]]] = field(default_factory=dict)
 
     def take(self, when: str, root: int) -> float:
-        total, self.processes[when] = tree_rss(root)
+        total, self.anonymous[when], self.processes[when] = tree_rss(root)
         return total
 
 
@@ -515,6 +519,9 @@ async def main() -> None:
     rows.append((f"RSS of the process tree after {args.idle_secs:g} s idle", mib(p.settled),
                  "≤ 1.10× at start", f"packhost at start: {mib(p.start)} (OneTool now: {mib(q.settled)})",
                  p.settled / p.start))
+    for when in ("start", "after the calls", "settled"):
+        rows.append((f"anonymous memory (RssAnon) of the tree, {when}", mib(p.anonymous[when]), "-",
+                     f"OneTool: {mib(q.anonymous[when])}", p.anonymous[when] / q.anonymous[when]))
     # The sandbox's own cost, confined against unconfined packhost.
     for label, d in (("back to back p50", seq), ("spaced p50", spaced)):
         a, b = pct(d[on.name], 0.5), pct(d[off.name], 0.5)
