@@ -201,15 +201,11 @@ async fn a_pool_hands_out_fresh_children_and_refills() {
     wait_until_gone(b).await;
 }
 
-#[tokio::test]
-async fn a_child_started_for_a_waiting_take_is_wanted_now_and_one_kept_ready_ahead() {
+/// A pool of `sleep 30` children following `demand`, and why each start
+/// began, in order.
+fn recording_pool(demand: Demand) -> (WarmPool<ProcessGroup>, Arc<Mutex<Vec<Wanted>>>) {
     let wanted = Arc::new(Mutex::new(Vec::new()));
     let told = Arc::clone(&wanted);
-    let demand = Demand {
-        initial: 0,
-        max: 1,
-        idle: Duration::MAX,
-    };
     let pool = WarmPool::following(
         demand,
         move |why| {
@@ -219,6 +215,16 @@ async fn a_child_started_for_a_waiting_take_is_wanted_now_and_one_kept_ready_ahe
         |group: &mut ProcessGroup| group.is_running(),
         || {},
     );
+    (pool, wanted)
+}
+
+#[tokio::test]
+async fn a_child_started_for_a_waiting_take_is_wanted_now_and_one_kept_ready_ahead() {
+    let (pool, wanted) = recording_pool(Demand {
+        initial: 0,
+        max: 1,
+        idle: Duration::MAX,
+    });
     let (taken, _) = pool.take().await.unwrap();
     eventually("no child was kept ready after the take", || {
         pool.ready() == 1
@@ -233,33 +239,22 @@ async fn a_child_started_for_a_waiting_take_is_wanted_now_and_one_kept_ready_ahe
 /// replacement dropped), not at the take: it would take the CPU from the call.
 #[tokio::test]
 async fn a_replacement_starts_when_the_call_is_done_with_the_child() {
-    let starts = Arc::new(AtomicUsize::new(0));
-    let counted = Arc::clone(&starts);
-    let demand = Demand {
+    let (pool, starts) = recording_pool(Demand {
         initial: 1,
         max: 1,
         idle: Duration::MAX,
-    };
-    let pool = WarmPool::following(
-        demand,
-        move |_| {
-            counted.fetch_add(1, Ordering::SeqCst);
-            async { ProcessGroup::spawn(sh("sleep 30")) }
-        },
-        |group: &mut ProcessGroup| group.is_running(),
-        || {},
-    );
+    });
     eventually("the initial child never got ready", || pool.ready() == 1).await;
     let (taken, replacement) = pool.take().await.unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(starts.load(Ordering::SeqCst), 1, "replaced during the call");
+    assert_eq!(starts.lock().unwrap().len(), 1, "replaced during the call");
     assert_eq!(pool.ready(), 0);
     drop(replacement);
     eventually("no replacement once the call was done", || {
         pool.ready() == 1
     })
     .await;
-    assert_eq!(starts.load(Ordering::SeqCst), 2);
+    assert_eq!(*starts.lock().unwrap(), [Wanted::Ahead, Wanted::Ahead]);
     pool.clear();
     drop(taken);
 }
