@@ -245,6 +245,17 @@ struct Catalogs {
     admin_json: Arc<str>,
 }
 
+impl Catalogs {
+    /// The whole catalog a caller sees, and its JSON: an admin's has the
+    /// admin's host functions.
+    fn seen_by(&self, admin: bool) -> (&Arc<Catalog>, &Arc<str>) {
+        match admin {
+            true => (&self.admin, &self.admin_json),
+            false => (&self.catalog, &self.json),
+        }
+    }
+}
+
 impl Registry {
     pub(super) fn new(packs: BTreeMap<String, Arc<PackEntry>>, config: &CatalogConfig) -> Self {
         let mut bare = BTreeMap::new();
@@ -538,21 +549,17 @@ impl<'a> Visible<'a> {
     /// The catalog of every tool the caller could be allowed: an admin's
     /// has the admin's host functions.
     fn whole(&self, config: &CatalogConfig) -> &Arc<Catalog> {
-        let catalogs = self.registry.catalogs(config);
-        match self.identity.admin {
-            true => &catalogs.admin,
-            false => &catalogs.catalog,
-        }
+        self.registry
+            .catalogs(config)
+            .seen_by(self.identity.admin)
+            .0
     }
 
     /// [`Self::catalog`] as JSON, for a library pack.
     pub(super) fn catalog_json(&self, config: &CatalogConfig) -> RString {
         if !self.is_narrowed(config) {
-            let catalogs = self.registry.catalogs(config);
-            return RString::from(match self.identity.admin {
-                true => &*catalogs.admin_json,
-                false => &*catalogs.json,
-            });
+            let (_, json) = self.registry.catalogs(config).seen_by(self.identity.admin);
+            return RString::from(&**json);
         }
         let narrowing = (
             self.identity.allowed.as_deref().cloned(),

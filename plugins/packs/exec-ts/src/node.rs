@@ -546,27 +546,24 @@ impl Runner {
     ) -> Result<ExecOutput, PackError> {
         let node = self.tools.node()?;
         let launcher = self.launcher.as_ref().expect("node was found");
-        // A pooled one's replacement starts once this call is done with it.
-        let (warm, _replacement) = match cwd {
-            None if env.is_empty() && self.demand.max > 0 => {
-                let (warm, replacement) = self
-                    .pool(launcher)
-                    .take()
-                    .await
-                    .map_err(|e| spawn_error(node, e))?;
-                (warm, Some(replacement))
-            }
-            _ => (
-                launcher.start(cwd, env).map_err(|e| spawn_error(node, e))?,
-                None,
-            ),
+        let taken = match cwd {
+            None if env.is_empty() && self.demand.max > 0 => self
+                .pool(launcher)
+                .take()
+                .await
+                .map(|(warm, replacement)| (warm, Some(replacement))),
+            _ => launcher.start(cwd, env).map(|warm| (warm, None)),
         };
-        // Its folder goes when the call ends.
-        let Warm {
-            group,
-            channel,
-            dir: _dir,
-        } = warm;
+        // Its folder goes when the call ends; a pooled one's replacement
+        // starts once this call is done with it.
+        let (
+            Warm {
+                group,
+                channel,
+                dir: _dir,
+            },
+            _replacement,
+        ) = taken.map_err(|e| spawn_error(node, e))?;
         Ok(self
             .finish(group, Some(js), Some((channel, ctx)), timeout, started)
             .await)
